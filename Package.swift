@@ -1,0 +1,123 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "bearerd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "bearerd", targets: ["bearerd"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // Token types and the seam the proxy asks for a token through.
+        .target(
+            name: "BearerdAuth",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log")
+            ],
+            swiftSettings: strict
+        ),
+        // The config file: schema, loading (YAML + environment), validation.
+        .target(
+            name: "BearerdConfig",
+            dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: strict
+        ),
+        // The data path: NIO channel handlers, the upstream pool, the listeners.
+        .target(
+            name: "BearerdProxy",
+            dependencies: [
+                "BearerdAuth",
+                "BearerdConfig",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOExtras", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // Wiring and the command line.
+        .target(
+            name: "BearerdCLI",
+            dependencies: [
+                "BearerdAuth",
+                "BearerdConfig",
+                "BearerdProxy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "bearerd",
+            dependencies: [
+                "BearerdCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // In-process servers, clients and log capture for the tests.
+        .target(
+            name: "BearerdTestSupport",
+            dependencies: [
+                "BearerdAuth",
+                "BearerdConfig",
+                "BearerdProxy",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/BearerdTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdConfigTests",
+            dependencies: ["BearerdConfig", "BearerdTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdProxyTests",
+            dependencies: [
+                "BearerdProxy", "BearerdAuth", "BearerdConfig", "BearerdTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdCLITests",
+            dependencies: ["BearerdCLI", "BearerdTestSupport", "BearerdConfig"],
+            swiftSettings: strict
+        ),
+    ]
+)

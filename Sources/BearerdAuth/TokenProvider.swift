@@ -1,0 +1,17 @@
+/// Where the proxy gets the token it adds to each request.
+///
+/// The proxy calls ``currentToken()`` on its event loop for every request and falls back to
+/// ``token()`` only when that returns `nil`, so a provider that keeps a valid token ready makes
+/// no request wait. When the upstream answers 401 to a request sent with some token, the proxy
+/// reports it through ``upstreamRejected(_:)``.
+public protocol TokenProvider: Sendable {
+    /// A token that is valid now, or `nil` if getting one means waiting. Must not block.
+    func currentToken() -> BearerToken?
+
+    /// A valid token, waiting for a refresh in flight if there is one.
+    /// - Throws: ``TokenUnavailableError`` when no token can be had.
+    func token() async throws -> BearerToken
+
+    /// The upstream answered 401 to a request that carried `token`.
+    func upstreamRejected(_ token: BearerToken) async
+}

@@ -1,0 +1,40 @@
+/// No token can be had right now. Its message tells the user what to do; it never holds a token.
+public struct TokenUnavailableError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case notLoggedIn
+        case tokenServerUnavailable
+        case tokenSourceFailed
+    }
+
+    private let code: Code
+    /// What happened and what to do next, fit for a user.
+    public let message: String
+    /// Seconds after which a retry may succeed, sent to clients as `Retry-After`.
+    public let retryAfterSeconds: Int?
+
+    /// A short machine-readable name, used as the `error` field of the proxy's JSON answers.
+    public var errorName: String {
+        switch self.code {
+        case .notLoggedIn: "not_logged_in"
+        case .tokenServerUnavailable: "token_server_unavailable"
+        case .tokenSourceFailed: "token_unavailable"
+        }
+    }
+
+    /// There is no user session: someone has to log in.
+    public static func notLoggedIn(_ message: String = "no token: run `bearerd login`") -> Self {
+        Self(code: .notLoggedIn, message: message, retryAfterSeconds: nil)
+    }
+
+    /// The token server cannot be reached or fails; retrying later may succeed.
+    public static func tokenServerUnavailable(_ message: String, retryAfterSeconds: Int?) -> Self {
+        Self(code: .tokenServerUnavailable, message: message, retryAfterSeconds: retryAfterSeconds)
+    }
+
+    /// The configured token source cannot give a token (for example an unreadable token file).
+    public static func tokenSourceFailed(_ message: String) -> Self {
+        Self(code: .tokenSourceFailed, message: message, retryAfterSeconds: nil)
+    }
+
+    public var description: String { self.message }
+}

@@ -1,0 +1,23 @@
+import ArgumentParser
+
+/// The `bearerd` command line.
+public struct Bearerd: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "bearerd",
+        abstract: "A localhost proxy that adds a valid OAuth bearer token to every request to one API.",
+        discussion: """
+            Point legacy tools at http://127.0.0.1:PORT (or a unix socket); bearerd forwards each \
+            request to the configured upstream with `Authorization: Bearer <token>`.
+            """,
+        version: BearerdVersion.string,
+        subcommands: [ServeCommand.self, CheckConfigCommand.self, VersionCommand.self]
+    )
+
+    public init() {}
+}
+
+/// The version printed by `bearerd version` and `--version`.
+public enum BearerdVersion {
+    /// Semantic version of this build.
+    public static let string = "0.1.0"
+}

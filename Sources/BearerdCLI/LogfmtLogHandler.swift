@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+
+/// Writes one logfmt line per event to standard error: `level=info msg="…" key=value …`.
+///
+/// Under systemd (`JOURNAL_STREAM` set) each line starts with its syslog priority (`<6>`), so
+/// journald records the level, and the timestamp is left to journald.
+public struct LogfmtLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level
+    private let label: String
+    private let journald: Bool
+
+    /// A handler for `label` at `level`.
+    public init(label: String, level: Logger.Level, journald: Bool) {
+        self.label = label
+        self.logLevel = level
+        self.journald = journald
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var line = ""
+        line.reserveCapacity(160)
+        if self.journald {
+            line += "<\(Self.priority(event.level))>"
+        } else {
+            line += "ts=\(Self.timestamp()) "
+        }
+        line += "level=\(event.level.rawValue) msg="
+        Self.appendValue(event.message.description, to: &line)
+        let merged = event.metadata.map { self.metadata.merging($0) { $1 } } ?? self.metadata
+        for key in merged.keys.sorted() {
+            line += " \(key)="
+            Self.appendValue(merged[key]!.description, to: &line)
+        }
+        StandardError.emit(line)
+    }
+
+    static func appendValue(_ value: String, to line: inout String) {
+        let needsQuotes =
+            value.isEmpty
+            || value.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
+        guard needsQuotes else {
+            line += value
+            return
+        }
+        line += "\""
+        for character in value.unicodeScalars {
+            switch character {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case "\n": line += "\\n"
+            case "\r": line += "\\r"
+            case "\t": line += "\\t"
+            default:
+                if character.value < 0x20 || character.value == 0x7F {
+                    line += "\\u{\(String(character.value, radix: 16))}"
+                } else {
+                    line.unicodeScalars.append(character)
+                }
+            }
+        }
+        line += "\""
+    }
+
+    private static func priority(_ level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
+    }
+
+    private static func timestamp() -> String {
+        Date.now.formatted(
+            .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)
+        )
+    }
+}

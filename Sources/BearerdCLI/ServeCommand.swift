@@ -1,0 +1,70 @@
+import ArgumentParser
+import BearerdConfig
+import BearerdProxy
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import UnixSignals
+
+/// `bearerd serve`: runs the proxy until SIGTERM or SIGINT.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the proxy in the foreground until SIGTERM or SIGINT.",
+        discussion: """
+            Reads the config file, then listens on every `listen` address and forwards each \
+            request to `upstream.url` with `Authorization: Bearer <token>`. On SIGTERM or SIGINT \
+            it stops accepting connections, lets in-flight requests finish for up to \
+            `shutdown_grace`, and exits 0. Logs go to standard error, one logfmt line per event.
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let journald = environment["JOURNAL_STREAM"] != nil
+        let prepared: Prepared
+        switch Startup.prepare(configPath: self.options.path, logger: Self.bootstrapLogger(journald: journald)) {
+        case .success(let value): prepared = value
+        case .failure(let failure):
+            StandardError.emit(failure.report)
+            throw ExitCode(78)  // EX_CONFIG
+        }
+        let level = Logger.Level(rawValue: prepared.configuration.log.level) ?? .info
+        LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, journald: journald) }
+        let logger = Logger(label: "bearerd")
+        let threads = prepared.configuration.threads == 0 ? System.coreCount : prepared.configuration.threads
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let server = ProxyServer(
+            configuration: prepared.configuration,
+            settings: prepared.settings,
+            tokens: prepared.tokens,
+            group: group,
+            logger: logger
+        )
+        let services = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: server)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [],
+                logger: logger
+            )
+        )
+        do {
+            try await services.run()
+        } catch {
+            logger.critical("bearerd stopped on an error", metadata: ["error": "\(error)"])
+            try? await group.shutdownGracefully()
+            throw ExitCode.failure
+        }
+        try? await group.shutdownGracefully()
+    }
+
+    /// A logger for the steps before the config (and so the log level) is known.
+    private static func bootstrapLogger(journald: Bool) -> Logger {
+        Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .info, journald: journald) }
+    }
+}

@@ -1,0 +1,48 @@
+import BearerdAuth
+import BearerdConfig
+import BearerdProxy
+import Foundation
+import Logging
+
+/// What `serve` needs, built and checked before anything listens.
+struct Prepared {
+    var configuration: BearerdConfiguration
+    var settings: ProxySettings
+    var tokens: any TokenProvider
+}
+
+/// Why bearerd cannot start, as text for a person: every problem, each with its key or file.
+struct StartupFailure: Error, CustomStringConvertible {
+    var report: String
+    var description: String { self.report }
+}
+
+/// The steps `serve` and `check-config` share.
+enum Startup {
+    static func prepare(
+        configPath: String,
+        logger: Logger,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Result<Prepared, StartupFailure> {
+        let configuration: BearerdConfiguration
+        do {
+            configuration = try ConfigLoader(environment: environment).load(path: configPath)
+        } catch {
+            let count = error.issues.count
+            let lines = error.issues.map { "  \($0)" }.joined(separator: "\n")
+            return .failure(
+                StartupFailure(report: "bearerd: \(configPath) has \(count) problem\(count == 1 ? "" : "s"):\n\(lines)")
+            )
+        }
+        do {
+            let settings = try ProxySettings(configuration: configuration)
+            guard let tokenFile = configuration.auth.staticTokenFile else {
+                return .failure(StartupFailure(report: "bearerd: \(configPath): no token source is configured"))
+            }
+            let tokens = try StaticTokenProvider(path: tokenFile, logger: logger)
+            return .success(Prepared(configuration: configuration, settings: settings, tokens: tokens))
+        } catch {
+            return .failure(StartupFailure(report: "bearerd: \(configPath): \(error)"))
+        }
+    }
+}

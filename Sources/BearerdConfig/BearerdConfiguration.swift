@@ -1,0 +1,83 @@
+/// Everything `bearerd serve` needs, validated. Built by ``ConfigLoader``; every field has the
+/// default documented in `config/bearerd.example.yaml`.
+public struct BearerdConfiguration: Sendable {
+    /// Where to accept connections (`listen`).
+    public var listen: [ListenAddress]
+    /// Whether non-loopback TCP addresses are allowed (`allow_remote`).
+    public var allowRemote: Bool
+    /// Mode of unix sockets (`socket_mode`).
+    public var socketMode: UInt32
+    /// Group of unix sockets (`socket_group`), resolved to a gid; `nil` keeps the process's group.
+    public var socketGroup: UInt32?
+    /// Event-loop threads (`threads`); 0 means one per core.
+    public var threads: Int
+    /// How long in-flight requests may run after SIGTERM (`shutdown_grace`).
+    public var shutdownGrace: Duration
+
+    /// The upstream and how to talk to it.
+    public var upstream: Upstream
+    /// How requests are rewritten and limited.
+    public var proxy: Proxy
+    /// Where the token comes from.
+    public var auth: Auth
+    /// Logging.
+    public var log: Log
+
+    /// `upstream.*`
+    public struct Upstream: Sendable {
+        /// `upstream.url`.
+        public var target: UpstreamTarget
+        /// `upstream.ca_file`: PEM bundle to trust instead of the system's roots.
+        public var caFile: String?
+        /// `upstream.server_name`: TLS SNI and certificate name; defaults to the URL's host.
+        public var serverName: String?
+        /// `upstream.connect_timeout`.
+        public var connectTimeout: Duration
+        /// `upstream.response_timeout`: from the end of the request to the response head.
+        public var responseTimeout: Duration
+        /// `upstream.idle_timeout`: how long a pooled connection may sit unused.
+        public var idleTimeout: Duration
+        /// `upstream.max_idle_connections`: pooled connections kept per thread.
+        public var maxIdleConnections: Int
+    }
+
+    /// `proxy.*`
+    public struct Proxy: Sendable {
+        /// `proxy.client_authorization`: what to do with a client's own `Authorization` header.
+        public var clientAuthorization: ClientAuthorizationPolicy
+        /// `proxy.forwarded_headers`: add `X-Forwarded-For`, `-Proto`, `-Host`.
+        public var forwardedHeaders: Bool
+        /// `proxy.max_request_body`: bytes; `nil` means unlimited.
+        public var maxRequestBody: Int?
+        /// `proxy.max_header_size`: total bytes of request headers before 431.
+        public var maxHeaderSize: Int
+        /// `proxy.client_idle_timeout`: how long a client keep-alive connection may sit idle.
+        public var clientIdleTimeout: Duration
+    }
+
+    /// `auth.*`
+    public struct Auth: Sendable {
+        /// `auth.static_token_file`, resolved to an absolute path.
+        public var staticTokenFile: String?
+    }
+
+    /// `log.*`
+    public struct Log: Sendable {
+        /// `log.level`.
+        public var level: String
+        /// `log.access`: one line per request.
+        public var access: Bool
+        /// `log.access_query`: include the query string in access lines.
+        public var accessQuery: Bool
+    }
+}
+
+/// What the proxy does with an `Authorization` header sent by the client (`proxy.client_authorization`).
+public enum ClientAuthorizationPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Drop it and send bearerd's token (default).
+    case replace
+    /// Forward the client's header unchanged and add no token.
+    case keep
+    /// Refuse the request with 400.
+    case reject
+}

@@ -1,0 +1,243 @@
+import Configuration
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads each key through the `ConfigReader`, parses it and collects an issue per bad value.
+struct ConfigBuilder {
+    let reader: ConfigReader
+    let environment: [String: String]
+    let baseDirectory: String
+    var issues: [ConfigIssue]
+
+    mutating func build() -> BearerdConfiguration? {
+        let allowRemote = self.bool("allow_remote", default: false)
+        let listen = self.listen(allowRemote: allowRemote)
+        let upstream = self.upstream()
+        let configuration = BearerdConfiguration(
+            listen: listen,
+            allowRemote: allowRemote,
+            socketMode: self.parsed(
+                "socket_mode",
+                default: 0o600,
+                expected: "an octal file mode like 0660",
+                ConfigValueParsers.fileMode
+            ),
+            socketGroup: self.socketGroup(),
+            threads: self.parsed(
+                "threads",
+                default: 0,
+                expected: "a whole number (0: one per core)",
+                ConfigValueParsers.count
+            ),
+            shutdownGrace: self.duration("shutdown_grace", default: .seconds(30), allowZero: true),
+            upstream: upstream ?? Self.placeholderUpstream,
+            proxy: self.proxy(),
+            auth: self.auth(),
+            log: self.log()
+        )
+        return upstream == nil ? nil : configuration
+    }
+
+    // MARK: Sections
+
+    private mutating func listen(allowRemote: Bool) -> [ListenAddress] {
+        let entries = self.reader.stringArray(forKey: "listen") ?? ["127.0.0.1:8080"]
+        if entries.isEmpty { self.issue("listen", "must name at least one address") }
+        var seen: Set<ListenAddress> = []
+        var addresses: [ListenAddress] = []
+        for entry in entries {
+            switch ListenAddress.parse(entry) {
+            case .failure(let message):
+                self.issue("listen", message.text)
+            case .success(let address):
+                if !address.isLoopback && !allowRemote {
+                    self.issue(
+                        "listen",
+                        "\(address) is not a loopback address: anyone who can reach it would act with your token; set allow_remote: true if that is what you want"
+                    )
+                }
+                if !seen.insert(address).inserted { self.issue("listen", "\(address) is listed twice") }
+                addresses.append(address)
+            }
+        }
+        return addresses
+    }
+
+    private mutating func upstream() -> BearerdConfiguration.Upstream? {
+        guard let text = self.string("upstream.url") else {
+            self.issue("upstream.url", "required: the http or https URL of the API to forward to")
+            return nil
+        }
+        let target: UpstreamTarget
+        switch UpstreamTarget.parse(text) {
+        case .failure(let message):
+            self.issue("upstream.url", message.text)
+            return nil
+        case .success(let parsed):
+            target = parsed
+        }
+        let caFile = self.string("upstream.ca_file").map(self.resolve)
+        let serverName = self.string("upstream.server_name")
+        if target.scheme == .http {
+            if caFile != nil { self.issue("upstream.ca_file", "only applies to an https upstream") }
+            if serverName != nil { self.issue("upstream.server_name", "only applies to an https upstream") }
+        }
+        if let caFile, access(caFile, R_OK) != 0 {
+            self.issue("upstream.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
+        }
+        if let serverName, serverName.isEmpty || serverName.contains(where: { $0 == " " || $0 == "/" || $0 == ":" }) {
+            self.issue("upstream.server_name", "must be a DNS name (got \"\(serverName)\")")
+        }
+        return BearerdConfiguration.Upstream(
+            target: target,
+            caFile: caFile,
+            serverName: serverName,
+            connectTimeout: self.duration("upstream.connect_timeout", default: .seconds(5)),
+            responseTimeout: self.duration("upstream.response_timeout", default: .seconds(60)),
+            idleTimeout: self.duration("upstream.idle_timeout", default: .seconds(60)),
+            maxIdleConnections: self.parsed(
+                "upstream.max_idle_connections",
+                default: 64,
+                expected: "a whole number",
+                ConfigValueParsers.count
+            )
+        )
+    }
+
+    private mutating func proxy() -> BearerdConfiguration.Proxy {
+        let policyText = self.string("proxy.client_authorization") ?? "replace"
+        let policy = ClientAuthorizationPolicy(rawValue: policyText.lowercased())
+        if policy == nil {
+            self.issue("proxy.client_authorization", "must be replace, keep or reject (got \"\(policyText)\")")
+        }
+        var maxBody: Int?
+        if let text = self.string("proxy.max_request_body"), text.lowercased() != "unlimited" {
+            maxBody = self.parsed(
+                "proxy.max_request_body",
+                default: 0,
+                expected: "a size like 10MiB",
+                ConfigValueParsers.size
+            )
+            if maxBody == 0 { self.issue("proxy.max_request_body", "must be more than 0 (leave it out for no limit)") }
+        }
+        let maxHeader = self.parsed(
+            "proxy.max_header_size",
+            default: 64 << 10,
+            expected: "a size like 64KiB",
+            ConfigValueParsers.size
+        )
+        if !(1024...(1 << 20)).contains(maxHeader) {
+            self.issue("proxy.max_header_size", "must be from 1KiB to 1MiB (got \(maxHeader) bytes)")
+        }
+        return BearerdConfiguration.Proxy(
+            clientAuthorization: policy ?? .replace,
+            forwardedHeaders: self.bool("proxy.forwarded_headers", default: true),
+            maxRequestBody: maxBody,
+            maxHeaderSize: maxHeader,
+            clientIdleTimeout: self.duration("proxy.client_idle_timeout", default: .seconds(60))
+        )
+    }
+
+    private mutating func auth() -> BearerdConfiguration.Auth {
+        guard let raw = self.string("auth.static_token_file") else {
+            self.issue(
+                "auth.static_token_file",
+                "required: bearerd needs a token source; name a file that holds the token"
+            )
+            return BearerdConfiguration.Auth(staticTokenFile: nil)
+        }
+        let path = self.resolve(raw)
+        if let problem = SecretFileCheck.problem(path: path) { self.issue("auth.static_token_file", problem) }
+        return BearerdConfiguration.Auth(staticTokenFile: path)
+    }
+
+    private mutating func log() -> BearerdConfiguration.Log {
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        let level = (self.string("log.level") ?? "info").lowercased()
+        if !levels.contains(level) {
+            self.issue("log.level", "must be one of \(levels.joined(separator: ", ")) (got \"\(level)\")")
+        }
+        return BearerdConfiguration.Log(
+            level: level,
+            access: self.bool("log.access", default: true),
+            accessQuery: self.bool("log.access_query", default: false)
+        )
+    }
+
+    private mutating func socketGroup() -> UInt32? {
+        guard let text = self.string("socket_group"), !text.isEmpty else { return nil }
+        if let gid = UInt32(text) { return gid }
+        guard let group = getgrnam(text) else {
+            self.issue("socket_group", "no group named \"\(text)\" on this machine")
+            return nil
+        }
+        return group.pointee.gr_gid
+    }
+
+    // MARK: Values
+
+    /// A relative file name resolves in `$CREDENTIALS_DIRECTORY` when systemd provides one,
+    /// otherwise next to the config file.
+    private func resolve(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        let directory =
+            self.environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 } ?? self.baseDirectory
+        return directory + "/" + path
+    }
+
+    private func string(_ key: String) -> String? {
+        guard let value = self.reader.string(forKey: ConfigKey(key)) else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    private mutating func bool(_ key: String, default defaultValue: Bool) -> Bool {
+        self.parsed(key, default: defaultValue, expected: "true or false", ConfigValueParsers.bool)
+    }
+
+    private mutating func duration(_ key: String, default defaultValue: Duration, allowZero: Bool = false) -> Duration {
+        let value = self.parsed(
+            key,
+            default: defaultValue,
+            expected: "a duration like 500ms, 5s, 2m or 1h",
+            ConfigValueParsers.duration
+        )
+        if value == .zero && !allowZero { self.issue(key, "must be more than 0") }
+        return value
+    }
+
+    private mutating func parsed<Value>(
+        _ key: String,
+        default defaultValue: Value,
+        expected: String,
+        _ parse: (String) -> Value?
+    ) -> Value {
+        guard let text = self.string(key) else { return defaultValue }
+        guard let value = parse(text) else {
+            self.issue(key, "must be \(expected) (got \"\(text)\")")
+            return defaultValue
+        }
+        return value
+    }
+
+    private mutating func issue(_ key: String, _ message: String) {
+        let name = ConfigSchema.environmentName(of: key)
+        let shown = self.environment[name] != nil ? "\(key) (from \(name))" : key
+        self.issues.append(ConfigIssue(key: shown, message: message))
+    }
+
+    private static let placeholderUpstream = BearerdConfiguration.Upstream(
+        target: UpstreamTarget(scheme: .http, host: "invalid", port: 80, basePath: "", hostHeader: "invalid"),
+        caFile: nil,
+        serverName: nil,
+        connectTimeout: .seconds(5),
+        responseTimeout: .seconds(60),
+        idleTimeout: .seconds(60),
+        maxIdleConnections: 0
+    )
+}

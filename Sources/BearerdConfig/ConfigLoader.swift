@@ -1,0 +1,138 @@
+import Configuration
+import Foundation
+import Yams
+
+/// Reads the YAML config file, lets `BEARERD_*` environment variables override any key, and
+/// validates the result, reporting every problem with the key it concerns.
+///
+/// The file is parsed once with Yams to find unknown keys and wrong shapes; its values then feed
+/// a swift-configuration `ConfigReader` under the environment provider, so `upstream.url` can be
+/// overridden by `BEARERD_UPSTREAM_URL`.
+public struct ConfigLoader: Sendable {
+    /// Where `serve` and `check-config` look without `--config`.
+    public static let defaultPath = "/etc/bearerd/bearerd.yaml"
+
+    /// The process environment (or a test's), for overrides and `$CREDENTIALS_DIRECTORY`.
+    public var environment: [String: String]
+
+    /// Creates a loader over an environment.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    /// Loads and validates the file at `path`.
+    /// - Throws: ``ConfigError`` listing every problem.
+    public func load(path: String) throws(ConfigError) -> BearerdConfiguration {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
+            throw ConfigError(
+                key: path,
+                message: "the config file \(reason); create it from config/bearerd.example.yaml or pass --config PATH"
+            )
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return try self.load(yaml: text, source: path, baseDirectory: directory)
+    }
+
+    /// Loads and validates YAML text; relative file names resolve against `baseDirectory`.
+    public func load(yaml: String, source: String, baseDirectory: String) throws(ConfigError) -> BearerdConfiguration {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch {
+            throw ConfigError(key: source, message: "not valid YAML: \(error)")
+        }
+        var issues: [ConfigIssue] = []
+        var values: [AbsoluteConfigKey: ConfigValue] = [:]
+        if let root {
+            if case .mapping = root {
+                Self.flatten(root, prefix: "", into: &values, issues: &issues)
+            } else if root.null == nil {
+                issues.append(ConfigIssue(key: source, message: "the top level must be a mapping of keys to values"))
+            }
+        }
+        let ours = self.environment.filter { $0.key.hasPrefix("BEARERD_") }
+        let known = Set(ConfigSchema.keys.keys.map(ConfigSchema.environmentName(of:)))
+        for name in ours.keys.sorted()
+        where !known.contains(name.uppercased()) && !ConfigSchema.nonSettingEnvironment.contains(name) {
+            issues.append(
+                ConfigIssue(
+                    key: name,
+                    message: "unknown setting in the environment; config/bearerd.example.yaml lists the keys"
+                )
+            )
+        }
+        let reader = ConfigReader(providers: [
+            EnvironmentVariablesProvider(environmentVariables: ours).prefixKeys(with: "bearerd"),
+            InMemoryProvider(name: source, values: values),
+        ])
+        var builder = ConfigBuilder(
+            reader: reader,
+            environment: self.environment,
+            baseDirectory: baseDirectory,
+            issues: issues
+        )
+        let configuration = builder.build()
+        guard builder.issues.isEmpty, let configuration else { throw ConfigError(issues: builder.issues) }
+        return configuration
+    }
+
+    /// Walks the YAML tree, keeping known keys as strings or string lists and reporting the rest.
+    static func flatten(
+        _ node: Node,
+        prefix: String,
+        into values: inout [AbsoluteConfigKey: ConfigValue],
+        issues: inout [ConfigIssue]
+    ) {
+        guard case .mapping(let mapping) = node else { return }
+        for (keyNode, valueNode) in mapping {
+            guard let name = keyNode.string else {
+                issues.append(
+                    ConfigIssue(key: prefix.isEmpty ? "(top level)" : prefix, message: "keys must be strings")
+                )
+                continue
+            }
+            let key = prefix.isEmpty ? name : prefix + "." + name
+            if valueNode.null != nil { continue }
+            switch (ConfigSchema.keys[key], valueNode) {
+            case (.scalar, .scalar(let scalar)):
+                values[AbsoluteConfigKey(key.split(separator: ".").map(String.init))] = ConfigValue(
+                    .string(scalar.string),
+                    isSecret: false
+                )
+            case (.list, .scalar(let scalar)):
+                values[AbsoluteConfigKey(key.split(separator: ".").map(String.init))] = ConfigValue(
+                    .stringArray([scalar.string]),
+                    isSecret: false
+                )
+            case (.list, .sequence(let sequence)):
+                let items = sequence.compactMap { item -> String? in
+                    if case .scalar(let scalar) = item { return scalar.string }
+                    return nil
+                }
+                guard items.count == sequence.count else {
+                    issues.append(ConfigIssue(key: key, message: "must be a list of plain values"))
+                    continue
+                }
+                values[AbsoluteConfigKey(key.split(separator: ".").map(String.init))] = ConfigValue(
+                    .stringArray(items),
+                    isSecret: false
+                )
+            case (.scalar, _):
+                issues.append(ConfigIssue(key: key, message: "must be a single value, not a list or mapping"))
+            case (.list, _):
+                issues.append(ConfigIssue(key: key, message: "must be a list of values"))
+            case (nil, .mapping) where ConfigSchema.sections.contains(key):
+                flatten(valueNode, prefix: key, into: &values, issues: &issues)
+            case (nil, _) where ConfigSchema.sections.contains(key):
+                issues.append(ConfigIssue(key: key, message: "must be a mapping of keys (a section)"))
+            case (nil, _):
+                let hint = ConfigSchema.suggestion(for: key).map { "; did you mean \($0)?" } ?? ""
+                issues.append(ConfigIssue(key: key, message: "unknown key\(hint)"))
+            }
+        }
+    }
+}

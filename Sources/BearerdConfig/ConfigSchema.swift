@@ -1,0 +1,77 @@
+/// Every key the config file and the environment may set. Anything else is an error, so a typo
+/// never silently falls back to a default.
+enum ConfigSchema {
+    /// The shape a key's value must have.
+    enum Kind: Sendable {
+        case scalar
+        case list
+    }
+
+    /// Known keys, dotted, with their shape.
+    static let keys: [String: Kind] = [
+        "listen": .list,
+        "allow_remote": .scalar,
+        "socket_mode": .scalar,
+        "socket_group": .scalar,
+        "threads": .scalar,
+        "shutdown_grace": .scalar,
+        "upstream.url": .scalar,
+        "upstream.ca_file": .scalar,
+        "upstream.server_name": .scalar,
+        "upstream.connect_timeout": .scalar,
+        "upstream.response_timeout": .scalar,
+        "upstream.idle_timeout": .scalar,
+        "upstream.max_idle_connections": .scalar,
+        "proxy.client_authorization": .scalar,
+        "proxy.forwarded_headers": .scalar,
+        "proxy.max_request_body": .scalar,
+        "proxy.max_header_size": .scalar,
+        "proxy.client_idle_timeout": .scalar,
+        "auth.static_token_file": .scalar,
+        "log.level": .scalar,
+        "log.access": .scalar,
+        "log.access_query": .scalar,
+    ]
+
+    /// Sections: keys that hold other keys.
+    static let sections: Set<String> = Set(
+        keys.keys.compactMap { key in
+            key.firstIndex(of: ".").map { String(key[..<$0]) }
+        }
+    )
+
+    /// The environment variable that overrides `key`: `upstream.url` → `BEARERD_UPSTREAM_URL`.
+    static func environmentName(of key: String) -> String {
+        "BEARERD_" + key.uppercased().replacingDots()
+    }
+
+    /// Environment variables with the `BEARERD_` prefix that are not settings.
+    static let nonSettingEnvironment: Set<String> = ["BEARERD_CONFIG"]
+
+    /// The known key closest to `key`, for "did you mean" hints.
+    static func suggestion(for key: String) -> String? {
+        let candidates = keys.keys.map { ($0, editDistance(key, $0)) }
+        guard let best = candidates.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }) else { return nil }
+        return best.1 <= max(2, key.count / 4) ? best.0 : nil
+    }
+
+    private static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8)
+        let b = Array(b.utf8)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+extension String {
+    fileprivate func replacingDots() -> String {
+        String(self.map { $0 == "." ? "_" : $0 })
+    }
+}

@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where bearerd accepts connections: `127.0.0.1:PORT`, `[::1]:PORT`, `localhost:PORT` or
+/// `unix:/ABSOLUTE/PATH`.
+public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    /// A TCP address; `host` is an IP literal (IPv6 without brackets).
+    case tcp(host: String, port: Int)
+    /// A unix domain socket.
+    case unix(path: String)
+
+    /// Parses one `listen` entry.
+    /// - Returns: the address, or a message saying what form is expected.
+    public static func parse(_ text: String) -> Result<ListenAddress, ConfigIssueMessage> {
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst("unix:".count))
+            guard path.hasPrefix("/") else {
+                return .failure("a unix socket path must be absolute (got \"\(text)\")")
+            }
+            guard path.utf8.count < 104 else {
+                return .failure("a unix socket path must be shorter than 104 bytes (got \(path.utf8.count))")
+            }
+            return .success(.unix(path: path))
+        }
+        guard let colon = text.lastIndex(of: ":") else {
+            return .failure("expected HOST:PORT or unix:PATH (got \"\(text)\")")
+        }
+        var host = String(text[..<colon])
+        let portText = text[text.index(after: colon)...]
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            return .failure("the port must be a number from 0 to 65535 (got \"\(text)\")")
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+            guard Self.isIPv6(host) else { return .failure("\"\(host)\" is not an IPv6 address") }
+            return .success(.tcp(host: host, port: port))
+        }
+        if host == "localhost" { return .success(.tcp(host: "127.0.0.1", port: port)) }
+        guard Self.isIPv4(host) else {
+            return .failure(
+                "the host must be an IP address, \"localhost\" or [IPv6] (got \"\(host)\"); bearerd does not resolve names to listen on"
+            )
+        }
+        return .success(.tcp(host: host, port: port))
+    }
+
+    /// Whether only processes on this machine can reach the address.
+    public var isLoopback: Bool {
+        switch self {
+        case .unix: return true
+        case .tcp(let host, _):
+            if Self.isIPv4(host) { return host.hasPrefix("127.") }
+            return host == "::1" || host == "0:0:0:0:0:0:0:1"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unix(let path): "unix:\(path)"
+        case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
+
+    static func isIPv4(_ text: String) -> Bool {
+        var address = in_addr()
+        return inet_pton(AF_INET, text, &address) == 1
+    }
+
+    static func isIPv6(_ text: String) -> Bool {
+        var address = in6_addr()
+        return inet_pton(AF_INET6, text, &address) == 1
+    }
+}
+
+/// A message explaining why a value was refused.
+public struct ConfigIssueMessage: Error, Sendable, Hashable, ExpressibleByStringInterpolation,
+    CustomStringConvertible
+{
+    /// The text.
+    public var text: String
+    /// Creates a message.
+    public init(stringLiteral value: String) { self.text = value }
+    /// Creates a message.
+    public init(stringInterpolation: DefaultStringInterpolation) {
+        self.text = String(stringInterpolation: stringInterpolation)
+    }
+    public var description: String { self.text }
+}

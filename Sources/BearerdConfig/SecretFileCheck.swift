@@ -1,0 +1,23 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Checks that a file holding a secret exists, is a regular file and is not readable by others.
+public enum SecretFileCheck {
+    /// What is wrong with the secret file at `path`, or `nil` if it is fine.
+    public static func problem(path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return "cannot find \(path): create it (mode 0600) or fix the path"
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return "\(path) is not a regular file" }
+        guard access(path, R_OK) == 0 else { return "cannot read \(path): check its owner and mode" }
+        if info.st_mode & 0o077 != 0 {
+            let mode = String(info.st_mode & 0o777, radix: 8)
+            return "\(path) has mode 0\(mode), so other users may read the secret: run chmod 600 \(path)"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,56 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// One request/response pair passing through a client connection.
+final class Exchange {
+    enum Phase {
+        /// Waiting for a token or an upstream connection; request parts are buffered.
+        case preparing
+        /// Attached to an upstream connection; parts flow both ways.
+        case forwarding
+        /// Done; nothing more may happen to it.
+        case finished
+    }
+
+    let request: HTTPRequestHead
+    let startedAt: NIODeadline
+    var phase: Phase = .preparing
+    /// Request parts received before the upstream connection was attached (at most one read's worth,
+    /// because reads stop while preparing).
+    var buffered: [HTTPServerRequestPart] = []
+    var requestEnded = false
+    var requestBodyBytes = 0
+    var responseBodyBytes = 0
+    var upstreamHead: HTTPRequestHead?
+    var token: BearerToken?
+    var upstream: UpstreamConnection?
+    var upstreamStartedAt: NIODeadline?
+    var responseStatus: HTTPResponseStatus?
+    var responseHeadSent = false
+    var upstreamKeepAlive = true
+    /// Close the client connection once this exchange ends.
+    var closeClientAfter: Bool
+    var responseTimeout: Scheduled<Void>?
+    var retried = false
+
+    init(request: HTTPRequestHead, startedAt: NIODeadline) {
+        self.request = request
+        self.startedAt = startedAt
+        self.closeClientAfter = !request.isKeepAlive
+    }
+
+    /// Whether the client said a body follows the head.
+    var requestHasBody: Bool {
+        let headers = self.request.headers
+        if headers.contains(name: "transfer-encoding") { return true }
+        if let length = headers.first(name: "content-length") { return length != "0" }
+        return false
+    }
+
+    var expectsContinue: Bool {
+        self.request.version.minor >= 1 && self.request.headers.contains(name: "expect")
+    }
+}

@@ -1,0 +1,52 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Case-insensitive header-name checks on UTF-8 bytes, without lowercasing (no allocation per header).
+enum HeaderName {
+    /// Whether `name` equals `lowercase`, which must be lowercase ASCII.
+    @inline(__always)
+    static func equals(_ name: String, _ lowercase: StaticString) -> Bool {
+        let count = lowercase.utf8CodeUnitCount
+        guard name.utf8.count == count else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            var index = 0
+            for byte in name.utf8 {
+                if byte | 0x20 != expected[index] { return false }
+                index += 1
+            }
+            return true
+        }
+    }
+
+    /// Whether `name` equals `other`, ignoring ASCII case.
+    static func equals(_ name: String, _ other: String) -> Bool {
+        guard name.utf8.count == other.utf8.count else { return false }
+        return zip(name.utf8, other.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+    }
+
+    /// Headers that apply to one connection only (RFC 9110 §7.6.1), plus the legacy
+    /// `Proxy-Connection`. They never cross the proxy in either direction.
+    static func isHopByHop(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 2: return equals(name, "te")
+        case 7: return equals(name, "trailer") || equals(name, "upgrade")
+        case 10: return equals(name, "connection") || equals(name, "keep-alive")
+        case 16: return equals(name, "proxy-connection")
+        case 17: return equals(name, "transfer-encoding")
+        case 18: return equals(name, "proxy-authenticate")
+        case 19: return equals(name, "proxy-authorization")
+        default: return false
+        }
+    }
+
+    /// Whether `name` is one of `options`, the header names a `Connection` header listed
+    /// (NIO's `headers[canonicalForm: "connection"]`); those are hop-by-hop too.
+    static func isListed(_ name: String, in options: [Substring]) -> Bool {
+        options.contains { option in
+            option.utf8.count == name.utf8.count && zip(option.utf8, name.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+        }
+    }
+}

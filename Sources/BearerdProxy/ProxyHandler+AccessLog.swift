@@ -1,0 +1,39 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+
+extension ProxyHandler {
+    /// One line per request: method, path (without the query unless `log.access_query`), status,
+    /// body bytes each way, total and upstream time. Headers are never logged.
+    func logAccess(_ exchange: Exchange, outcome: String?) {
+        guard self.settings.accessLog else { return }
+        let now = NIODeadline.now()
+        var metadata: Logger.Metadata = [
+            "method": .string(exchange.request.method.rawValue),
+            "path": .string(self.loggedPath(exchange.request.uri)),
+            "status": .stringConvertible(exchange.responseStatus?.code ?? 0),
+            "bytes_in": .stringConvertible(exchange.requestBodyBytes),
+            "bytes_out": .stringConvertible(exchange.responseBodyBytes),
+            "duration_ms": .string(Self.milliseconds(now - exchange.startedAt)),
+        ]
+        if let upstreamStartedAt = exchange.upstreamStartedAt {
+            metadata["upstream_ms"] = .string(Self.milliseconds(now - upstreamStartedAt))
+        }
+        if let outcome { metadata["outcome"] = .string(outcome) }
+        if exchange.retried { metadata["retried"] = "stale_connection" }
+        self.logger.info("request", metadata: metadata)
+    }
+
+    private func loggedPath(_ uri: String) -> String {
+        if self.settings.accessLogQuery { return uri }
+        guard let query = uri.firstIndex(of: "?") else { return uri }
+        return String(uri[..<query])
+    }
+
+    private static func milliseconds(_ amount: TimeAmount) -> String {
+        let tenths = amount.nanoseconds / 100_000
+        return "\(tenths / 10).\(tenths % 10)"
+    }
+}

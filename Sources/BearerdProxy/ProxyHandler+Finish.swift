@@ -1,0 +1,172 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+extension ProxyHandler {
+    /// The upstream's response ended: pool the connection if it can carry another request.
+    func finish(_ exchange: Exchange, trailers: HTTPHeaders?) {
+        exchange.phase = .finished
+        if let connection = exchange.upstream {
+            exchange.upstream = nil
+            self.pool.release(connection, reusable: exchange.requestEnded && exchange.upstreamKeepAlive)
+        }
+        self.complete(exchange, end: .end(trailers))
+    }
+
+    /// Answers the request with bearerd's own JSON error. When the request body has not been
+    /// read to its end, the client connection is closed after the answer.
+    func fail(_ exchange: Exchange, _ failure: ProxyFailure) {
+        exchange.responseTimeout?.cancel()
+        exchange.responseTimeout = nil
+        if let connection = exchange.upstream {
+            exchange.upstream = nil
+            connection.close()
+        }
+        guard let context, !exchange.responseHeadSent else {
+            self.abandon(exchange, outcome: failure.error)
+            return
+        }
+        exchange.phase = .finished
+        if !exchange.requestEnded { exchange.closeClientAfter = true }
+        let (head, body) = failure.response(
+            version: exchange.request.version,
+            close: exchange.closeClientAfter,
+            allocator: context.channel.allocator
+        )
+        exchange.responseStatus = failure.status
+        exchange.responseHeadSent = true
+        exchange.responseBodyBytes = body.readableBytes
+        context.write(self.wrapOutboundOut(.head(head)), promise: nil)
+        context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        if failure.status.code >= 500 {
+            self.logger.warning(
+                "request failed",
+                metadata: ["status": "\(failure.status.code)", "error": "\(failure.message)"]
+            )
+        }
+        self.complete(exchange, end: .end(nil))
+    }
+
+    /// Ends the response to the client, logs it and readies the connection for the next request.
+    private func complete(_ exchange: Exchange, end: HTTPServerResponsePart) {
+        guard let context else { return }
+        let close = exchange.closeClientAfter
+        self.state = close ? .closed : (exchange.requestEnded ? .idle : .discarding)
+        self.logAccess(exchange, outcome: nil)
+        if close {
+            context.writeAndFlush(self.wrapOutboundOut(end)).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        } else {
+            context.writeAndFlush(self.wrapOutboundOut(end), promise: nil)
+            if !exchange.requestEnded || self.readPending { self.resumeClientReads() }
+        }
+    }
+
+    /// The exchange cannot end cleanly (client gone, or upstream gone after the response head
+    /// was sent): drop both connections.
+    func abandon(_ exchange: Exchange, outcome: String) {
+        exchange.phase = .finished
+        exchange.responseTimeout?.cancel()
+        exchange.responseTimeout = nil
+        if let connection = exchange.upstream {
+            exchange.upstream = nil
+            connection.close()
+        }
+        self.logAccess(exchange, outcome: outcome)
+        self.closeClient()
+    }
+
+    func closeClient() {
+        self.state = .closed
+        self.context?.close(promise: nil)
+    }
+
+    // MARK: Client connection events
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
+            self.abandon(exchange, outcome: "client_closed")
+        }
+        self.state = .closed
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let parserError = error as? HTTPParserError else {
+            self.logger.debug("client connection error", metadata: ["error": "\(error)"])
+            if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
+                self.abandon(exchange, outcome: "client_error")
+            } else {
+                self.closeClient()
+            }
+            return
+        }
+        let failure: ProxyFailure =
+            parserError == .headerOverflow
+            ? .headersTooLarge : .badRequest("the request is not valid HTTP/1.1 (\(parserError))")
+        switch self.state {
+        case .exchanging(let exchange) where exchange.phase != .finished:
+            exchange.closeClientAfter = true
+            self.fail(exchange, failure)
+        case .idle, .discarding:
+            let exchange = Exchange(
+                request: HTTPRequestHead(version: .http1_1, method: .GET, uri: "-"),
+                startedAt: .now()
+            )
+            exchange.closeClientAfter = true
+            self.state = .exchanging(exchange)
+            self.fail(exchange, failure)
+        case .exchanging, .closed:
+            self.closeClient()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            if case .idle = self.state { self.closeClient() }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: Helpers
+
+    func connectFailure(_ error: any Error) -> ProxyFailure {
+        let upstream = self.settings.target.description
+        if case ChannelError.connectTimeout = error {
+            return .upstreamTimeout(
+                upstream,
+                what:
+                    "did not accept a connection within upstream.connect_timeout (\(self.settings.connectTimeout.prettyPrint))"
+            )
+        }
+        return .upstreamUnreachable(upstream, reason: Self.describe(error))
+    }
+
+    static func tokenFailure(_ error: any Error) -> ProxyFailure {
+        guard let unavailable = error as? TokenUnavailableError else {
+            return ProxyFailure(
+                status: .serviceUnavailable,
+                error: "token_unavailable",
+                message: "bearerd has no token to send: \(error)"
+            )
+        }
+        return ProxyFailure(
+            status: .serviceUnavailable,
+            error: unavailable.errorName,
+            message: unavailable.message,
+            retryAfterSeconds: unavailable.retryAfterSeconds
+        )
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let connectionError = error as? NIOConnectionError {
+            return connectionError.connectionErrors.first.map { "\($0.error)" } ?? "\(connectionError)"
+        }
+        return "\(error)"
+    }
+}

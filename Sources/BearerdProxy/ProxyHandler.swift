@@ -1,0 +1,204 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Serves one client connection: checks each request, gets a token, forwards the request to a
+/// pooled upstream connection and streams the response back.
+///
+/// Backpressure runs both ways: client reads stop while the upstream connection cannot take more
+/// bytes (or is not attached yet), and upstream reads stop while the client cannot take more
+/// (see ``UpstreamConnection``). Nothing is buffered beyond one read per direction.
+final class ProxyHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    enum State {
+        case idle
+        case exchanging(Exchange)
+        /// bearerd answered the request itself; the rest of it is dropped until its end.
+        case discarding
+        case closed
+    }
+
+    let settings: ProxySettings
+    let pool: UpstreamConnectionPool
+    let tokens: any TokenProvider
+    let logger: Logger
+    var state: State = .idle
+    var context: ChannelHandlerContext?
+    var readPending = false
+    var peer: String?
+
+    init(settings: ProxySettings, pool: UpstreamConnectionPool, tokens: any TokenProvider, logger: Logger) {
+        self.settings = settings
+        self.pool = pool
+        self.tokens = tokens
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.peer = context.channel.remoteAddress?.ipAddress
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Requests
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = self.unwrapInboundIn(data)
+        switch (self.state, part) {
+        case (.idle, .head(let head)):
+            self.begin(head, context: context)
+        case (.exchanging(let exchange), .body(let buffer)):
+            exchange.requestBodyBytes += buffer.readableBytes
+            if let limit = self.settings.maxRequestBody, exchange.requestBodyBytes > limit {
+                self.fail(exchange, .bodyTooLarge(limit: limit))
+            } else if exchange.phase == .forwarding, let upstream = exchange.upstream {
+                upstream.write(.body(.byteBuffer(buffer)))
+            } else {
+                exchange.buffered.append(part)
+            }
+        case (.exchanging(let exchange), .end):
+            exchange.requestEnded = true
+            if exchange.phase == .forwarding, let upstream = exchange.upstream {
+                upstream.writeAndFlush(.end(nil))
+                self.startResponseTimeout(exchange)
+            } else {
+                exchange.buffered.append(part)
+            }
+        case (.discarding, .end):
+            self.state = .idle
+        case (.discarding, _), (.closed, _):
+            break
+        case (.idle, _), (.exchanging, .head):
+            // The HTTP decoder and pipeline handler make this impossible; never trust it.
+            self.closeClient()
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .exchanging(let exchange) = self.state, exchange.phase == .forwarding {
+            exchange.upstream?.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if case .exchanging(let exchange) = self.state, !exchange.requestEnded {
+            guard exchange.phase == .forwarding, let upstream = exchange.upstream, upstream.isWritable else {
+                self.readPending = true
+                return
+            }
+        }
+        context.read()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, case .exchanging(let exchange) = self.state {
+            exchange.upstream?.resumeReading()
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Resumes client reads held back while the upstream could not take more.
+    func resumeClientReads() {
+        guard self.readPending, let context else { return }
+        self.readPending = false
+        context.read()
+    }
+
+    // MARK: Starting an exchange
+
+    private func begin(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let exchange = Exchange(request: head, startedAt: .now())
+        if let failure = RequestPolicy.check(head, settings: self.settings) {
+            exchange.closeClientAfter = exchange.closeClientAfter || exchange.requestHasBody
+            self.state = .exchanging(exchange)
+            self.fail(exchange, failure)
+            return
+        }
+        self.state = .exchanging(exchange)
+        let clientKeepsOwnAuthorization =
+            self.settings.clientAuthorization == .keep && head.headers.contains(name: "authorization")
+        if clientKeepsOwnAuthorization {
+            self.prepare(exchange, token: nil)
+        } else if let token = self.tokens.currentToken() {
+            self.prepare(exchange, token: token)
+        } else {
+            let tokens = self.tokens
+            context.eventLoop.makeFutureWithTask { try await tokens.token() }
+                .assumeIsolated()
+                .whenComplete { result in
+                    guard self.isCurrent(exchange) else { return }
+                    switch result {
+                    case .success(let token): self.prepare(exchange, token: token)
+                    case .failure(let error): self.fail(exchange, Self.tokenFailure(error))
+                    }
+                }
+        }
+    }
+
+    private func prepare(_ exchange: Exchange, token: BearerToken?) {
+        exchange.token = token
+        exchange.upstreamHead = HeaderRewriter.upstreamRequest(
+            exchange.request,
+            token: token,
+            peer: self.peer,
+            settings: self.settings
+        )
+        self.connect(exchange, fresh: false)
+    }
+
+    func connect(_ exchange: Exchange, fresh: Bool) {
+        switch self.pool.acquire(fresh: fresh) {
+        case .ready(let connection):
+            self.attach(exchange, to: connection)
+        case .connecting(let future):
+            future.assumeIsolated().whenComplete { result in
+                switch result {
+                case .success(let connection) where self.isCurrent(exchange):
+                    self.attach(exchange, to: connection)
+                case .success(let connection):
+                    self.pool.release(connection, reusable: true)
+                case .failure(let error):
+                    if self.isCurrent(exchange) { self.fail(exchange, self.connectFailure(error)) }
+                }
+            }
+        }
+    }
+
+    private func attach(_ exchange: Exchange, to connection: UpstreamConnection) {
+        guard let head = exchange.upstreamHead, let context else { return }
+        connection.lease(to: self)
+        exchange.upstream = connection
+        exchange.phase = .forwarding
+        exchange.upstreamStartedAt = .now()
+        if exchange.expectsContinue && !exchange.requestEnded && exchange.requestBodyBytes == 0 {
+            let interim = HTTPResponseHead(version: exchange.request.version, status: .continue)
+            context.writeAndFlush(self.wrapOutboundOut(.head(interim)), promise: nil)
+        }
+        connection.write(.head(head))
+        for part in exchange.buffered {
+            switch part {
+            case .body(let buffer): connection.write(.body(.byteBuffer(buffer)))
+            case .end: connection.write(.end(nil))
+            case .head: break
+            }
+        }
+        exchange.buffered.removeAll()
+        connection.flush()
+        if exchange.requestEnded { self.startResponseTimeout(exchange) }
+        if connection.isWritable { self.resumeClientReads() }
+    }
+
+    func isCurrent(_ exchange: Exchange) -> Bool {
+        if case .exchanging(let current) = self.state { return current === exchange && exchange.phase != .finished }
+        return false
+    }
+}

@@ -1,0 +1,69 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+
+/// The proxy as a long-running `Service`: binds the listeners, serves until graceful shutdown
+/// (SIGTERM/SIGINT through the `ServiceGroup`), then drains for up to `shutdown_grace`.
+public struct ProxyServer: Service {
+    private let configuration: BearerdConfiguration
+    private let settings: ProxySettings
+    private let tokens: any TokenProvider
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let onListening: @Sendable ([SocketAddress]) -> Void
+
+    /// Creates the service; nothing is bound until ``run()``.
+    public init(
+        configuration: BearerdConfiguration,
+        settings: ProxySettings,
+        tokens: any TokenProvider,
+        group: any EventLoopGroup,
+        logger: Logger,
+        onListening: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
+    ) {
+        self.configuration = configuration
+        self.settings = settings
+        self.tokens = tokens
+        self.group = group
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    public func run() async throws {
+        let listeners = try await ProxyListeners.bind(
+            listen: self.configuration.listen,
+            socketMode: self.configuration.socketMode,
+            socketGroup: self.configuration.socketGroup,
+            settings: self.settings,
+            tokens: self.tokens,
+            group: self.group,
+            logger: self.logger
+        )
+        self.logger.notice(
+            "listening",
+            metadata: [
+                "addresses": .string(listeners.addresses.map(\.bearerdDescription).joined(separator: ",")),
+                "upstream": .string(self.settings.target.description),
+            ]
+        )
+        self.onListening(listeners.addresses)
+        try? await gracefulShutdown()
+        self.logger.notice("shutting down: no new connections; waiting for in-flight requests")
+        let drained = await listeners.shutdown(grace: self.configuration.shutdownGrace)
+        self.logger.notice("stopped", metadata: ["drained": "\(drained)"])
+    }
+}
+
+extension SocketAddress {
+    /// `127.0.0.1:8080`, `[::1]:8080` or `unix:/path`.
+    public var bearerdDescription: String {
+        switch self {
+        case .v4(let address): "\(address.host):\(self.port ?? 0)"
+        case .v6(let address): "[\(address.host)]:\(self.port ?? 0)"
+        case .unixDomainSocket: "unix:\(self.pathname ?? "")"
+        }
+    }
+}

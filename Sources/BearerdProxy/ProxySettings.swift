@@ -1,0 +1,91 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// What the data path needs from the configuration, converted once to NIO's types.
+public struct ProxySettings: Sendable {
+    /// The upstream.
+    public var target: UpstreamTarget
+    /// TLS context for an https upstream; `nil` for http.
+    public var tlsContext: NIOSSLContext?
+    /// SNI and certificate name for an https upstream.
+    public var serverName: String?
+    /// What to do with a client's own `Authorization` header.
+    public var clientAuthorization: ClientAuthorizationPolicy
+    /// Whether to add `X-Forwarded-For`, `-Proto` and `-Host`.
+    public var forwardedHeaders: Bool
+    /// Largest request body in bytes, or `nil`.
+    public var maxRequestBody: Int?
+    /// Largest total size of request headers in bytes.
+    public var maxHeaderSize: Int
+    /// How long a client connection may sit idle between requests.
+    public var clientIdleTimeout: TimeAmount
+    /// TCP connect timeout to the upstream.
+    public var connectTimeout: TimeAmount
+    /// From the end of a request to the response head.
+    public var responseTimeout: TimeAmount
+    /// How long a pooled upstream connection may sit unused.
+    public var upstreamIdleTimeout: TimeAmount
+    /// Pooled upstream connections kept per event loop.
+    public var maxIdleConnections: Int
+    /// Whether to log one line per request.
+    public var accessLog: Bool
+    /// Whether access lines include the query string.
+    public var accessLogQuery: Bool
+
+    /// Derives the settings from a validated configuration.
+    /// - Throws: ``ProxySetupError`` when the TLS configuration cannot be built (for example an unreadable CA file).
+    public init(configuration: BearerdConfiguration) throws {
+        let upstream = configuration.upstream
+        self.target = upstream.target
+        self.serverName = upstream.serverName
+        if upstream.target.scheme == .https {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            if let caFile = upstream.caFile {
+                do {
+                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+                } catch {
+                    throw ProxySetupError(
+                        "upstream.ca_file: \(caFile) holds no PEM certificate bearerd can read (\(error))"
+                    )
+                }
+            }
+            do {
+                self.tlsContext = try NIOSSLContext(configuration: tls)
+            } catch {
+                throw ProxySetupError("cannot set up TLS for the upstream: \(error)")
+            }
+        } else {
+            self.tlsContext = nil
+        }
+        self.clientAuthorization = configuration.proxy.clientAuthorization
+        self.forwardedHeaders = configuration.proxy.forwardedHeaders
+        self.maxRequestBody = configuration.proxy.maxRequestBody
+        self.maxHeaderSize = configuration.proxy.maxHeaderSize
+        self.clientIdleTimeout = TimeAmount(configuration.proxy.clientIdleTimeout)
+        self.connectTimeout = TimeAmount(upstream.connectTimeout)
+        self.responseTimeout = TimeAmount(upstream.responseTimeout)
+        self.upstreamIdleTimeout = TimeAmount(upstream.idleTimeout)
+        self.maxIdleConnections = upstream.maxIdleConnections
+        self.accessLog = configuration.log.access
+        self.accessLogQuery = configuration.log.accessQuery
+    }
+}
+
+/// The proxy cannot start; the message says why and what to change.
+public struct ProxySetupError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public var message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { self.message }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,109 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Checks a client's request head before anything is sent upstream.
+///
+/// Only origin-form targets are accepted, so a request can never steer bearerd (and the token) to
+/// another host: absolute-form and authority-form targets, `CONNECT`, duplicate or malformed
+/// `Host` headers and dot segments that climb out of the upstream's base path are refused.
+enum RequestPolicy {
+    /// The failure to answer with, or `nil` when the request may be forwarded.
+    static func check(_ head: HTTPRequestHead, settings: ProxySettings) -> ProxyFailure? {
+        if head.method == .CONNECT {
+            return .badRequest("CONNECT is refused: bearerd forwards requests to its one configured upstream only")
+        }
+        guard head.uri.utf8.first == UInt8(ascii: "/") else {
+            return .badRequest(
+                "only origin-form request targets like /path?query are accepted; absolute-form (http://host/…), authority-form and * targets are refused"
+            )
+        }
+        if Self.hasDotSegment(head.uri) {
+            return .badRequest("the path holds a . or .. segment; send a normalized path")
+        }
+        if let failure = Self.checkHost(head) { return failure }
+        let transferCodings = head.headers[canonicalForm: "transfer-encoding"]
+        if !transferCodings.isEmpty
+            && (transferCodings.count != 1 || !HeaderName.equals(String(transferCodings[0]), "chunked"))
+        {
+            return .badRequest("only the chunked transfer coding is supported in requests")
+        }
+        if let expect = head.headers.first(name: "expect"), !HeaderName.equals(expect, "100-continue") {
+            return .expectationFailed(expect)
+        }
+        if let limit = settings.maxRequestBody,
+            let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
+            length > limit
+        {
+            return .bodyTooLarge(limit: limit)
+        }
+        if settings.clientAuthorization == .reject && head.headers.contains(name: "authorization") {
+            return .badRequest(
+                "requests must not carry an Authorization header: bearerd adds the token (proxy.client_authorization: reject)"
+            )
+        }
+        return nil
+    }
+
+    private static func checkHost(_ head: HTTPRequestHead) -> ProxyFailure? {
+        let hosts = head.headers["host"]
+        if hosts.count > 1 { return .badRequest("more than one Host header") }
+        guard let host = hosts.first else {
+            return head.version.minor >= 1 ? .badRequest("an HTTP/1.1 request needs a Host header") : nil
+        }
+        let valid =
+            !host.isEmpty
+            && host.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    return true
+                case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"),
+                    UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "%"):
+                    return true
+                default:
+                    return false
+                }
+            }
+        return valid ? nil : .badRequest("the Host header is not a valid host[:port]")
+    }
+
+    /// Whether the path (before `?`) has a `.` or `..` segment, also percent-encoded (`%2e`).
+    static func hasDotSegment(_ uri: String) -> Bool {
+        var bytes = uri.utf8.makeIterator()
+        var dots = 0
+        var other = false
+        var pending: [UInt8] = []
+        func endSegment() -> Bool {
+            defer {
+                dots = 0
+                other = false
+            }
+            return !other && (dots == 1 || dots == 2)
+        }
+        while let byte = pending.isEmpty ? bytes.next() : pending.removeFirst() {
+            switch byte {
+            case UInt8(ascii: "?"), UInt8(ascii: "#"):
+                return endSegment()
+            case UInt8(ascii: "/"):
+                if endSegment() { return true }
+            case UInt8(ascii: "."):
+                dots += 1
+            case UInt8(ascii: "%"):
+                let first = bytes.next()
+                let second = first == nil ? nil : bytes.next()
+                if first == UInt8(ascii: "2"), let second, second | 0x20 == UInt8(ascii: "e") {
+                    dots += 1
+                } else {
+                    other = true
+                    pending = [first, second].compactMap { $0 }
+                }
+            default:
+                other = true
+            }
+        }
+        return endSegment()
+    }
+}

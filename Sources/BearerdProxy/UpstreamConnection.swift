@@ -1,0 +1,165 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Receives what an upstream connection produces while it serves one exchange.
+protocol UpstreamConnectionOwner: AnyObject {
+    /// Whether the client can take more response bytes now; when not, upstream reads pause.
+    var clientIsWritable: Bool { get }
+    func upstreamReceived(_ part: HTTPClientResponsePart)
+    func upstreamReadComplete()
+    func upstreamBecameWritable()
+    func upstreamFailed(_ error: any Error)
+}
+
+/// The last handler of a pooled upstream channel. It outlives exchanges: while leased it passes
+/// response parts to its owner and pauses reading while the client cannot keep up; while idle in
+/// the pool it keeps one read outstanding, so a close by the upstream is noticed at once.
+final class UpstreamConnection: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private enum State {
+        case connecting
+        case idle(timer: Scheduled<Void>?)
+        case leased(any UpstreamConnectionOwner)
+        case closed
+    }
+
+    private var state: State = .connecting
+    private var context: ChannelHandlerContext?
+    private var readPending = false
+    /// Requests this connection has carried; more than zero means a reused connection.
+    private(set) var requestCount = 0
+    weak var pool: UpstreamConnectionPool?
+
+    var channel: (any Channel)? { self.context?.channel }
+
+    var isWritable: Bool { self.context?.channel.isWritable ?? false }
+
+    var isOpen: Bool {
+        if case .closed = self.state { return false }
+        return self.context?.channel.isActive ?? false
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Lease
+
+    /// Hands the connection to an exchange.
+    func lease(to owner: any UpstreamConnectionOwner) {
+        if case .idle(let timer) = self.state { timer?.cancel() }
+        self.state = .leased(owner)
+        self.requestCount += 1
+    }
+
+    /// Takes the connection back from an exchange, to be pooled (`idleTimeout`) or closed.
+    func returnToIdle(idleTimeout: TimeAmount) {
+        guard let context, case .leased = self.state else { return }
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { () -> Void in
+            self.close()
+        }
+        self.state = .idle(timer: timer)
+        if self.readPending {
+            self.readPending = false
+            context.read()
+        }
+    }
+
+    /// Closes the connection; an owner, if any, is not told (it asked for this).
+    func close() {
+        switch self.state {
+        case .idle(let timer): timer?.cancel()
+        case .closed: return
+        case .connecting, .leased: break
+        }
+        self.state = .closed
+        self.context?.close(promise: nil)
+    }
+
+    // MARK: Writing (from the owner)
+
+    func write(_ part: HTTPClientRequestPart) {
+        self.context?.write(self.wrapOutboundOut(part), promise: nil)
+    }
+
+    func writeAndFlush(_ part: HTTPClientRequestPart) {
+        self.context?.writeAndFlush(self.wrapOutboundOut(part), promise: nil)
+    }
+
+    func flush() {
+        self.context?.flush()
+    }
+
+    /// The client can take more bytes again: resume a read held back for it.
+    func resumeReading() {
+        guard self.readPending, let context else { return }
+        self.readPending = false
+        context.read()
+    }
+
+    // MARK: Channel events
+
+    func channelActive(context: ChannelHandlerContext) {
+        if case .connecting = self.state { self.state = .idle(timer: nil) }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch self.state {
+        case .leased(let owner):
+            owner.upstreamReceived(self.unwrapInboundIn(data))
+        case .idle, .connecting:
+            // Nobody asked: an idle connection must not talk. Drop it.
+            self.close()
+        case .closed:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if case .leased(let owner) = self.state { owner.upstreamReadComplete() }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if case .leased(let owner) = self.state, !owner.clientIsWritable {
+            self.readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, case .leased(let owner) = self.state { owner.upstreamBecameWritable() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let previous = self.state
+        self.state = .closed
+        switch previous {
+        case .leased(let owner): owner.upstreamFailed(ChannelError.inputClosed)
+        case .idle(let timer): timer?.cancel()
+        case .connecting, .closed: break
+        }
+        self.pool?.remove(self)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let previous = self.state
+        self.state = .closed
+        if case .leased(let owner) = previous { owner.upstreamFailed(error) }
+        if case .idle(let timer) = previous { timer?.cancel() }
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,99 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// Kept-alive connections to the upstream, one pool per event loop, used only on that loop, so a
+/// client connection and the upstream connection serving it share a thread and never hop.
+final class UpstreamConnectionPool: @unchecked Sendable {
+    /// What ``acquire()`` gives: a pooled connection now, or a new one being opened.
+    enum Lease {
+        case ready(UpstreamConnection)
+        case connecting(EventLoopFuture<UpstreamConnection>)
+    }
+
+    let eventLoop: any EventLoop
+    private let settings: ProxySettings
+    private var idle: [UpstreamConnection] = []
+    private var isClosed = false
+
+    init(eventLoop: any EventLoop, settings: ProxySettings) {
+        self.eventLoop = eventLoop
+        self.settings = settings
+    }
+
+    /// The most recently used open connection, or a new one (always new when `fresh`).
+    func acquire(fresh: Bool = false) -> Lease {
+        self.eventLoop.assertInEventLoop()
+        while !fresh, let connection = self.idle.popLast() {
+            if connection.isOpen { return .ready(connection) }
+        }
+        return .connecting(self.connect())
+    }
+
+    /// Gives a connection back after an exchange: pooled if it can carry another request.
+    func release(_ connection: UpstreamConnection, reusable: Bool) {
+        self.eventLoop.assertInEventLoop()
+        guard reusable, connection.isOpen, !self.isClosed, self.idle.count < self.settings.maxIdleConnections else {
+            connection.close()
+            return
+        }
+        connection.returnToIdle(idleTimeout: self.settings.upstreamIdleTimeout)
+        self.idle.append(connection)
+    }
+
+    /// Forgets a connection that closed.
+    func remove(_ connection: UpstreamConnection) {
+        self.idle.removeAll { $0 === connection }
+    }
+
+    /// Closes the idle connections and pools no more; leased ones close when their exchange ends.
+    func close() {
+        self.eventLoop.assertInEventLoop()
+        self.isClosed = true
+        let connections = self.idle
+        self.idle.removeAll()
+        for connection in connections { connection.close() }
+    }
+
+    var idleCount: Int { self.idle.count }
+
+    private func connect() -> EventLoopFuture<UpstreamConnection> {
+        let settings = self.settings
+        let target = settings.target
+        let sniName: String? =
+            settings.serverName ?? (ListenHostKind.isIPLiteral(target.host) ? nil : target.host)
+        let bootstrap = ClientBootstrap(group: self.eventLoop)
+            .connectTimeout(settings.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                do {
+                    let sync = channel.pipeline.syncOperations
+                    if let tls = settings.tlsContext {
+                        try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: sniName))
+                    }
+                    try sync.addHTTPClientHandlers()
+                    try sync.addHandler(UpstreamConnection())
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+        return bootstrap.connect(host: target.host, port: target.port).flatMapThrowing { [weak self] channel in
+            let connection = try channel.pipeline.syncOperations.handler(type: UpstreamConnection.self)
+            connection.pool = self
+            return connection
+        }
+    }
+}
+
+/// Whether a host string is an IP literal (no SNI is sent for those).
+enum ListenHostKind {
+    static func isIPLiteral(_ host: String) -> Bool {
+        host.contains(":")
+            || host.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
+    }
+}
