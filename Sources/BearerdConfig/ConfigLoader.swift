@@ -12,6 +12,9 @@ public struct ConfigLoader: Sendable {
     /// Where `serve` and `check-config` look without `--config`.
     public static let defaultPath = "/etc/bearerd/bearerd.yaml"
 
+    /// Every key the config file may set, dotted (`upstream.url`), sorted.
+    public static var knownKeys: [String] { ConfigSchema.keys.keys.sorted() }
+
     /// The process environment (or a test's), for overrides and `$CREDENTIALS_DIRECTORY`.
     public var environment: [String: String]
 

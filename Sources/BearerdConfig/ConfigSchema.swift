@@ -50,7 +50,7 @@ enum ConfigSchema {
 
     /// The known key closest to `key`, for "did you mean" hints.
     static func suggestion(for key: String) -> String? {
-        let candidates = keys.keys.map { ($0, editDistance(key, $0)) }
+        let candidates = (Array(keys.keys) + Array(sections)).map { ($0, editDistance(key, $0)) }
         guard let best = candidates.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }) else { return nil }
         return best.1 <= max(2, key.count / 4) ? best.0 : nil
     }

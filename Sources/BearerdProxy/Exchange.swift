@@ -33,7 +33,8 @@ final class Exchange {
     var upstreamKeepAlive = true
     /// Close the client connection once this exchange ends.
     var closeClientAfter: Bool
-    var responseTimeout: Scheduled<Void>?
+    /// When the response head must have arrived; set when the request has been sent.
+    var responseDeadline: NIODeadline?
     var retried = false
 
     init(request: HTTPRequestHead, startedAt: NIODeadline) {

@@ -19,8 +19,7 @@ extension ProxyHandler {
     /// Answers the request with bearerd's own JSON error. When the request body has not been
     /// read to its end, the client connection is closed after the answer.
     func fail(_ exchange: Exchange, _ failure: ProxyFailure) {
-        exchange.responseTimeout?.cancel()
-        exchange.responseTimeout = nil
+        exchange.responseDeadline = nil
         if let connection = exchange.upstream {
             exchange.upstream = nil
             connection.close()
@@ -55,6 +54,7 @@ extension ProxyHandler {
         guard let context else { return }
         let close = exchange.closeClientAfter
         self.state = close ? .closed : (exchange.requestEnded ? .idle : .discarding)
+        if !close { self.becameIdle() }
         self.logAccess(exchange, outcome: nil)
         if close {
             context.writeAndFlush(self.wrapOutboundOut(end)).assumeIsolated().whenComplete { _ in
@@ -70,8 +70,7 @@ extension ProxyHandler {
     /// was sent): drop both connections.
     func abandon(_ exchange: Exchange, outcome: String) {
         exchange.phase = .finished
-        exchange.responseTimeout?.cancel()
-        exchange.responseTimeout = nil
+        exchange.responseDeadline = nil
         if let connection = exchange.upstream {
             exchange.upstream = nil
             connection.close()
@@ -82,6 +81,7 @@ extension ProxyHandler {
 
     func closeClient() {
         self.state = .closed
+        self.timer.cancel()
         self.context?.close(promise: nil)
     }
 
@@ -92,6 +92,7 @@ extension ProxyHandler {
             self.abandon(exchange, outcome: "client_closed")
         }
         self.state = .closed
+        self.timer.cancel()
         context.fireChannelInactive()
     }
 
@@ -123,14 +124,6 @@ extension ProxyHandler {
         case .exchanging, .closed:
             self.closeClient()
         }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent {
-            if case .idle = self.state { self.closeClient() }
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
     }
 
     // MARK: Helpers

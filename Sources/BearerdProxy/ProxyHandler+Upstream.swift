@@ -11,8 +11,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
         guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, let context else { return }
         switch part {
         case .head(let head):
-            exchange.responseTimeout?.cancel()
-            exchange.responseTimeout = nil
+            exchange.responseDeadline = nil
             exchange.responseStatus = head.status
             exchange.upstreamKeepAlive = head.isKeepAlive
             if head.status == .unauthorized, let token = exchange.token {
@@ -47,8 +46,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
 
     func upstreamFailed(_ error: any Error) {
         guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding else { return }
-        exchange.responseTimeout?.cancel()
-        exchange.responseTimeout = nil
+        exchange.responseDeadline = nil
         let connection = exchange.upstream
         exchange.upstream = nil
         connection?.close()
@@ -72,22 +70,58 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func startResponseTimeout(_ exchange: Exchange) {
-        guard let context, exchange.responseTimeout == nil, !exchange.responseHeadSent else { return }
-        let timeout = self.settings.responseTimeout
-        exchange.responseTimeout = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { () -> Void in
-            guard self.isCurrent(exchange), !exchange.responseHeadSent else { return () }
-            exchange.responseTimeout = nil
-            let connection = exchange.upstream
-            exchange.upstream = nil
-            connection?.close()
-            self.fail(
-                exchange,
-                .upstreamTimeout(
-                    self.settings.target.description,
-                    what: "sent no response head within upstream.response_timeout (\(timeout.prettyPrint))"
-                )
-            )
+        guard let context, exchange.responseDeadline == nil, !exchange.responseHeadSent else { return }
+        let deadline = NIODeadline.now() + self.settings.responseTimeout
+        exchange.responseDeadline = deadline
+        self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
+    }
+
+    /// The connection is between requests: it may stay so for `proxy.client_idle_timeout`.
+    func becameIdle() {
+        guard let context else { return }
+        self.idleSince = .now()
+        self.timer.arm(at: self.idleSince + self.settings.clientIdleTimeout, on: context.eventLoop) {
+            self.timerFired()
         }
+    }
+
+    private func timerFired() {
+        self.timer.fired()
+        guard let context else { return }
+        let now = NIODeadline.now()
+        switch self.state {
+        case .idle, .discarding:
+            let deadline = self.idleSince + self.settings.clientIdleTimeout
+            if now >= deadline {
+                self.closeClient()
+            } else {
+                self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
+            }
+        case .exchanging(let exchange):
+            guard let deadline = exchange.responseDeadline, !exchange.responseHeadSent else { return }
+            if now >= deadline {
+                self.responseTimedOut(exchange)
+            } else {
+                self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
+            }
+        case .closed:
+            break
+        }
+    }
+
+    private func responseTimedOut(_ exchange: Exchange) {
+        exchange.responseDeadline = nil
+        let connection = exchange.upstream
+        exchange.upstream = nil
+        connection?.close()
+        self.fail(
+            exchange,
+            .upstreamTimeout(
+                self.settings.target.description,
+                what:
+                    "sent no response head within upstream.response_timeout (\(self.settings.responseTimeout.prettyPrint))"
+            )
+        )
     }
 
     /// An HTTP/1.0 client can only learn where a body without Content-Length ends by the close.

@@ -30,7 +30,12 @@ final class ProxyHandler: ChannelDuplexHandler {
     var state: State = .idle
     var context: ChannelHandlerContext?
     var readPending = false
+    /// Inside a read loop: upstream writes are flushed once, at `channelReadComplete`.
+    var inRead = false
     var peer: String?
+    /// Client idle timeout and upstream response timeout share one timer.
+    var timer = ConnectionTimer()
+    var idleSince = NIODeadline.now()
 
     init(settings: ProxySettings, pool: UpstreamConnectionPool, tokens: any TokenProvider, logger: Logger) {
         self.settings = settings
@@ -42,6 +47,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.peer = context.channel.remoteAddress?.ipAddress
+        self.becameIdle()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -52,6 +58,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = self.unwrapInboundIn(data)
+        self.inRead = true
         switch (self.state, part) {
         case (.idle, .head(let head)):
             self.begin(head, context: context)
@@ -67,7 +74,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         case (.exchanging(let exchange), .end):
             exchange.requestEnded = true
             if exchange.phase == .forwarding, let upstream = exchange.upstream {
-                upstream.writeAndFlush(.end(nil))
+                upstream.write(.end(nil))
                 self.startResponseTimeout(exchange)
             } else {
                 exchange.buffered.append(part)
@@ -83,6 +90,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        self.inRead = false
         if case .exchanging(let exchange) = self.state, exchange.phase == .forwarding {
             exchange.upstream?.flush()
         }
@@ -192,7 +200,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
         }
         exchange.buffered.removeAll()
-        connection.flush()
+        if !self.inRead { connection.flush() }
         if exchange.requestEnded { self.startResponseTimeout(exchange) }
         if connection.isWritable { self.resumeClientReads() }
     }

@@ -78,11 +78,10 @@ public final class ProxyListeners: Sendable {
                             withPipeliningAssistance: true,
                             withServerUpgrade: nil,
                             withErrorHandling: false,
-                            withOutboundHeaderValidation: true,
+                            withOutboundHeaderValidation: false,
                             withEncoderConfiguration: .init(),
                             withDecoderLimitConfiguration: decoderLimits
                         )
-                        try sync.addHandler(IdleStateHandler(readTimeout: settings.clientIdleTimeout))
                         try sync.addHandler(
                             ProxyHandler(settings: settings, pool: pool, tokens: tokens, logger: logger)
                         )

@@ -24,13 +24,15 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     private enum State {
         case connecting
-        case idle(timer: Scheduled<Void>?)
+        case idle(since: NIODeadline)
         case leased(any UpstreamConnectionOwner)
         case closed
     }
 
     private var state: State = .connecting
     private var context: ChannelHandlerContext?
+    private var idleTimer = ConnectionTimer()
+    private var idleTimeout = TimeAmount.seconds(60)
     private var readPending = false
     /// Requests this connection has carried; more than zero means a reused connection.
     private(set) var requestCount = 0
@@ -57,7 +59,6 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     /// Hands the connection to an exchange.
     func lease(to owner: any UpstreamConnectionOwner) {
-        if case .idle(let timer) = self.state { timer?.cancel() }
         self.state = .leased(owner)
         self.requestCount += 1
     }
@@ -65,10 +66,10 @@ final class UpstreamConnection: ChannelDuplexHandler {
     /// Takes the connection back from an exchange, to be pooled (`idleTimeout`) or closed.
     func returnToIdle(idleTimeout: TimeAmount) {
         guard let context, case .leased = self.state else { return }
-        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { () -> Void in
-            self.close()
-        }
-        self.state = .idle(timer: timer)
+        let now = NIODeadline.now()
+        self.idleTimeout = idleTimeout
+        self.state = .idle(since: now)
+        self.idleTimer.arm(at: now + idleTimeout, on: context.eventLoop) { self.idleTimerFired() }
         if self.readPending {
             self.readPending = false
             context.read()
@@ -77,13 +78,21 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     /// Closes the connection; an owner, if any, is not told (it asked for this).
     func close() {
-        switch self.state {
-        case .idle(let timer): timer?.cancel()
-        case .closed: return
-        case .connecting, .leased: break
-        }
+        if case .closed = self.state { return }
         self.state = .closed
+        self.idleTimer.cancel()
         self.context?.close(promise: nil)
+    }
+
+    private func idleTimerFired() {
+        self.idleTimer.fired()
+        guard case .idle(let since) = self.state, let context else { return }
+        let deadline = since + self.idleTimeout
+        if NIODeadline.now() >= deadline {
+            self.close()
+        } else {
+            self.idleTimer.arm(at: deadline, on: context.eventLoop) { self.idleTimerFired() }
+        }
     }
 
     // MARK: Writing (from the owner)
@@ -110,7 +119,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
     // MARK: Channel events
 
     func channelActive(context: ChannelHandlerContext) {
-        if case .connecting = self.state { self.state = .idle(timer: nil) }
+        if case .connecting = self.state { self.state = .idle(since: .now()) }
         context.fireChannelActive()
     }
 
@@ -148,9 +157,9 @@ final class UpstreamConnection: ChannelDuplexHandler {
         self.state = .closed
         switch previous {
         case .leased(let owner): owner.upstreamFailed(ChannelError.inputClosed)
-        case .idle(let timer): timer?.cancel()
-        case .connecting, .closed: break
+        case .idle, .connecting, .closed: break
         }
+        self.idleTimer.cancel()
         self.pool?.remove(self)
         context.fireChannelInactive()
     }
@@ -159,7 +168,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
         let previous = self.state
         self.state = .closed
         if case .leased(let owner) = previous { owner.upstreamFailed(error) }
-        if case .idle(let timer) = previous { timer?.cancel() }
+        self.idleTimer.cancel()
         context.close(promise: nil)
     }
 }

@@ -75,7 +75,9 @@ final class UpstreamConnectionPool: @unchecked Sendable {
                     if let tls = settings.tlsContext {
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: sniName))
                     }
-                    try sync.addHTTPClientHandlers()
+                    // Every header sent upstream was parsed by llhttp from the client's request or is our
+                    // own (the token is checked to be RFC 6750 b64token), so NIO's extra pass is skipped.
+                    try sync.addHTTPClientHandlers(enableOutboundHeaderValidation: false)
                     try sync.addHandler(UpstreamConnection())
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {

@@ -1,0 +1,209 @@
+import BearerdConfig
+import BearerdTestSupport
+import Foundation
+import Testing
+
+@Suite("Config validation: each rule names its key")
+struct ConfigValidationTests {
+    let directory: TemporaryDirectory
+    let tokenFile: String
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+        self.tokenFile = try self.directory.write("t0ken\n", to: "token")
+    }
+
+    func load(_ body: String, environment: [String: String] = [:]) throws(ConfigError) -> BearerdConfiguration {
+        try ConfigLoader(environment: environment).load(
+            yaml: body,
+            source: "test.yaml",
+            baseDirectory: self.directory.path
+        )
+    }
+
+    func minimal(_ extra: String = "") -> String {
+        """
+        upstream:
+          url: https://api.example.com/v2
+        auth:
+          static_token_file: \(self.tokenFile)
+        \(extra)
+        """
+    }
+
+    func issues(_ body: String, environment: [String: String] = [:]) -> [ConfigIssue] {
+        do {
+            _ = try self.load(body, environment: environment)
+            return []
+        } catch {
+            return error.issues
+        }
+    }
+
+    @Test func minimalConfigGetsDocumentedDefaults() throws {
+        let config = try self.load(self.minimal())
+        #expect(config.listen == [.tcp(host: "127.0.0.1", port: 8080)])
+        #expect(config.allowRemote == false)
+        #expect(config.socketMode == 0o600)
+        #expect(config.shutdownGrace == .seconds(30))
+        #expect(config.upstream.target.basePath == "/v2")
+        #expect(config.upstream.connectTimeout == .seconds(5))
+        #expect(config.upstream.responseTimeout == .seconds(60))
+        #expect(config.upstream.idleTimeout == .seconds(60))
+        #expect(config.upstream.maxIdleConnections == 64)
+        #expect(config.proxy.clientAuthorization == .replace)
+        #expect(config.proxy.forwardedHeaders)
+        #expect(config.proxy.maxRequestBody == nil)
+        #expect(config.proxy.maxHeaderSize == 64 * 1024)
+        #expect(config.log.level == "info")
+        #expect(config.log.access)
+        #expect(!config.log.accessQuery)
+    }
+
+    @Test(
+        "a bad value is reported with its key",
+        arguments: [
+            (
+                "upstream:\n  url: ftp://x\nauth:\n  static_token_file: TOKEN", "upstream.url",
+                "must be an http or https URL (got \"ftp://x\")"
+            ),
+            (
+                "upstream:\n  url: http://user:pw@x\nauth:\n  static_token_file: TOKEN", "upstream.url",
+                "must not hold a user name"
+            ),
+            (
+                "upstream:\n  url: http://x/?a=1\nauth:\n  static_token_file: TOKEN", "upstream.url",
+                "must not have a query"
+            ),
+            ("auth:\n  static_token_file: TOKEN", "upstream.url", "required"),
+            ("upstream:\n  url: http://x", "auth.static_token_file", "required"),
+            ("MIN\nlisten: [\"0.0.0.0:8080\"]", "listen", "is not a loopback address"),
+            ("MIN\nlisten: [\"127.0.0.1:99999\"]", "listen", "port must be a number"),
+            ("MIN\nlisten: [\"example.com:80\"]", "listen", "must be an IP address"),
+            ("MIN\nlisten: [\"unix:relative.sock\"]", "listen", "must be absolute"),
+            ("MIN\nlisten: [\"127.0.0.1:1\", \"127.0.0.1:1\"]", "listen", "listed twice"),
+            ("MIN\nlisten: []", "listen", "at least one"),
+            ("MIN\nallow_remote: maybe", "allow_remote", "must be true or false"),
+            ("MIN\nsocket_mode: \"0999\"", "socket_mode", "octal file mode"),
+            ("MIN\nsocket_group: no-such-group-bearerd", "socket_group", "no group named"),
+            ("MIN\nthreads: -1", "threads", "whole number"),
+            ("MIN\nshutdown_grace: soon", "shutdown_grace", "a duration"),
+            (
+                "MIN\nupstream:\n  url: http://x\n  ca_file: /etc/hostname", "upstream.ca_file",
+                "only applies to an https upstream"
+            ),
+            ("MIN\nupstream:\n  url: https://x\n  ca_file: /nonexistent.pem", "upstream.ca_file", "cannot read"),
+            ("MIN\nupstream:\n  url: https://x\n  server_name: \"a b\"", "upstream.server_name", "must be a DNS name"),
+            ("MIN\nupstream:\n  url: https://x\n  connect_timeout: 0s", "upstream.connect_timeout", "more than 0"),
+            ("MIN\nupstream:\n  url: https://x\n  response_timeout: -1s", "upstream.response_timeout", "a duration"),
+            ("MIN\nupstream:\n  url: https://x\n  idle_timeout: 1x", "upstream.idle_timeout", "a duration"),
+            (
+                "MIN\nupstream:\n  url: https://x\n  max_idle_connections: lots", "upstream.max_idle_connections",
+                "whole number"
+            ),
+            ("MIN\nproxy:\n  client_authorization: merge", "proxy.client_authorization", "replace, keep or reject"),
+            ("MIN\nproxy:\n  forwarded_headers: 2", "proxy.forwarded_headers", "true or false"),
+            ("MIN\nproxy:\n  max_request_body: 0", "proxy.max_request_body", "more than 0"),
+            ("MIN\nproxy:\n  max_request_body: big", "proxy.max_request_body", "a size"),
+            ("MIN\nproxy:\n  max_header_size: 10", "proxy.max_header_size", "from 1KiB to 1MiB"),
+            ("MIN\nproxy:\n  client_idle_timeout: 0", "proxy.client_idle_timeout", "more than 0"),
+            ("MIN\nlog:\n  level: loud", "log.level", "must be one of"),
+            ("MIN\nlog:\n  access: sometimes", "log.access", "true or false"),
+            ("MIN\nlog:\n  access_query: 1", "log.access_query", "true or false"),
+            ("MIN\nupstrem:\n  url: http://x", "upstrem", "unknown key; did you mean upstream"),
+            ("MIN\nproxy:\n  max_body: 1", "proxy.max_body", "unknown key"),
+            ("MIN\nlisten:\n  a: b", "listen", "must be a list"),
+            ("MIN\nlog: verbose", "log", "must be a mapping"),
+            ("MIN\nupstream:\n  url: [a, b]", "upstream.url", "single value"),
+        ]
+    )
+    func badValueNamesItsKey(body: String, key: String, message: String) {
+        var text = body.replacingOccurrences(of: "TOKEN", with: self.tokenFile)
+        if text.hasPrefix("MIN\n") {
+            // Start from a valid file; later sections in `body` override its keys.
+            let rest = String(text.dropFirst(4))
+            text =
+                rest.contains("upstream:")
+                ? "auth:\n  static_token_file: \(self.tokenFile)\n\(rest)" : self.minimal(rest)
+        }
+        let found = self.issues(text)
+        #expect(
+            found.contains { $0.key == key && $0.message.contains(message) },
+            "expected \(key): …\(message)… in \(found)"
+        )
+    }
+
+    @Test func everyProblemIsReportedNotJustTheFirst() {
+        let found = self.issues("upstream:\n  url: ftp://x\nlog:\n  level: loud\nbogus: 1")
+        #expect(Set(found.map(\.key)) == ["upstream.url", "log.level", "bogus", "auth.static_token_file"])
+    }
+
+    @Test func nonLoopbackIsAllowedWhenAskedFor() throws {
+        let config = try self.load(self.minimal("listen: [\"0.0.0.0:8080\"]\nallow_remote: true"))
+        #expect(config.listen == [.tcp(host: "0.0.0.0", port: 8080)])
+    }
+
+    @Test func environmentOverridesTheFile() throws {
+        let config = try self.load(
+            self.minimal("log:\n  level: debug"),
+            environment: [
+                "BEARERD_UPSTREAM_URL": "http://127.0.0.1:9401/base",
+                "BEARERD_LISTEN": "127.0.0.1:1234,[::1]:1234,unix:/run/bearerd/p.sock",
+                "BEARERD_LOG_LEVEL": "warning",
+                "BEARERD_PROXY_MAX_REQUEST_BODY": "10MiB",
+            ]
+        )
+        #expect(config.upstream.target.description == "http://127.0.0.1:9401/base")
+        #expect(
+            config.listen == [
+                .tcp(host: "127.0.0.1", port: 1234), .tcp(host: "::1", port: 1234), .unix(path: "/run/bearerd/p.sock"),
+            ]
+        )
+        #expect(config.log.level == "warning")
+        #expect(config.proxy.maxRequestBody == 10 << 20)
+    }
+
+    @Test func aBadEnvironmentValueNamesTheVariable() {
+        let found = self.issues(self.minimal(), environment: ["BEARERD_LOG_LEVEL": "loud"])
+        #expect(found.contains { $0.key == "log.level (from BEARERD_LOG_LEVEL)" })
+    }
+
+    @Test func unknownEnvironmentSettingsAreErrors() {
+        let found = self.issues(
+            self.minimal(),
+            environment: ["BEARERD_UPSTREAM_URI": "http://x", "BEARERD_CONFIG": "/x"]
+        )
+        #expect(found.map(\.key) == ["BEARERD_UPSTREAM_URI"])
+    }
+
+    @Test func relativeSecretFilesResolveInTheCredentialsDirectory() throws {
+        let credentials = try TemporaryDirectory()
+        try credentials.write("cred-token", to: "api-token")
+        let body = "upstream:\n  url: http://x\nauth:\n  static_token_file: api-token"
+        let config = try self.load(body, environment: ["CREDENTIALS_DIRECTORY": credentials.path])
+        #expect(config.auth.staticTokenFile == credentials.path + "/api-token")
+        // Without systemd's directory, the name resolves next to the config file.
+        try self.directory.write("t", to: "api-token")
+        #expect(try self.load(body).auth.staticTokenFile == self.directory.path + "/api-token")
+    }
+
+    @Test func aSecretFileReadableByOthersIsRefused() throws {
+        let loose = try self.directory.write("t", to: "loose", mode: 0o644)
+        let found = self.issues("upstream:\n  url: http://x\nauth:\n  static_token_file: \(loose)")
+        #expect(found.contains { $0.key == "auth.static_token_file" && $0.message.contains("chmod 600") })
+    }
+
+    @Test func aMissingFileSaysWhatToDo() {
+        #expect(throws: ConfigError.self) { try ConfigLoader(environment: [:]).load(path: "/nonexistent/bearerd.yaml") }
+        do {
+            _ = try ConfigLoader(environment: [:]).load(path: "/nonexistent/bearerd.yaml")
+        } catch {
+            #expect(error.description.contains("does not exist; create it from config/bearerd.example.yaml"))
+        }
+    }
+
+    @Test func invalidYAMLIsAnErrorNotACrash() {
+        let found = self.issues("upstream: [unclosed\n  url: x")
+        #expect(found.first?.message.hasPrefix("not valid YAML") == true)
+    }
+}

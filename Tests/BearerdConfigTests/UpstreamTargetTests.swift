@@ -1,0 +1,45 @@
+import BearerdConfig
+import Testing
+
+@Suite("Upstream URL and path joining")
+struct UpstreamTargetTests {
+    @Test(
+        "the base path and the request target join with one slash",
+        arguments: [
+            ("https://api.example.com/v2", "/users?id=1", "/v2/users?id=1"),
+            ("https://api.example.com/v2/", "/users?id=1", "/v2/users?id=1"),
+            ("https://api.example.com/v2//", "/users", "/v2/users"),
+            ("https://api.example.com", "/users?id=1", "/users?id=1"),
+            ("https://api.example.com/", "/users", "/users"),
+            ("https://api.example.com/v2", "/", "/v2/"),
+            ("https://api.example.com/v2", "/?q=a/b", "/v2/?q=a/b"),
+            ("https://api.example.com/v2", "//users", "/v2/users"),
+            ("https://api.example.com", "//evil.example/x", "/evil.example/x"),
+            ("https://api.example.com/a/b", "/c/d", "/a/b/c/d"),
+            ("http://127.0.0.1:9401/anything", "/x%20y?z=%2F", "/anything/x%20y?z=%2F"),
+        ]
+    )
+    func join(base: String, target: String, expected: String) throws {
+        let upstream = try UpstreamTarget.parse(base).get()
+        #expect(upstream.join(target) == expected)
+    }
+
+    @Test(
+        "the Host header carries the port only when it is not the default",
+        arguments: [
+            ("https://api.example.com/v2", "api.example.com"),
+            ("https://api.example.com:8443", "api.example.com:8443"),
+            ("http://127.0.0.1:80", "127.0.0.1"),
+            ("http://[::1]:9401/x", "[::1]:9401"),
+        ]
+    )
+    func hostHeader(url: String, expected: String) throws {
+        #expect(try UpstreamTarget.parse(url).get().hostHeader == expected)
+    }
+
+    @Test func ipv6HostIsUnbracketedForConnecting() throws {
+        let upstream = try UpstreamTarget.parse("http://[::1]:9401").get()
+        #expect(upstream.host == "::1")
+        #expect(upstream.port == 9401)
+    }
+}

@@ -1,0 +1,137 @@
+import BearerdAuth
+import BearerdConfig
+import NIOHTTP1
+import Testing
+
+@testable import BearerdProxy
+
+@Suite("Header rewriting")
+struct HeaderRewriterTests {
+    static func settings(_ extra: String = "", url: String = "https://api.example.com/v2") throws -> ProxySettings {
+        let directory = try BearerdTestSupportShim.directory()
+        let yaml = "upstream:\n  url: \(url)\nauth:\n  static_token_file: \(directory)/token\n\(extra)"
+        let config = try ConfigLoader(environment: [:]).load(yaml: yaml, source: "t", baseDirectory: directory)
+        return try ProxySettings(configuration: config)
+    }
+
+    let token = BearerToken("tok-123")
+
+    func rewrite(
+        _ headers: HTTPHeaders,
+        method: HTTPMethod = .GET,
+        uri: String = "/users?id=1",
+        settings: ProxySettings? = nil
+    )
+        throws -> HTTPRequestHead
+    {
+        let head = HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
+        return HeaderRewriter.upstreamRequest(
+            head,
+            token: self.token,
+            peer: "127.0.0.1",
+            settings: try settings ?? Self.settings()
+        )
+    }
+
+    @Test func hopByHopHeadersAndThoseNamedByConnectionAreRemoved() throws {
+        let out = try self.rewrite([
+            "host": "127.0.0.1:8080", "connection": "keep-alive, X-Secret-Hop, upgrade", "keep-alive": "timeout=5",
+            "x-secret-hop": "1", "proxy-authorization": "Basic abc", "proxy-authenticate": "x", "te": "trailers",
+            "trailer": "x-checksum", "upgrade": "websocket", "proxy-connection": "keep-alive",
+            "accept": "application/json",
+        ])
+        for name in [
+            "connection", "keep-alive", "x-secret-hop", "proxy-authorization", "proxy-authenticate", "te", "trailer",
+            "upgrade", "proxy-connection", "transfer-encoding",
+        ] {
+            #expect(!out.headers.contains(name: name), "\(name) crossed the proxy")
+        }
+        #expect(out.headers["accept"] == ["application/json"])
+    }
+
+    @Test func hostBecomesTheUpstreamsAndThePathIsJoined() throws {
+        let out = try self.rewrite(["host": "127.0.0.1:8080"])
+        #expect(out.headers["host"] == ["api.example.com"])
+        #expect(out.uri == "/v2/users?id=1")
+        #expect(out.version == .http1_1)
+    }
+
+    @Test func theClientsAuthorizationIsReplacedByDefault() throws {
+        let out = try self.rewrite(["host": "h", "authorization": "Bearer client-own"])
+        #expect(out.headers["authorization"] == ["Bearer tok-123"])
+    }
+
+    @Test func keepForwardsTheClientsAuthorizationWithoutAToken() throws {
+        let settings = try Self.settings("proxy:\n  client_authorization: keep")
+        let head = HTTPRequestHead(
+            version: .http1_1,
+            method: .GET,
+            uri: "/",
+            headers: ["host": "h", "authorization": "Basic xyz"]
+        )
+        let out = HeaderRewriter.upstreamRequest(head, token: nil, peer: nil, settings: settings)
+        #expect(out.headers["authorization"] == ["Basic xyz"])
+    }
+
+    @Test func forwardedHeadersAreSetFromWhatBearerdSawNotWhatTheClientClaimed() throws {
+        let out = try self.rewrite([
+            "host": "127.0.0.1:8080", "x-forwarded-for": "6.6.6.6", "x-forwarded-proto": "https",
+            "x-forwarded-host": "evil",
+        ])
+        #expect(out.headers["x-forwarded-for"] == ["127.0.0.1"])
+        #expect(out.headers["x-forwarded-proto"] == ["http"])
+        #expect(out.headers["x-forwarded-host"] == ["127.0.0.1:8080"])
+    }
+
+    @Test func forwardedHeadersCanBeTurnedOff() throws {
+        let out = try self.rewrite(
+            ["host": "h", "x-forwarded-for": "10.0.0.1"],
+            settings: Self.settings("proxy:\n  forwarded_headers: false")
+        )
+        #expect(out.headers["x-forwarded-for"] == ["10.0.0.1"])
+        #expect(!out.headers.contains(name: "x-forwarded-proto"))
+    }
+
+    @Test func framingComesFromTheOriginalMessage() throws {
+        let sized = try self.rewrite(
+            ["host": "h", "content-length": "5", "connection": "content-length"],
+            method: .POST
+        )
+        #expect(sized.headers["content-length"] == ["5"], "Connection must not strip the framing")
+        let chunked = try self.rewrite(["host": "h", "transfer-encoding": "chunked"], method: .POST)
+        #expect(chunked.headers["transfer-encoding"] == ["chunked"])
+        #expect(!chunked.headers.contains(name: "content-length"))
+        let empty = try self.rewrite(["host": "h"], method: .POST)
+        #expect(empty.headers["content-length"] == ["0"])
+        let get = try self.rewrite(["host": "h"], method: .GET)
+        #expect(!get.headers.contains(name: "content-length") && !get.headers.contains(name: "transfer-encoding"))
+    }
+
+    @Test func expectIsHandledByBearerdAndNotForwarded() throws {
+        let out = try self.rewrite(["host": "h", "expect": "100-continue", "content-length": "3"], method: .PUT)
+        #expect(!out.headers.contains(name: "expect"))
+    }
+
+    @Test func responseHopByHopHeadersAreRemoved() {
+        let upstream = HTTPResponseHead(
+            version: .http1_1,
+            status: .ok,
+            headers: [
+                "connection": "keep-alive, x-internal", "keep-alive": "timeout=5", "x-internal": "1",
+                "transfer-encoding": "chunked", "proxy-authenticate": "Basic", "upgrade": "h2c", "trailer": "x",
+                "content-type": "application/json", "www-authenticate": "Bearer",
+            ]
+        )
+        let out = HeaderRewriter.clientResponse(upstream, version: .http1_1, close: false)
+        for name in [
+            "connection", "keep-alive", "x-internal", "transfer-encoding", "proxy-authenticate", "upgrade", "trailer",
+        ] {
+            #expect(!out.headers.contains(name: name), "\(name) crossed the proxy")
+        }
+        #expect(out.headers["content-type"] == ["application/json"])
+        #expect(out.headers["www-authenticate"] == ["Bearer"])
+        let closing = HeaderRewriter.clientResponse(upstream, version: .http1_0, close: true)
+        #expect(closing.headers["connection"] == ["close"])
+        #expect(closing.version == .http1_0)
+    }
+}

@@ -1,0 +1,62 @@
+import BearerdConfig
+import NIOHTTP1
+import Testing
+
+@testable import BearerdProxy
+
+@Suite("Which requests may be forwarded")
+struct RequestPolicyTests {
+    static func head(
+        _ method: HTTPMethod = .GET,
+        _ uri: String,
+        _ headers: HTTPHeaders = ["host": "127.0.0.1:8080"]
+    ) -> HTTPRequestHead {
+        HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
+    }
+
+    @Test(
+        "refused requests",
+        arguments: [
+            (head(.CONNECT, "api.example.com:443"), 400, "CONNECT"),
+            (head(.GET, "http://other.example/x"), 400, "origin-form"),
+            (head(.GET, "https://api.example.com/x"), 400, "origin-form"),
+            (head(.OPTIONS, "*"), 400, "origin-form"),
+            (head(.GET, "/a/../b"), 400, "segment"),
+            (head(.GET, "/.."), 400, "segment"),
+            (head(.GET, "/a/%2e%2E/b"), 400, "segment"),
+            (head(.GET, "/a/./b"), 400, "segment"),
+            (head(.GET, "/x", ["host": "a", "Host": "b"]), 400, "more than one Host"),
+            (head(.GET, "/x", ["host": "a b"]), 400, "not a valid host"),
+            (head(.GET, "/x", ["host": "a/b@evil"]), 400, "not a valid host"),
+            (head(.GET, "/x", [:]), 400, "needs a Host"),
+            (head(.POST, "/x", ["host": "h", "transfer-encoding": "gzip, chunked"]), 400, "chunked"),
+            (head(.PUT, "/x", ["host": "h", "expect": "something-else"]), 417, "100-continue"),
+            (head(.PUT, "/x", ["host": "h", "content-length": "2000"]), 413, "max_request_body"),
+            (head(.GET, "/x", ["host": "h", "authorization": "Bearer mine"]), 400, "Authorization"),
+        ]
+    )
+    func refused(head: HTTPRequestHead, status: Int, message: String) throws {
+        let failure = RequestPolicy.check(head, settings: try HeaderRewriterTests.settings(Self.strict))
+        #expect(failure.map { Int($0.status.code) } == status)
+        #expect(failure?.message.contains(message) == true, "\(failure?.message ?? "nil")")
+    }
+
+    static let strict = "proxy:\n  max_request_body: 1000\n  client_authorization: reject"
+
+    @Test(
+        "forwarded requests",
+        arguments: [
+            head(.GET, "/"), head(.GET, "/users?id=1&next=/a/../b"), head(.GET, "/a..b/.c/d."), head(.GET, "/%2e%2fx"),
+            head(.PUT, "/x", ["host": "h", "expect": "100-Continue", "content-length": "10"]),
+            head(.POST, "/x", ["host": "[::1]:8080", "transfer-encoding": "chunked"]),
+        ]
+    )
+    func forwarded(head: HTTPRequestHead) throws {
+        #expect(RequestPolicy.check(head, settings: try HeaderRewriterTests.settings(Self.strict)) == nil)
+    }
+
+    @Test func http10WithoutHostIsFine() throws {
+        let head = HTTPRequestHead(version: .http1_0, method: .GET, uri: "/x", headers: [:])
+        #expect(RequestPolicy.check(head, settings: try HeaderRewriterTests.settings()) == nil)
+    }
+}

@@ -1,0 +1,106 @@
+import BearerdAuth
+import BearerdConfig
+import BearerdProxy
+import Foundation
+import InMemoryLogging
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A running proxy in front of a ``TestUpstream``, everything in-process on port 0.
+public struct ProxyFixture: Sendable {
+    /// The upstream the proxy forwards to.
+    public let upstream: TestUpstream
+    /// The proxy's listeners.
+    public let listeners: ProxyListeners
+    /// The event loop group everything runs on.
+    public let group: any EventLoopGroup
+    /// Every log line the proxy wrote.
+    public let logs: InMemoryLogHandler
+    /// The configuration the proxy runs with.
+    public let configuration: BearerdConfiguration
+
+    /// The first TCP listener's port.
+    public var port: Int { self.listeners.addresses.first { $0.port != nil }!.port! }
+
+    /// The token the fixture's static token file holds.
+    public static let token = "fixture-token-7d2f9a41c0e8b35566"
+
+    /// Starts an upstream and a proxy configured by `yaml` (which must not set `upstream.url`,
+    /// `listen` or `auth`, unless given through `overrides`), runs `body`, and tears down.
+    public static func with<Result: Sendable>(
+        yaml: String = "",
+        listen: [String] = ["127.0.0.1:0"],
+        upstreamURL: ((Int) -> String)? = nil,
+        tokens: (any TokenProvider)? = nil,
+        responder: @escaping @Sendable (RecordedRequest) -> TestResponse = { _ in .ok() },
+        _ body: (ProxyFixture) async throws -> Result
+    ) async throws -> Result {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let directory = try TemporaryDirectory()
+        let upstream = try await TestUpstream.start(group: group, responder: responder)
+        do {
+            let tokenFile = directory.path + "/token"
+            try directory.write(Self.token + "\n", to: "token", mode: 0o600)
+            let url = upstreamURL?(upstream.port) ?? "http://127.0.0.1:\(upstream.port)"
+            let listenYAML = listen.map { "\"\($0)\"" }.joined(separator: ", ")
+            let text = """
+                listen: [\(listenYAML)]
+                upstream:
+                  url: \(url)
+                auth:
+                  static_token_file: \(tokenFile)
+                \(yaml)
+                """
+            let configuration = try ConfigLoader(environment: [:]).load(
+                yaml: text,
+                source: "fixture.yaml",
+                baseDirectory: directory.path
+            )
+            let logs = InMemoryLogHandler()
+            var handler = logs
+            handler.logLevel = .trace
+            let captured = handler
+            let logger = Logger(label: "bearerd-test") { _ in captured }
+            let provider = try tokens ?? StaticTokenProvider(path: tokenFile, logger: logger)
+            let listeners = try await ProxyListeners.bind(
+                listen: configuration.listen,
+                socketMode: configuration.socketMode,
+                socketGroup: configuration.socketGroup,
+                settings: try ProxySettings(configuration: configuration),
+                tokens: provider,
+                group: group,
+                logger: logger
+            )
+            let fixture = ProxyFixture(
+                upstream: upstream,
+                listeners: listeners,
+                group: group,
+                logs: logs,
+                configuration: configuration
+            )
+            let result: Result
+            do {
+                result = try await body(fixture)
+            } catch {
+                await listeners.shutdown(grace: .zero)
+                throw error
+            }
+            await listeners.shutdown(grace: .seconds(5))
+            await upstream.stop()
+            try await group.shutdownGracefully()
+            return result
+        } catch {
+            await upstream.stop()
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    /// Every log line as text, metadata included, for searching.
+    public var logText: String {
+        self.logs.entries.map { entry in
+            "\(entry.level) \(entry.message) \(entry.metadata.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))"
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,165 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A response as the test client received it.
+public struct TestHTTPResponse: Sendable {
+    /// The head.
+    public var head: HTTPResponseHead
+    /// The body, up to the first 1 MiB.
+    public var body: ByteBuffer
+    /// All body bytes received.
+    public var bodyBytes: Int
+
+    /// The status code.
+    public var status: Int { Int(self.head.status.code) }
+    /// The body as text.
+    public var bodyText: String { String(buffer: self.body) }
+}
+
+/// A keep-alive HTTP/1.1 client connection for tests, over TCP or a unix socket.
+public struct TestHTTPClient {
+    /// Where to connect.
+    public enum Target: Sendable {
+        case tcp(port: Int)
+        case unix(path: String)
+    }
+
+    private let inbound: InboundParts
+    private let outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
+
+    /// Opens a connection, runs `body` with it and closes it.
+    public static func withConnection<Result: Sendable>(
+        to target: Target,
+        group: any EventLoopGroup,
+        _ body: (TestHTTPClient) async throws -> Result
+    ) async throws -> Result {
+        let bootstrap = ClientBootstrap(group: group)
+        let initializer:
+            @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>> =
+                { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        return try NIOAsyncChannel(wrappingChannelSynchronously: channel)
+                    }
+                }
+        let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+        switch target {
+        case .tcp(let port):
+            channel = try await bootstrap.connect(host: "127.0.0.1", port: port, channelInitializer: initializer)
+        case .unix(let path):
+            channel = try await bootstrap.connect(unixDomainSocketPath: path, channelInitializer: initializer)
+        }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await body(TestHTTPClient(inbound: InboundParts(inbound.makeAsyncIterator()), outbound: outbound))
+        }
+    }
+
+    /// Sends a request with a body given as chunks (each written with backpressure) and reads the response.
+    public func send(
+        _ method: HTTPMethod = .GET,
+        _ uri: String,
+        headers: HTTPHeaders = ["host": "127.0.0.1"],
+        body: some AsyncSequence<ByteBuffer, Never> & Sendable = EmptyBody(),
+        onBodyPart: (ByteBuffer) async throws -> Void = { _ in }
+    ) async throws -> TestHTTPResponse {
+        try await self.outbound.write(
+            .head(HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers))
+        )
+        for await chunk in body { try await self.outbound.write(.body(.byteBuffer(chunk))) }
+        try await self.outbound.write(.end(nil))
+        return try await self.readResponse(onBodyPart: onBodyPart)
+    }
+
+    /// Sends a request whose whole body is `text`.
+    public func send(
+        _ method: HTTPMethod,
+        _ uri: String,
+        headers: HTTPHeaders = ["host": "127.0.0.1"],
+        text: String
+    ) async throws -> TestHTTPResponse {
+        var headers = headers
+        headers.replaceOrAdd(name: "content-length", value: String(text.utf8.count))
+        return try await self.send(method, uri, headers: headers, body: OneChunk(ByteBuffer(string: text)))
+    }
+
+    /// Reads one response.
+    public func readResponse(onBodyPart: (ByteBuffer) async throws -> Void = { _ in }) async throws -> TestHTTPResponse
+    {
+        var head: HTTPResponseHead?
+        var body = ByteBuffer()
+        var bytes = 0
+        while let part = try await self.inbound.next() {
+            switch part {
+            case .head(let received): head = received
+            case .body(var buffer):
+                bytes += buffer.readableBytes
+                try await onBodyPart(buffer)
+                if body.readableBytes < 1 << 20 { body.writeBuffer(&buffer) }
+            case .end:
+                guard let head else { throw TestClientError("response ended before its head") }
+                return TestHTTPResponse(head: head, body: body, bodyBytes: bytes)
+            }
+        }
+        throw TestClientError("connection closed before a complete response")
+    }
+}
+
+/// An error of the test clients.
+public struct TestClientError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// No body.
+public struct EmptyBody: AsyncSequence, Sendable {
+    public init() {}
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        public mutating func next() async -> ByteBuffer? { nil }
+    }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+}
+
+/// A body of one chunk.
+public struct OneChunk: AsyncSequence, Sendable {
+    let buffer: ByteBuffer
+    public init(_ buffer: ByteBuffer) { self.buffer = buffer }
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var buffer: ByteBuffer?
+        public mutating func next() async -> ByteBuffer? {
+            defer { self.buffer = nil }
+            return self.buffer
+        }
+    }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: self.buffer) }
+}
+
+/// `count` bytes in 64 KiB chunks, made on the fly.
+public struct GeneratedBody: AsyncSequence, Sendable {
+    let count: Int
+    public init(count: Int) { self.count = count }
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var left: Int
+        static let chunk = ByteBuffer(repeating: UInt8(ascii: "u"), count: 64 * 1024)
+        public mutating func next() async -> ByteBuffer? {
+            guard self.left > 0 else { return nil }
+            let size = Swift.min(self.left, Self.chunk.readableBytes)
+            self.left -= size
+            return Self.chunk.getSlice(at: 0, length: size)
+        }
+    }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(left: self.count) }
+}
+
+/// Holds the inbound iterator so the client struct can read across calls.
+final class InboundParts {
+    private var iterator: NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator
+
+    init(_ iterator: NIOAsyncChannelInboundStream<HTTPClientResponsePart>.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> HTTPClientResponsePart? {
+        try await self.iterator.next()
+    }
+}
