@@ -30,24 +30,27 @@ public struct ProxyFixture: Sendable {
     /// `listen` or `auth`, unless given through `overrides`), runs `body`, and tears down.
     public static func with<Result: Sendable>(
         yaml: String = "",
+        upstreamYAML: String = "",
         listen: [String] = ["127.0.0.1:0"],
-        upstreamURL: ((Int) -> String)? = nil,
+        upstreamPath: String = "",
+        upstreamURL: String? = nil,
         tokens: (any TokenProvider)? = nil,
-        responder: @escaping @Sendable (RecordedRequest) -> TestResponse = { _ in .ok() },
+        responder: Responder = Responder { _ in .ok() },
         _ body: (ProxyFixture) async throws -> Result
     ) async throws -> Result {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let directory = try TemporaryDirectory()
-        let upstream = try await TestUpstream.start(group: group, responder: responder)
+        let upstream = try await TestUpstream.start(group: group, responder: responder.respond)
         do {
             let tokenFile = directory.path + "/token"
             try directory.write(Self.token + "\n", to: "token", mode: 0o600)
-            let url = upstreamURL?(upstream.port) ?? "http://127.0.0.1:\(upstream.port)"
+            let url = upstreamURL ?? "http://127.0.0.1:\(upstream.port)\(upstreamPath)"
             let listenYAML = listen.map { "\"\($0)\"" }.joined(separator: ", ")
             let text = """
                 listen: [\(listenYAML)]
                 upstream:
                   url: \(url)
+                \(upstreamYAML.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
                 auth:
                   static_token_file: \(tokenFile)
                 \(yaml)

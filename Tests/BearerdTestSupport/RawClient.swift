@@ -39,3 +39,46 @@ public enum RawClient {
         }
     }
 }
+
+/// A raw connection for conversations: send some bytes, read until a marker, send more.
+public struct RawConnection {
+    private let inbound: RawInbound
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+
+    /// Connects to 127.0.0.1:`port`, runs `body`, closes.
+    public static func with<Result: Sendable>(
+        port: Int,
+        group: any EventLoopGroup,
+        _ body: (RawConnection) async throws -> Result
+    ) async throws -> Result {
+        let channel = try await ClientBootstrap(group: group)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await body(RawConnection(inbound: RawInbound(inbound.makeAsyncIterator()), outbound: outbound))
+        }
+    }
+
+    /// Sends text as it is.
+    public func send(_ text: String) async throws {
+        try await self.outbound.write(ByteBuffer(string: text))
+    }
+
+    /// Reads until the received text contains `marker` (or the connection closes); returns all of it.
+    public func read(until marker: String) async throws -> String {
+        var received = ""
+        while !received.contains(marker), let buffer = try await self.inbound.next() {
+            received += String(buffer: buffer)
+        }
+        return received
+    }
+}
+
+final class RawInbound {
+    private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+    init(_ iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) { self.iterator = iterator }
+    func next() async throws -> ByteBuffer? { try await self.iterator.next() }
+}

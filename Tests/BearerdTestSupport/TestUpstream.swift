@@ -94,3 +94,13 @@ final class StateBox: Sendable {
         set { self.value.withLock { $0 = newValue } }
     }
 }
+
+/// How a ``TestUpstream`` answers, as a value (so fixtures can take it next to a trailing closure).
+public struct Responder: Sendable {
+    let respond: @Sendable (RecordedRequest) -> TestResponse
+
+    /// Answers each request with `respond`.
+    public init(_ respond: @escaping @Sendable (RecordedRequest) -> TestResponse) {
+        self.respond = respond
+    }
+}

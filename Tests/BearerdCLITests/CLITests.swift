@@ -1,0 +1,140 @@
+import BearerdTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+@Suite("The bearerd binary", .serialized)
+struct CLITests {
+    @Test func versionPrintsTheVersion() async throws {
+        let result = try await BearerdProcess.run(["version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("bearerd "))
+    }
+
+    @Test(arguments: [["--help"], ["serve", "--help"], ["check-config", "--help"], ["version", "--help"]])
+    func everyCommandHasHelp(arguments: [String]) async throws {
+        let result = try await BearerdProcess.run(arguments)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("USAGE: bearerd"))
+    }
+
+    @Test func checkConfigPrintsOK() async throws {
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("abc", to: "token")
+        let config = try directory.write(
+            "upstream:\n  url: http://127.0.0.1:9\nauth:\n  static_token_file: \(token)\n",
+            to: "b.yaml"
+        )
+        let result = try await BearerdProcess.run(["check-config", "--config", config])
+        #expect(result.status == 0)
+        #expect(result.stdout == "OK\n")
+    }
+
+    @Test func checkConfigListsEveryProblemAndFails() async throws {
+        let directory = try TemporaryDirectory()
+        let config = try directory.write("upstream:\n  url: ftp://x\nlisten: [\"0.0.0.0:1\"]\ntypo: 1\n", to: "b.yaml")
+        let result = try await BearerdProcess.run(["check-config", "-c", config])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("has 4 problems"))
+        #expect(result.stderr.contains("upstream.url: must be an http or https URL (got \"ftp://x\")"))
+        #expect(result.stderr.contains("listen: 0.0.0.0:1 is not a loopback address"))
+        #expect(result.stderr.contains("typo: unknown key"))
+        #expect(result.stderr.contains("auth.static_token_file: required"))
+    }
+
+    @Test func checkConfigReadsTheConfigPathFromTheEnvironment() async throws {
+        let result = try await BearerdProcess.run(
+            ["check-config"],
+            environment: ["BEARERD_CONFIG": "/nonexistent/b.yaml"]
+        )
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("/nonexistent/b.yaml: the config file does not exist"))
+    }
+
+    @Test func serveWithABadConfigExitsWithEXCONFIG() async throws {
+        let directory = try TemporaryDirectory()
+        let config = try directory.write("upstream:\n  url: nope\n", to: "b.yaml")
+        let result = try await BearerdProcess.run(["serve", "--config", config])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("upstream.url"))
+    }
+
+    /// A full run of the real binary: requests of every kind, an in-flight request at SIGTERM
+    /// that still completes, exit 0, and no token anywhere in what it logged at trace level.
+    @Test func serveDrainsOnSIGTERMAndNeverLogsTheToken() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let upstream = try await TestUpstream.start(group: group) { request in
+            switch request.head.uri {
+            case "/api/slow": .delayed(.milliseconds(400), .ok("slow done"))
+            case "/api/401": .respond(status: .unauthorized, headers: [], body: "")
+            default: .ok()
+            }
+        }
+        let secret = "cli-secret-token-5b1e0c77d3"
+        let directory = try TemporaryDirectory()
+        let token = try directory.write(secret + "\n", to: "token")
+        let config = try directory.write(
+            """
+            listen: ["127.0.0.1:0"]
+            upstream:
+              url: http://127.0.0.1:\(upstream.port)/api
+            auth:
+              static_token_file: \(token)
+            log:
+              level: trace
+              access_query: true
+            """,
+            to: "b.yaml"
+        )
+        let bearerd = try BearerdProcess(["serve", "--config", config])
+        try await waitFor { bearerd.stderr.contains("msg=listening") }
+        let port = try #require(Self.listeningPort(in: bearerd.stderr))
+
+        try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+            let ok = try await client.send(.GET, "/ok?q=1")
+            #expect(ok.status == 200)
+            let rejected = try await client.send(
+                .GET,
+                "/401",
+                headers: ["host": "h", "authorization": "Bearer \(secret)"]
+            )
+            #expect(rejected.status == 401)
+        }
+        _ = try await RawClient.exchange(port: port, "GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n", group: group)
+        let slow = Task {
+            try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+                try await client.send(.GET, "/slow")
+            }
+        }
+        try await waitFor { upstream.requests.contains { $0.head.uri == "/api/slow" } }
+        bearerd.signal(SIGTERM)
+        let response = try await slow.value
+        #expect(response.status == 200)
+        #expect(response.bodyText == "slow done")
+        let status = try await bearerd.wait()
+        #expect(status == 0)
+        let logs = bearerd.stderr
+        #expect(logs.contains("msg=\"shutting down"))
+        #expect(logs.contains("msg=stopped drained=true"))
+        #expect(logs.contains("path=/slow"))
+        #expect(!logs.contains(secret), "the token leaked into the logs")
+        await upstream.stop()
+        try await group.shutdownGracefully()
+    }
+
+    static func listeningPort(in logs: String) -> Int? {
+        guard let range = logs.range(of: "addresses=127.0.0.1:") else { return nil }
+        return Int(logs[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    func waitFor(_ condition: () -> Bool) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(15)
+        while !condition() {
+            guard clock.now < deadline else { throw TestClientError("condition not met within 15 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import BearerdTestSupport
+import NIOHTTP1
+import Testing
+
+@Suite("Hostile requests are refused and nothing reaches the upstream")
+struct ProxyRefusalTests {
+    @Test(
+        "refused with the status and nothing sent upstream",
+        arguments: [
+            ("GET http://other.example/steal HTTP/1.1\r\nHost: other.example\r\n\r\n", "400"),
+            ("GET http://127.0.0.1/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "400"),
+            ("CONNECT other.example:443 HTTP/1.1\r\nHost: other.example:443\r\n\r\n", "400"),
+            ("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+            ("GET /x HTTP/1.1\r\nHost: a\r\nHost: other.example\r\n\r\n", "400"),
+            ("GET /x HTTP/1.1\r\nHost: other.example/x?@y\r\n\r\n", "400"),
+            ("GET /x HTTP/1.1\r\n\r\n", "400"),
+            ("GET /v2/../admin HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+            ("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "400"),
+            ("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", "400"),
+            ("GET /x HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n", "400"),
+            ("GET /x HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 70_000))\r\n\r\n", "431"),
+            ("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n", "413"),
+            ("PUT /x HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", "417"),
+            ("NOT-HTTP\r\n\r\n", "400"),
+        ]
+    )
+    func refused(request: String, status: String) async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 1KiB") { proxy in
+            let raw = try await RawClient.exchange(port: proxy.port, request, group: proxy.group)
+            #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(raw.prefix(200))")
+            if status != "400" || !request.hasPrefix("CONNECT") {
+                #expect(raw.contains("\"error\":"), "bearerd's own answers are JSON: \(raw.prefix(300))")
+            }
+            #expect(proxy.upstream.connectionCount == 0, "something reached the upstream")
+            #expect(proxy.upstream.requests.isEmpty)
+        }
+    }
+
+    @Test func aChunkedBodyOverTheLimitIsCutOffWith413() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 10") { proxy in
+            let raw = try await RawClient.exchange(
+                port: proxy.port,
+                "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n",
+                group: proxy.group
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 413 "), "\(raw)")
+            #expect(proxy.upstream.requests.isEmpty, "the upstream must not see a complete request")
+        }
+    }
+
+    @Test func rejectPolicyRefusesAClientAuthorizationHeader() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  client_authorization: reject") { proxy in
+            let raw = try await RawClient.exchange(
+                port: proxy.port,
+                "GET /x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer own\r\nConnection: close\r\n\r\n",
+                group: proxy.group
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 400 "))
+            #expect(proxy.upstream.connectionCount == 0)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+
+/// The built `bearerd` binary run as a child process, its output captured.
+public final class BearerdProcess: Sendable {
+    private let process: Process
+    private let output = CapturedOutput()
+
+    /// The `bearerd` executable built next to the test bundle.
+    public static var executable: String {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("bearerd").path
+    }
+
+    /// Starts `bearerd` with `arguments`.
+    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BEARERD_") }
+        merged.merge(environment) { $1 }
+        process.environment = merged
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        let output = self.output
+        self.process = process
+        stdout.fileHandleForReading.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            output.append(stdout: text)
+        }
+        stderr.fileHandleForReading.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            output.append(stderr: text)
+        }
+        try process.run()
+    }
+
+    /// Everything written to standard output so far.
+    public var stdout: String { self.output.text.stdout }
+    /// Everything written to standard error so far.
+    public var stderr: String { self.output.text.stderr }
+    /// The process id.
+    public var pid: Int32 { self.process.processIdentifier }
+
+    /// Sends a signal.
+    public func signal(_ signal: Int32) {
+        kill(self.process.processIdentifier, signal)
+    }
+
+    /// Waits for the process to exit (killing it after `limit`) and returns its exit status.
+    public func wait(limit: Duration = .seconds(20)) async throws -> Int32 {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while self.process.isRunning {
+            if clock.now >= deadline {
+                self.process.terminate()
+                throw TestClientError("bearerd did not exit within \(limit)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Let the pipes drain.
+        try await Task.sleep(for: .milliseconds(50))
+        return self.process.terminationStatus
+    }
+
+    /// Runs `bearerd` to completion.
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String] = [:]
+    ) async throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
+        let process = try BearerdProcess(arguments, environment: environment)
+        let status = try await process.wait()
+        return (status, process.stdout, process.stderr)
+    }
+}
+
+/// Output collected from the pipes' reader threads.
+final class CapturedOutput: Sendable {
+    private let state = Mutex((stdout: "", stderr: ""))
+    var text: (stdout: String, stderr: String) { self.state.withLock { $0 } }
+    func append(stdout text: String) { self.state.withLock { $0.stdout += text } }
+    func append(stderr text: String) { self.state.withLock { $0.stderr += text } }
+}
