@@ -16,10 +16,7 @@ struct ProxyFailureTests {
         try await probe.close()
         try await group.shutdownGracefully()
         try await ProxyFixture.with(upstreamURL: "http://127.0.0.1:\(deadPort)") { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/x")
-            }
+            let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 502)
             #expect(response.head.headers["content-type"] == ["application/json"])
             #expect(response.bodyText.contains("\"error\":\"upstream_unreachable\""))
@@ -32,10 +29,7 @@ struct ProxyFailureTests {
             upstreamYAML: "response_timeout: 200ms",
             responder: Responder { _ in .delayed(.seconds(30), .ok()) }
         ) { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/slow")
-            }
+            let response = try await proxy.send(.GET, "/slow")
             #expect(response.status == 504)
             #expect(response.bodyText.contains("\"error\":\"upstream_timeout\""))
             #expect(response.bodyText.contains("response_timeout (200ms)"))
@@ -45,10 +39,7 @@ struct ProxyFailureTests {
     @Test func noTokenIs503SayingToLogIn() async throws {
         let tokens = RecordingTokenProvider(token: nil)
         try await ProxyFixture.with(tokens: tokens) { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/x")
-            }
+            let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 503)
             #expect(response.bodyText.contains("\"error\":\"not_logged_in\""))
             #expect(response.bodyText.contains("run `bearerd login`"))
@@ -62,10 +53,7 @@ struct ProxyFailureTests {
             error: .tokenServerUnavailable("the token server is unreachable; retrying", retryAfterSeconds: 7)
         )
         try await ProxyFixture.with(tokens: tokens) { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/x")
-            }
+            let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 503)
             #expect(response.head.headers["retry-after"] == ["7"])
         }

@@ -9,15 +9,12 @@ import Testing
 struct ProxyForwardingTests {
     @Test func forwardsMethodPathQueryHeadersAndBodyWithTheToken() async throws {
         try await ProxyFixture.with(upstreamPath: "/v2/") { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(
-                    .PATCH,
-                    "/users/7?x=1&y=%2F",
-                    headers: ["host": "127.0.0.1", "authorization": "Bearer client-supplied", "x-custom": "kept"],
-                    text: "{\"name\":\"a\"}"
-                )
-            }
+            let response = try await proxy.send(
+                .PATCH,
+                "/users/7?x=1&y=%2F",
+                headers: ["host": "127.0.0.1", "authorization": "Bearer client-supplied", "x-custom": "kept"],
+                text: "{\"name\":\"a\"}"
+            )
             #expect(response.status == 200)
             let seen = try #require(proxy.upstream.requests.first)
             #expect(seen.head.method == .PATCH)
@@ -50,10 +47,7 @@ struct ProxyForwardingTests {
                 .respond(status: .found, headers: [("location", "http://elsewhere.example/login")], body: "")
             }
         ) { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/x")
-            }
+            let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 302)
             #expect(response.head.headers["location"] == ["http://elsewhere.example/login"])
             #expect(proxy.upstream.requests.count == 1)
@@ -67,10 +61,7 @@ struct ProxyForwardingTests {
                 .respond(status: .ok, headers: [("content-encoding", "gzip")], body: compressed)
             }
         ) { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/x", headers: ["host": "h", "accept-encoding": "gzip"])
-            }
+            let response = try await proxy.send(.GET, "/x", headers: ["host": "h", "accept-encoding": "gzip"])
             #expect(response.head.headers["content-encoding"] == ["gzip"])
             #expect(response.bodyText == compressed)
             #expect(proxy.upstream.requests.first?.head.headers["accept-encoding"] == ["gzip"])
@@ -92,11 +83,9 @@ struct ProxyForwardingTests {
                 }
             }
         ) { proxy in
-            let raw = try await RawClient.exchange(
-                port: proxy.port,
+            let raw = try await proxy.raw(
                 "HEAD /h HTTP/1.1\r\nHost: x\r\n\r\nGET /204 HTTP/1.1\r\nHost: x\r\n\r\n"
-                    + "GET /304 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"v1\"\r\n\r\nGET /g HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                group: proxy.group
+                    + "GET /304 HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"v1\"\r\n\r\nGET /g HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
             )
             let responses = raw.components(separatedBy: "HTTP/1.1 ").dropFirst()
             #expect(responses.count == 4, "\(raw)")
@@ -133,10 +122,8 @@ struct ProxyForwardingTests {
 
     @Test func expectContinueWithATooLargeBodyIsRefusedWithoutContinue() async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 10") { proxy in
-            let raw = try await RawClient.exchange(
-                port: proxy.port,
-                "PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 11\r\n\r\n",
-                group: proxy.group
+            let raw = try await proxy.raw(
+                "PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 11\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 413 Payload Too Large"), "\(raw)")
             #expect(proxy.upstream.connectionCount == 0)
@@ -145,10 +132,8 @@ struct ProxyForwardingTests {
 
     @Test func chunkedRequestBodiesStreamThrough() async throws {
         try await ProxyFixture.with(responder: Responder { .ok("got \($0.bodyBytes)") }) { proxy in
-            let raw = try await RawClient.exchange(
-                port: proxy.port,
-                "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
-                group: proxy.group
+            let raw = try await proxy.raw(
+                "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
             )
             #expect(raw.hasSuffix("got 11"), "\(raw)")
             #expect(proxy.upstream.requests.first?.bodyText == "hello world")
@@ -157,7 +142,7 @@ struct ProxyForwardingTests {
 
     @Test func http10ClientsGetAnHTTP10Answer() async throws {
         try await ProxyFixture.with { proxy in
-            let raw = try await RawClient.exchange(port: proxy.port, "GET /old HTTP/1.0\r\n\r\n", group: proxy.group)
+            let raw = try await proxy.raw("GET /old HTTP/1.0\r\n\r\n")
             #expect(raw.hasPrefix("HTTP/1.0 200 OK"), "\(raw)")
             #expect(raw.hasSuffix("ok"))
         }
@@ -175,10 +160,7 @@ struct ProxyForwardingTests {
                 )
             }
         ) { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/x")
-            }
+            let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 401)
             #expect(response.head.headers["www-authenticate"] == ["Bearer error=\"invalid_token\""])
             try await waitUntil { tokens.rejected.map(\.value) == ["rejected-token-1"] }
@@ -191,10 +173,7 @@ struct ProxyForwardingTests {
             tokens: tokens,
             responder: Responder { _ in .respond(status: .forbidden, headers: [], body: "no") }
         ) { proxy in
-            let response = try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) {
-                client in
-                try await client.send(.GET, "/x")
-            }
+            let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 403 && response.bodyText == "no")
             #expect(tokens.rejected.isEmpty)
         }

@@ -47,12 +47,8 @@ struct ProxyLoggingTests {
                     )
                 }
             }
-            _ = try await RawClient.exchange(
-                port: proxy.port,
-                "GET http://evil/ HTTP/1.1\r\nHost: evil\r\n\r\n",
-                group: proxy.group
-            )
-            _ = try await RawClient.exchange(port: proxy.port, "BROKEN\r\n\r\n", group: proxy.group)
+            _ = try await proxy.raw("GET http://evil/ HTTP/1.1\r\nHost: evil\r\n\r\n")
+            _ = try await proxy.raw("BROKEN\r\n\r\n")
             try await waitUntil { proxy.logText.contains("upstream rejected the static token") }
             let text = proxy.logText
             #expect(!text.isEmpty)

@@ -26,7 +26,7 @@ struct ProxyRefusalTests {
     )
     func refused(request: String, status: String) async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 1KiB") { proxy in
-            let raw = try await RawClient.exchange(port: proxy.port, request, group: proxy.group)
+            let raw = try await proxy.raw(request)
             #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(raw.prefix(200))")
             if status != "400" || !request.hasPrefix("CONNECT") {
                 #expect(raw.contains("\"error\":"), "bearerd's own answers are JSON: \(raw.prefix(300))")
@@ -38,10 +38,8 @@ struct ProxyRefusalTests {
 
     @Test func aChunkedBodyOverTheLimitIsCutOffWith413() async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 10") { proxy in
-            let raw = try await RawClient.exchange(
-                port: proxy.port,
-                "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n",
-                group: proxy.group
+            let raw = try await proxy.raw(
+                "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 413 "), "\(raw)")
             #expect(proxy.upstream.requests.isEmpty, "the upstream must not see a complete request")
@@ -50,10 +48,8 @@ struct ProxyRefusalTests {
 
     @Test func rejectPolicyRefusesAClientAuthorizationHeader() async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  client_authorization: reject") { proxy in
-            let raw = try await RawClient.exchange(
-                port: proxy.port,
-                "GET /x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer own\r\nConnection: close\r\n\r\n",
-                group: proxy.group
+            let raw = try await proxy.raw(
+                "GET /x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer own\r\nConnection: close\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 400 "))
             #expect(proxy.upstream.connectionCount == 0)

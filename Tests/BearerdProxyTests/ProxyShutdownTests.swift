@@ -11,9 +11,7 @@ struct ProxyShutdownTests {
             proxy in
             try await withThrowingTaskGroup(of: TestHTTPResponse.self) { group in
                 group.addTask {
-                    try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) { client in
-                        try await client.send(.GET, "/slow")
-                    }
+                    try await proxy.send(.GET, "/slow")
                 }
                 try await waitUntil { proxy.upstream.requests.count == 1 }
                 let drained = await proxy.listeners.shutdown(grace: .seconds(5))
@@ -23,9 +21,7 @@ struct ProxyShutdownTests {
                 #expect(response.bodyText == "finished")
             }
             await #expect(throws: (any Error).self) {
-                try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) { client in
-                    try await client.send(.GET, "/after")
-                }
+                try await proxy.send(.GET, "/after")
             }
         }
     }

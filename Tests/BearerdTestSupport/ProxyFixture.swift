@@ -5,6 +5,7 @@ import Foundation
 import InMemoryLogging
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 
 /// A running proxy in front of a ``TestUpstream``, everything in-process on port 0.
@@ -105,5 +106,25 @@ public struct ProxyFixture: Sendable {
         self.logs.entries.map { entry in
             "\(entry.level) \(entry.message) \(entry.metadata.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))"
         }.joined(separator: "\n")
+    }
+}
+
+extension ProxyFixture {
+    /// Sends one request through the proxy on a fresh connection.
+    public func send(
+        _ method: HTTPMethod = .GET,
+        _ uri: String,
+        headers: HTTPHeaders = ["host": "127.0.0.1"],
+        text: String? = nil
+    ) async throws -> TestHTTPResponse {
+        try await TestHTTPClient.withConnection(to: .tcp(port: self.port), group: self.group) { client in
+            if let text { return try await client.send(method, uri, headers: headers, text: text) }
+            return try await client.send(method, uri, headers: headers)
+        }
+    }
+
+    /// Sends raw bytes to the proxy and returns all it answers until it closes the connection.
+    public func raw(_ request: String) async throws -> String {
+        try await RawClient.exchange(port: self.port, request, group: self.group)
     }
 }
