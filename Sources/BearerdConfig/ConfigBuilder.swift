@@ -102,7 +102,7 @@ struct ConfigBuilder {
             idleTimeout: self.duration("upstream.idle_timeout", default: .seconds(60)),
             maxIdleConnections: self.parsed(
                 "upstream.max_idle_connections",
-                default: 64,
+                default: 512,
                 expected: "a whole number",
                 ConfigValueParsers.count
             )

@@ -7,9 +7,16 @@ struct ConnectionTimer {
     private var scheduled: Scheduled<Void>?
     private var firesAt: NIODeadline?
 
+    /// Whether ``arm(at:on:_:)`` has anything to do for `deadline`; checking first saves making
+    /// a closure on every request.
+    func needsArming(at deadline: NIODeadline) -> Bool {
+        guard let firesAt else { return true }
+        return firesAt > deadline
+    }
+
     /// Makes sure the timer fires no later than `deadline`.
     mutating func arm(at deadline: NIODeadline, on loop: any EventLoop, _ fire: @escaping () -> Void) {
-        if let firesAt, firesAt <= deadline { return }
+        guard self.needsArming(at: deadline) else { return }
         self.scheduled?.cancel()
         self.firesAt = deadline
         self.scheduled = loop.assumeIsolated().scheduleTask(deadline: deadline) { () -> Void in fire() }

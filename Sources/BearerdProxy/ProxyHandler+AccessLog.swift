@@ -27,6 +27,8 @@ extension ProxyHandler {
     }
 
     private func loggedPath(_ uri: String) -> String {
+        // A target that is not origin-form was refused; it may name a host with user:password@.
+        guard uri.utf8.first == UInt8(ascii: "/") else { return "(refused target)" }
         if self.settings.accessLogQuery { return uri }
         guard let query = uri.firstIndex(of: "?") else { return uri }
         return String(uri[..<query])

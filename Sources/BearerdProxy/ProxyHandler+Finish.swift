@@ -52,17 +52,18 @@ extension ProxyHandler {
     /// Ends the response to the client, logs it and readies the connection for the next request.
     private func complete(_ exchange: Exchange, end: HTTPServerResponsePart) {
         guard let context else { return }
-        let close = exchange.closeClientAfter
+        let close = exchange.closeClientAfter || self.quiescing
         self.state = close ? .closed : (exchange.requestEnded ? .idle : .discarding)
         if !close { self.becameIdle() }
         self.logAccess(exchange, outcome: nil)
         if close {
+            self.timer.cancel()
             context.writeAndFlush(self.wrapOutboundOut(end)).assumeIsolated().whenComplete { _ in
                 context.close(promise: nil)
             }
         } else {
             context.writeAndFlush(self.wrapOutboundOut(end), promise: nil)
-            if !exchange.requestEnded || self.readPending { self.resumeClientReads() }
+            self.servePipelined()
         }
     }
 
@@ -123,6 +124,20 @@ extension ProxyHandler {
             self.fail(exchange, failure)
         case .exchanging, .closed:
             self.closeClient()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        // Graceful shutdown: idle connections close now, busy ones after their response.
+        self.quiescing = true
+        switch self.state {
+        case .idle, .discarding: self.closeClient()
+        case .exchanging(let exchange): exchange.closeClientAfter = true
+        case .closed: break
         }
     }
 

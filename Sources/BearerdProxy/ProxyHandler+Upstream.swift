@@ -73,15 +73,18 @@ extension ProxyHandler: UpstreamConnectionOwner {
         guard let context, exchange.responseDeadline == nil, !exchange.responseHeadSent else { return }
         let deadline = NIODeadline.now() + self.settings.responseTimeout
         exchange.responseDeadline = deadline
-        self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
+        if self.timer.needsArming(at: deadline) {
+            self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
+        }
     }
 
     /// The connection is between requests: it may stay so for `proxy.client_idle_timeout`.
     func becameIdle() {
         guard let context else { return }
         self.idleSince = .now()
-        self.timer.arm(at: self.idleSince + self.settings.clientIdleTimeout, on: context.eventLoop) {
-            self.timerFired()
+        let deadline = self.idleSince + self.settings.clientIdleTimeout
+        if self.timer.needsArming(at: deadline) {
+            self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
         }
     }
 

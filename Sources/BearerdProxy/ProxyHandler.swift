@@ -30,6 +30,11 @@ final class ProxyHandler: ChannelDuplexHandler {
     var state: State = .idle
     var context: ChannelHandlerContext?
     var readPending = false
+    /// Parts of pipelined requests that arrived while an earlier one was in flight; reads stop
+    /// while any wait, so at most one read's worth is held.
+    var pipelined = CircularBuffer<HTTPServerRequestPart>()
+    /// Graceful shutdown asked this connection to close once its current exchange ends.
+    var quiescing = false
     /// Inside a read loop: upstream writes are flushed once, at `channelReadComplete`.
     var inRead = false
     var peer: String?
@@ -59,6 +64,21 @@ final class ProxyHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = self.unwrapInboundIn(data)
         self.inRead = true
+        if !self.pipelined.isEmpty || (self.isBusy && part.isHead) {
+            self.pipelined.append(part)
+            return
+        }
+        self.handle(part, context: context)
+    }
+
+    private var isBusy: Bool {
+        switch self.state {
+        case .exchanging, .discarding: true
+        case .idle, .closed: false
+        }
+    }
+
+    private func handle(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch (self.state, part) {
         case (.idle, .head(let head)):
             self.begin(head, context: context)
@@ -84,9 +104,24 @@ final class ProxyHandler: ChannelDuplexHandler {
         case (.discarding, _), (.closed, _):
             break
         case (.idle, _), (.exchanging, .head):
-            // The HTTP decoder and pipeline handler make this impossible; never trust it.
+            // The HTTP decoder and the pipelining queue make this impossible; never trust it.
             self.closeClient()
         }
+    }
+
+    /// Starts the pipelined requests that waited for the previous exchange to end.
+    func servePipelined() {
+        guard let context else { return }
+        while let part = self.pipelined.first {
+            if part.isHead, self.isBusy { break }
+            self.pipelined.removeFirst()
+            self.handle(part, context: context)
+        }
+        // These parts were read before; no `channelReadComplete` will follow to flush them.
+        if !self.inRead, case .exchanging(let exchange) = self.state, exchange.phase == .forwarding {
+            exchange.upstream?.flush()
+        }
+        self.resumeClientReads()
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -98,6 +133,10 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
+        if !self.pipelined.isEmpty {
+            self.readPending = true
+            return
+        }
         if case .exchanging(let exchange) = self.state, !exchange.requestEnded {
             guard exchange.phase == .forwarding, let upstream = exchange.upstream, upstream.isWritable else {
                 self.readPending = true
@@ -114,11 +153,11 @@ final class ProxyHandler: ChannelDuplexHandler {
         context.fireChannelWritabilityChanged()
     }
 
-    /// Resumes client reads held back while the upstream could not take more.
+    /// Resumes client reads held back earlier, if nothing holds them back any more.
     func resumeClientReads() {
         guard self.readPending, let context else { return }
         self.readPending = false
-        context.read()
+        self.read(context: context)
     }
 
     // MARK: Starting an exchange
@@ -207,6 +246,13 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     func isCurrent(_ exchange: Exchange) -> Bool {
         if case .exchanging(let current) = self.state { return current === exchange && exchange.phase != .finished }
+        return false
+    }
+}
+
+extension HTTPServerRequestPart {
+    var isHead: Bool {
+        if case .head = self { return true }
         return false
     }
 }

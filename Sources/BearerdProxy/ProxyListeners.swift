@@ -75,7 +75,7 @@ public final class ProxyListeners: Sendable {
                         }
                         let sync = channel.pipeline.syncOperations
                         try sync.configureHTTPServerPipeline(
-                            withPipeliningAssistance: true,
+                            withPipeliningAssistance: false,
                             withServerUpgrade: nil,
                             withErrorHandling: false,
                             withOutboundHeaderValidation: false,

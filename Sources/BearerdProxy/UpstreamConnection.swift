@@ -69,7 +69,9 @@ final class UpstreamConnection: ChannelDuplexHandler {
         let now = NIODeadline.now()
         self.idleTimeout = idleTimeout
         self.state = .idle(since: now)
-        self.idleTimer.arm(at: now + idleTimeout, on: context.eventLoop) { self.idleTimerFired() }
+        if self.idleTimer.needsArming(at: now + idleTimeout) {
+            self.idleTimer.arm(at: now + idleTimeout, on: context.eventLoop) { self.idleTimerFired() }
+        }
         if self.readPending {
             self.readPending = false
             context.read()

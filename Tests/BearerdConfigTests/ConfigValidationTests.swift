@@ -50,7 +50,7 @@ struct ConfigValidationTests {
         #expect(config.upstream.connectTimeout == .seconds(5))
         #expect(config.upstream.responseTimeout == .seconds(60))
         #expect(config.upstream.idleTimeout == .seconds(60))
-        #expect(config.upstream.maxIdleConnections == 64)
+        #expect(config.upstream.maxIdleConnections == 512)
         #expect(config.proxy.clientAuthorization == .replace)
         #expect(config.proxy.forwardedHeaders)
         #expect(config.proxy.maxRequestBody == nil)

@@ -140,6 +140,22 @@ struct ProxyForwardingTests {
         }
     }
 
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        try await ProxyFixture.with(responder: Responder { .ok("\($0.head.uri)=\($0.bodyText)") }) { proxy in
+            let raw = try await proxy.raw(
+                "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n1"
+                    + "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n22\r\n0\r\n\r\n"
+                    + "GET /c HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            #expect(raw.components(separatedBy: "HTTP/1.1 200 OK").count == 4, "\(raw)")
+            let positions = ["\r\n\r\n/a=1", "\r\n\r\n/b=22", "\r\n\r\n/c="].compactMap {
+                raw.range(of: $0)?.lowerBound
+            }
+            #expect(positions.count == 3 && positions == positions.sorted(), "\(raw)")
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/a", "/b", "/c"])
+        }
+    }
+
     @Test func http10ClientsGetAnHTTP10Answer() async throws {
         try await ProxyFixture.with { proxy in
             let raw = try await proxy.raw("GET /old HTTP/1.0\r\n\r\n")

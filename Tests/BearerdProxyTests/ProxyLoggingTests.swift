@@ -47,13 +47,14 @@ struct ProxyLoggingTests {
                     )
                 }
             }
-            _ = try await proxy.raw("GET http://evil/ HTTP/1.1\r\nHost: evil\r\n\r\n")
+            _ = try await proxy.raw("GET http://user:hunter2@evil/ HTTP/1.1\r\nHost: evil\r\n\r\n")
             _ = try await proxy.raw("BROKEN\r\n\r\n")
             try await waitUntil { proxy.logText.contains("upstream rejected the static token") }
             let text = proxy.logText
             #expect(!text.isEmpty)
             #expect(!text.contains(ProxyFixture.token))
             #expect(!text.lowercased().contains("bearer "))
+            #expect(!text.contains("hunter2"), "a refused absolute-form target's credentials were logged")
         }
     }
 
