@@ -21,7 +21,7 @@ enum HeaderRewriter {
         settings: ProxySettings
     ) -> HTTPRequestHead {
         let client = head.headers
-        let options = client.contains(name: "connection") ? client[canonicalForm: "connection"] : []
+        let options = HeaderName.extraConnectionOptions(client)
         let keepClientAuthorization = token == nil
         var headers = HTTPHeaders()
         headers.reserveCapacity(client.count + 5)
@@ -63,7 +63,7 @@ enum HeaderRewriter {
     /// and `Connection` saying whether bearerd keeps the client connection open.
     static func clientResponse(_ head: HTTPResponseHead, version: HTTPVersion, close: Bool) -> HTTPResponseHead {
         let upstream = head.headers
-        let options = upstream.contains(name: "connection") ? upstream[canonicalForm: "connection"] : []
+        let options = HeaderName.extraConnectionOptions(upstream)
         var headers = HTTPHeaders()
         headers.reserveCapacity(upstream.count + 1)
         for (name, value) in upstream {

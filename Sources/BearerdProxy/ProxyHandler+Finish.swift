@@ -16,8 +16,9 @@ extension ProxyHandler {
         self.complete(exchange, end: .end(trailers))
     }
 
-    /// Answers the request with bearerd's own JSON error. When the request body has not been
-    /// read to its end, the client connection is closed after the answer.
+    /// Answers the request with bearerd's own JSON error. When a request body is still unread,
+    /// the client connection is closed after the answer rather than reading the body to its end;
+    /// a bodyless request keeps the connection (its end is dropped when it arrives).
     func fail(_ exchange: Exchange, _ failure: ProxyFailure) {
         exchange.responseDeadline = nil
         if let connection = exchange.upstream {
@@ -29,7 +30,7 @@ extension ProxyHandler {
             return
         }
         exchange.phase = .finished
-        if !exchange.requestEnded { exchange.closeClientAfter = true }
+        if !exchange.requestEnded && exchange.requestHasBody { exchange.closeClientAfter = true }
         let (head, body) = failure.response(
             version: exchange.request.version,
             close: exchange.closeClientAfter,

@@ -101,6 +101,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
         case (.discarding, .end):
             self.state = .idle
+            self.servePipelined()
         case (.discarding, _), (.closed, _):
             break
         case (.idle, _), (.exchanging, .head):
@@ -165,7 +166,6 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func begin(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let exchange = Exchange(request: head, startedAt: .now())
         if let failure = RequestPolicy.check(head, settings: self.settings) {
-            exchange.closeClientAfter = exchange.closeClientAfter || exchange.requestHasBody
             self.state = .exchanging(exchange)
             self.fail(exchange, failure)
             return

@@ -23,23 +23,43 @@ enum RequestPolicy {
         if Self.hasDotSegment(head.uri) {
             return .badRequest("the path holds a . or .. segment; send a normalized path")
         }
-        if let failure = Self.checkHost(head) { return failure }
-        let transferCodings = head.headers[canonicalForm: "transfer-encoding"]
-        if !transferCodings.isEmpty
-            && (transferCodings.count != 1 || !HeaderName.equals(String(transferCodings[0]), "chunked"))
-        {
+        // One pass over the headers collects what the checks below need.
+        var hosts = 0
+        var host: String?
+        var transferCodings = 0
+        var onlyChunked = true
+        var expect: String?
+        var contentLength: String?
+        var authorization = false
+        for (name, value) in head.headers {
+            switch name.utf8.count {
+            case 4 where HeaderName.equals(name, "host"):
+                hosts += 1
+                host = value
+            case 6 where HeaderName.equals(name, "expect"):
+                expect = value
+            case 13 where HeaderName.equals(name, "authorization"):
+                authorization = true
+            case 14 where HeaderName.equals(name, "content-length"):
+                contentLength = value
+            case 17 where HeaderName.equals(name, "transfer-encoding"):
+                transferCodings += 1
+                onlyChunked = onlyChunked && HeaderName.equals(value, "chunked")
+            default:
+                break
+            }
+        }
+        if let failure = Self.checkHost(count: hosts, value: host, version: head.version) { return failure }
+        if transferCodings > 1 || !onlyChunked {
             return .badRequest("only the chunked transfer coding is supported in requests")
         }
-        if let expect = head.headers.first(name: "expect"), !HeaderName.equals(expect, "100-continue") {
+        if let expect, !HeaderName.equals(expect, "100-continue") {
             return .expectationFailed(expect)
         }
-        if let limit = settings.maxRequestBody,
-            let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
-            length > limit
-        {
+        if let limit = settings.maxRequestBody, let length = contentLength.flatMap({ Int($0) }), length > limit {
             return .bodyTooLarge(limit: limit)
         }
-        if settings.clientAuthorization == .reject && head.headers.contains(name: "authorization") {
+        if settings.clientAuthorization == .reject && authorization {
             return .badRequest(
                 "requests must not carry an Authorization header: bearerd adds the token (proxy.client_authorization: reject)"
             )
@@ -47,11 +67,10 @@ enum RequestPolicy {
         return nil
     }
 
-    private static func checkHost(_ head: HTTPRequestHead) -> ProxyFailure? {
-        let hosts = head.headers["host"]
-        if hosts.count > 1 { return .badRequest("more than one Host header") }
-        guard let host = hosts.first else {
-            return head.version.minor >= 1 ? .badRequest("an HTTP/1.1 request needs a Host header") : nil
+    private static func checkHost(count: Int, value: String?, version: HTTPVersion) -> ProxyFailure? {
+        if count > 1 { return .badRequest("more than one Host header") }
+        guard let host = value else {
+            return version.minor >= 1 ? .badRequest("an HTTP/1.1 request needs a Host header") : nil
         }
         let valid =
             !host.isEmpty

@@ -102,7 +102,11 @@ struct CLITests {
             )
             #expect(rejected.status == 401)
         }
-        _ = try await RawClient.exchange(port: port, "GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n", group: group)
+        _ = try await RawClient.exchange(
+            port: port,
+            "GET http://x/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            group: group
+        )
         let slow = Task {
             try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
                 try await client.send(.GET, "/slow")

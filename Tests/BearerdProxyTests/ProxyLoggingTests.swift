@@ -47,7 +47,7 @@ struct ProxyLoggingTests {
                     )
                 }
             }
-            _ = try await proxy.raw("GET http://user:hunter2@evil/ HTTP/1.1\r\nHost: evil\r\n\r\n")
+            _ = try await proxy.raw("GET http://user:hunter2@evil/ HTTP/1.1\r\nHost: evil\r\nConnection: close\r\n\r\n")
             _ = try await proxy.raw("BROKEN\r\n\r\n")
             try await waitUntil { proxy.logText.contains("upstream rejected the static token") }
             let text = proxy.logText

@@ -1,4 +1,5 @@
 import BearerdTestSupport
+import Foundation
 import NIOHTTP1
 import Testing
 
@@ -26,13 +27,32 @@ struct ProxyRefusalTests {
     )
     func refused(request: String, status: String) async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 1KiB") { proxy in
-            let raw = try await proxy.raw(request)
+            // Ask for a close so the raw client knows the answer is complete; a refused bodyless
+            // request otherwise keeps its connection (tested below).
+            let closing = request.replacingOccurrences(
+                of: "\r\n\r\n",
+                with: "\r\nConnection: close\r\n\r\n",
+                options: [],
+                range: request.range(of: "\r\n\r\n")
+            )
+            let raw = try await proxy.raw(closing)
             #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(raw.prefix(200))")
             if status != "400" || !request.hasPrefix("CONNECT") {
                 #expect(raw.contains("\"error\":"), "bearerd's own answers are JSON: \(raw.prefix(300))")
             }
             #expect(proxy.upstream.connectionCount == 0, "something reached the upstream")
             #expect(proxy.upstream.requests.isEmpty)
+        }
+    }
+
+    @Test func aRefusedBodylessRequestKeepsTheConnectionForTheNext() async throws {
+        try await ProxyFixture.with { proxy in
+            let raw = try await proxy.raw(
+                "GET /a/../b HTTP/1.1\r\nHost: x\r\n\r\nGET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 400 "), "\(raw)")
+            #expect(raw.contains("HTTP/1.1 200 OK") && raw.hasSuffix("ok"), "\(raw)")
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/fine"])
         }
     }
 
