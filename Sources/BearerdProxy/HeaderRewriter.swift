@@ -60,23 +60,37 @@ enum HeaderRewriter {
     }
 
     /// The response head for the client: hop-by-hop headers removed, the client's HTTP version,
-    /// and `Connection` saying whether bearerd keeps the client connection open.
-    static func clientResponse(_ head: HTTPResponseHead, version: HTTPVersion, close: Bool) -> HTTPResponseHead {
+    /// `Connection` saying whether bearerd keeps the client connection open, and the framing the
+    /// body will be sent with. The response encoder trusts this framing (it does not re-check
+    /// it): a body without Content-Length goes chunked to an HTTP/1.1 client, and to an HTTP/1.0
+    /// client it ends with the connection (the caller sets `close` for that).
+    static func clientResponse(_ head: HTTPResponseHead, for request: HTTPRequestHead, close: Bool) -> HTTPResponseHead
+    {
         let upstream = head.headers
         let options = HeaderName.extraConnectionOptions(upstream)
+        let mayHaveBody = head.status.mayHaveResponseBody
         var headers = HTTPHeaders()
         headers.reserveCapacity(upstream.count + 1)
+        var hasLength = false
         for (name, value) in upstream {
             if HeaderName.isHopByHop(name) { continue }
             if !options.isEmpty && HeaderName.isListed(name, in: options) { continue }
+            if name.utf8.count == 14 && HeaderName.equals(name, "content-length") {
+                // A 1xx or 204 carries no body and no length (RFC 9110 §8.6).
+                if head.status.code < 200 || head.status == .noContent { continue }
+                hasLength = true
+            }
             headers.add(name: name, value: value)
+        }
+        if mayHaveBody && !hasLength && request.method != .HEAD && request.version.minor >= 1 {
+            headers.add(name: "transfer-encoding", value: "chunked")
         }
         if close {
             headers.add(name: "connection", value: "close")
-        } else if version.minor == 0 {
+        } else if request.version.minor == 0 {
             headers.add(name: "connection", value: "keep-alive")
         }
-        return HTTPResponseHead(version: version, status: head.status, headers: headers)
+        return HTTPResponseHead(version: request.version, status: head.status, headers: headers)
     }
 
     private static func isForwardedHeader(_ name: String) -> Bool {

@@ -21,11 +21,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             if !exchange.requestEnded || self.needsCloseToDelimit(head, for: exchange.request) {
                 exchange.closeClientAfter = true
             }
-            let response = HeaderRewriter.clientResponse(
-                head,
-                version: exchange.request.version,
-                close: exchange.closeClientAfter
-            )
+            let response = HeaderRewriter.clientResponse(head, for: exchange.request, close: exchange.closeClientAfter)
             exchange.responseHeadSent = true
             context.write(self.wrapOutboundOut(.head(response)), promise: nil)
         case .body(let buffer):
@@ -71,7 +67,9 @@ extension ProxyHandler: UpstreamConnectionOwner {
 
     func startResponseTimeout(_ exchange: Exchange) {
         guard let context, exchange.responseDeadline == nil, !exchange.responseHeadSent else { return }
-        let deadline = NIODeadline.now() + self.settings.responseTimeout
+        // A bodyless request ended as it started: no need to read the clock again.
+        let sent = exchange.requestBodyBytes == 0 ? exchange.startedAt : NIODeadline.now()
+        let deadline = sent + self.settings.responseTimeout
         exchange.responseDeadline = deadline
         if self.timer.needsArming(at: deadline) {
             self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }

@@ -225,7 +225,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         connection.lease(to: self)
         exchange.upstream = connection
         exchange.phase = .forwarding
-        exchange.upstreamStartedAt = .now()
+        if self.settings.accessLog { exchange.upstreamStartedAt = .now() }
         if exchange.expectsContinue && !exchange.requestEnded && exchange.requestBodyBytes == 0 {
             let interim = HTTPResponseHead(version: exchange.request.version, status: .continue)
             context.writeAndFlush(self.wrapOutboundOut(.head(interim)), promise: nil)

@@ -56,6 +56,10 @@ public final class ProxyListeners: Sendable {
         limits.maxHeaderFieldSize = settings.maxHeaderSize
         limits.maxHeaderListSize = settings.maxHeaderSize
         let decoderLimits = limits
+        // HeaderRewriter and ProxyFailure set the framing headers of every response themselves.
+        var encoder = HTTPResponseEncoder.Configuration()
+        encoder.automaticallySetFramingHeaders = false
+        let encoderConfiguration = encoder
 
         func bootstrap(tcp: Bool) -> ServerBootstrap {
             var bootstrap = ServerBootstrap(group: group)
@@ -79,7 +83,7 @@ public final class ProxyListeners: Sendable {
                             withServerUpgrade: nil,
                             withErrorHandling: false,
                             withOutboundHeaderValidation: false,
-                            withEncoderConfiguration: .init(),
+                            withEncoderConfiguration: encoderConfiguration,
                             withDecoderLimitConfiguration: decoderLimits
                         )
                         try sync.addHandler(

@@ -77,7 +77,10 @@ final class UpstreamConnectionPool: @unchecked Sendable {
                     }
                     // Every header sent upstream was parsed by llhttp from the client's request or is our
                     // own (the token is checked to be RFC 6750 b64token), so NIO's extra pass is skipped.
-                    try sync.addHTTPClientHandlers(enableOutboundHeaderValidation: false)
+                    // HeaderRewriter sets the framing headers of every request itself.
+                    var encoder = HTTPRequestEncoder.Configuration()
+                    encoder.automaticallySetFramingHeaders = false
+                    try sync.addHTTPClientHandlers(enableOutboundHeaderValidation: false, encoderConfiguration: encoder)
                     try sync.addHandler(UpstreamConnection())
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {

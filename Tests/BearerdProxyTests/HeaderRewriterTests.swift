@@ -122,16 +122,44 @@ struct HeaderRewriterTests {
                 "content-type": "application/json", "www-authenticate": "Bearer",
             ]
         )
-        let out = HeaderRewriter.clientResponse(upstream, version: .http1_1, close: false)
-        for name in [
-            "connection", "keep-alive", "x-internal", "transfer-encoding", "proxy-authenticate", "upgrade", "trailer",
-        ] {
+        let get = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        let out = HeaderRewriter.clientResponse(upstream, for: get, close: false)
+        for name in ["connection", "keep-alive", "x-internal", "proxy-authenticate", "upgrade", "trailer"] {
             #expect(!out.headers.contains(name: name), "\(name) crossed the proxy")
         }
+        // The upstream's chunking is its own: one transfer-encoding header, set by bearerd for the
+        // body it streams (no Content-Length here).
+        #expect(out.headers["transfer-encoding"] == ["chunked"])
         #expect(out.headers["content-type"] == ["application/json"])
         #expect(out.headers["www-authenticate"] == ["Bearer"])
-        let closing = HeaderRewriter.clientResponse(upstream, version: .http1_0, close: true)
+        let closing = HeaderRewriter.clientResponse(
+            upstream,
+            for: HTTPRequestHead(version: .http1_0, method: .GET, uri: "/"),
+            close: true
+        )
         #expect(closing.headers["connection"] == ["close"])
+        #expect(!closing.headers.contains(name: "transfer-encoding"), "HTTP/1.0 has no chunking")
         #expect(closing.version == .http1_0)
+    }
+
+    @Test func framingIsSetForTheClient() {
+        func response(_ status: HTTPResponseStatus, _ headers: HTTPHeaders, _ method: HTTPMethod = .GET) -> HTTPHeaders
+        {
+            let head = HTTPResponseHead(version: .http1_1, status: status, headers: headers)
+            return HeaderRewriter.clientResponse(
+                head,
+                for: HTTPRequestHead(version: .http1_1, method: method, uri: "/"),
+                close: false
+            )
+            .headers
+        }
+        #expect(response(.ok, ["content-length": "5"])["content-length"] == ["5"])
+        #expect(!response(.ok, ["content-length": "5"]).contains(name: "transfer-encoding"))
+        #expect(response(.ok, [:])["transfer-encoding"] == ["chunked"])
+        #expect(!response(.ok, ["content-length": "5"], .HEAD).contains(name: "transfer-encoding"))
+        #expect(!response(.ok, [:], .HEAD).contains(name: "transfer-encoding"))
+        #expect(response(.noContent, ["content-length": "0"]).isEmpty)
+        #expect(response(.notModified, ["etag": "x"])["etag"] == ["x"])
+        #expect(!response(.notModified, [:]).contains(name: "transfer-encoding"))
     }
 }
