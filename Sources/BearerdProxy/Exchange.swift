@@ -28,6 +28,8 @@ final class Exchange {
     var token: BearerToken?
     var upstream: UpstreamConnection?
     var upstreamStartedAt: NIODeadline?
+    /// Went upstream as its head arrived, without waiting for a token or a connection.
+    var attachedAtStart = false
     var responseStatus: HTTPResponseStatus?
     var responseHeadSent = false
     var upstreamKeepAlive = true

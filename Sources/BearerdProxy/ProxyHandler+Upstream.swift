@@ -67,8 +67,10 @@ extension ProxyHandler: UpstreamConnectionOwner {
 
     func startResponseTimeout(_ exchange: Exchange) {
         guard let context, exchange.responseDeadline == nil, !exchange.responseHeadSent else { return }
-        // A bodyless request ended as it started: no need to read the clock again.
-        let sent = exchange.requestBodyBytes == 0 ? exchange.startedAt : NIODeadline.now()
+        // A bodyless request that went upstream as it arrived was sent when it started: no need
+        // to read the clock again. One that waited (token, connection) or had a body was sent now.
+        let sent =
+            exchange.requestBodyBytes == 0 && exchange.attachedAtStart ? exchange.startedAt : NIODeadline.now()
         let deadline = sent + self.settings.responseTimeout
         exchange.responseDeadline = deadline
         if self.timer.needsArming(at: deadline) {

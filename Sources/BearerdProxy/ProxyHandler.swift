@@ -37,6 +37,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     var quiescing = false
     /// Inside a read loop: upstream writes are flushed once, at `channelReadComplete`.
     var inRead = false
+    /// Inside `begin`: an exchange attached now went upstream without waiting.
+    var beginning = false
     var peer: String?
     /// Client idle timeout and upstream response timeout share one timer.
     var timer = ConnectionTimer()
@@ -165,12 +167,13 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func begin(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let exchange = Exchange(request: head, startedAt: .now())
+        self.state = .exchanging(exchange)
         if let failure = RequestPolicy.check(head, settings: self.settings) {
-            self.state = .exchanging(exchange)
             self.fail(exchange, failure)
             return
         }
-        self.state = .exchanging(exchange)
+        self.beginning = true
+        defer { self.beginning = false }
         let clientKeepsOwnAuthorization =
             self.settings.clientAuthorization == .keep && head.headers.contains(name: "authorization")
         if clientKeepsOwnAuthorization {
@@ -225,6 +228,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         connection.lease(to: self)
         exchange.upstream = connection
         exchange.phase = .forwarding
+        exchange.attachedAtStart = self.beginning
         if self.settings.accessLog { exchange.upstreamStartedAt = .now() }
         if exchange.expectsContinue && !exchange.requestEnded && exchange.requestBodyBytes == 0 {
             let interim = HTTPResponseHead(version: exchange.request.version, status: .continue)

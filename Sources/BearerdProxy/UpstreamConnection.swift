@@ -34,11 +34,9 @@ final class UpstreamConnection: ChannelDuplexHandler {
     private var idleTimer = ConnectionTimer()
     private var idleTimeout = TimeAmount.seconds(60)
     private var readPending = false
-    /// Requests this connection has carried; more than zero means a reused connection.
+    /// Requests this connection has carried; more than one means it was reused.
     private(set) var requestCount = 0
     weak var pool: UpstreamConnectionPool?
-
-    var channel: (any Channel)? { self.context?.channel }
 
     var isWritable: Bool { self.context?.channel.isWritable ?? false }
 
@@ -63,9 +61,11 @@ final class UpstreamConnection: ChannelDuplexHandler {
         self.requestCount += 1
     }
 
-    /// Takes the connection back from an exchange, to be pooled (`idleTimeout`) or closed.
+    /// Puts the connection in the pool's care: it may sit unused for `idleTimeout`. Also for a new
+    /// connection whose exchange went away before it was needed.
     func returnToIdle(idleTimeout: TimeAmount) {
-        guard let context, case .leased = self.state else { return }
+        guard let context else { return }
+        if case .closed = self.state { return }
         let now = NIODeadline.now()
         self.idleTimeout = idleTimeout
         self.state = .idle(since: now)

@@ -59,8 +59,6 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         for connection in connections { connection.close() }
     }
 
-    var idleCount: Int { self.idle.count }
-
     private func connect() -> EventLoopFuture<UpstreamConnection> {
         let settings = self.settings
         let target = settings.target
