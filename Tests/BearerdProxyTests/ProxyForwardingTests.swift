@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdProxy
 import BearerdTestSupport
 import Foundation
 import NIOCore
@@ -192,6 +193,21 @@ struct ProxyForwardingTests {
             let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 403 && response.bodyText == "no")
             #expect(tokens.rejected.isEmpty)
+        }
+    }
+
+    @Test func servesIPv6Loopback() async throws {
+        try await ProxyFixture.with(listen: ["[::1]:0"]) { proxy in
+            let address = try #require(proxy.listeners.addresses.first)
+            #expect(address.bearerdDescription.hasPrefix("[::1]:"))
+            let raw = try await RawClient.exchange(
+                host: "::1",
+                port: address.port!,
+                "GET /v6 HTTP/1.1\r\nHost: [::1]\r\nConnection: close\r\n\r\n",
+                group: proxy.group
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 200 OK"), "\(raw)")
+            #expect(proxy.upstream.requests.first?.head.headers["x-forwarded-for"] == ["::1"])
         }
     }
 

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A running proxy in front of a ``TestUpstream``, everything in-process on port 0.
 public struct ProxyFixture: Sendable {
@@ -27,8 +28,9 @@ public struct ProxyFixture: Sendable {
     /// The token the fixture's static token file holds.
     public static let token = "fixture-token-7d2f9a41c0e8b35566"
 
-    /// Starts an upstream and a proxy configured by `yaml` (which must not set `upstream.url`,
-    /// `listen` or `auth`, unless given through `overrides`), runs `body`, and tears down.
+    /// Starts an upstream and a proxy configured by `yaml` (top-level keys other than `listen`,
+    /// `upstream` and `auth`) and `upstreamYAML` (keys under `upstream:`), runs `body`, and tears
+    /// down. `upstreamURL` replaces the test upstream's URL; `PORT` in it becomes its port.
     public static func with<Result: Sendable>(
         yaml: String = "",
         upstreamYAML: String = "",
@@ -36,16 +38,19 @@ public struct ProxyFixture: Sendable {
         upstreamPath: String = "",
         upstreamURL: String? = nil,
         tokens: (any TokenProvider)? = nil,
+        upstreamTLS: NIOSSLContext? = nil,
         responder: Responder = Responder { _ in .ok() },
         _ body: (ProxyFixture) async throws -> Result
     ) async throws -> Result {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let directory = try TemporaryDirectory()
-        let upstream = try await TestUpstream.start(group: group, responder: responder.respond)
+        let upstream = try await TestUpstream.start(group: group, tls: upstreamTLS, responder: responder.respond)
         do {
             let tokenFile = directory.path + "/token"
             try directory.write(Self.token + "\n", to: "token", mode: 0o600)
-            let url = upstreamURL ?? "http://127.0.0.1:\(upstream.port)\(upstreamPath)"
+            let url =
+                upstreamURL.map { $0.replacingOccurrences(of: "PORT", with: String(upstream.port)) }
+                ?? "http://127.0.0.1:\(upstream.port)\(upstreamPath)"
             let listenYAML = listen.map { "\"\($0)\"" }.joined(separator: ", ")
             let text = """
                 listen: [\(listenYAML)]

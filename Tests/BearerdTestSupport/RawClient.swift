@@ -6,13 +6,14 @@ import NIOPosix
 public enum RawClient {
     /// One exchange of raw bytes.
     public static func exchange(
+        host: String = "127.0.0.1",
         port: Int,
         _ request: String,
         group: any EventLoopGroup,
         limit: Duration = .seconds(10)
     ) async throws -> String {
         let channel = try await ClientBootstrap(group: group)
-            .connect(host: "127.0.0.1", port: port) { channel in
+            .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(
                         wrappingChannelSynchronously: channel,

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A request as the test upstream received it.
@@ -62,6 +63,7 @@ public final class TestUpstream: Sendable {
     /// Starts an upstream that answers each request with `responder`.
     public static func start(
         group: any EventLoopGroup,
+        tls: NIOSSLContext? = nil,
         responder: @escaping @Sendable (RecordedRequest) -> TestResponse = { _ in .ok() }
     ) async throws -> TestUpstream {
         let box = StateBox()
@@ -70,6 +72,7 @@ public final class TestUpstream: Sendable {
             .childChannelInitializer { channel in
                 box.upstream?.state.withLock { $0.connections += 1 }
                 return channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(TestUpstreamHandler(box: box, responder: responder))
                 }

@@ -1,0 +1,50 @@
+import Foundation
+
+/// A throwaway certificate authority and a server certificate it signed, made with the
+/// `openssl` command line tool in a temporary directory.
+public struct TestCertificates: Sendable {
+    /// The CA certificate (PEM): what a client must trust.
+    public let caFile: String
+    /// The server certificate (PEM).
+    public let certificateFile: String
+    /// The server's private key (PEM).
+    public let keyFile: String
+    private let directory: TemporaryDirectory
+
+    /// Makes a CA and a server certificate for `dnsNames` and `ipAddresses`.
+    public init(dnsNames: [String], ipAddresses: [String] = []) throws {
+        let directory = try TemporaryDirectory()
+        self.directory = directory
+        let dir = directory.path
+        self.caFile = dir + "/ca.pem"
+        self.certificateFile = dir + "/server.pem"
+        self.keyFile = dir + "/server.key"
+        let names = dnsNames.map { "DNS:\($0)" } + ipAddresses.map { "IP:\($0)" }
+        try directory.write("subjectAltName=\(names.joined(separator: ","))\n", to: "san.ext")
+        try Self.openssl([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=bearerd test CA",
+            "-keyout", dir + "/ca.key", "-out", self.caFile,
+        ])
+        try Self.openssl([
+            "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=\(dnsNames.first ?? "server")",
+            "-keyout", self.keyFile, "-out", dir + "/server.csr",
+        ])
+        try Self.openssl([
+            "x509", "-req", "-in", dir + "/server.csr", "-CA", self.caFile, "-CAkey", dir + "/ca.key",
+            "-CAcreateserial", "-days", "2", "-extfile", dir + "/san.ext", "-out", self.certificateFile,
+        ])
+    }
+
+    private static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestClientError("openssl \(arguments.first ?? "") failed with status \(process.terminationStatus)")
+        }
+    }
+}
