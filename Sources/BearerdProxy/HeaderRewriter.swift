@@ -23,39 +23,54 @@ enum HeaderRewriter {
         let client = head.headers
         let options = HeaderName.extraConnectionOptions(client)
         let keepClientAuthorization = token == nil
-        var headers = HTTPHeaders()
+        // Built as an array and wrapped once: HTTPHeaders.add re-checks every name, and these names
+        // were all checked by the parser already (or are our own constants).
+        var headers: [(String, String)] = []
         headers.reserveCapacity(client.count + 5)
-        headers.add(name: "host", value: settings.target.hostHeader)
+        headers.append(("host", settings.target.hostHeader))
+        var length: String?
+        var chunked = false
+        var clientHost: String?
         for (name, value) in client {
-            if HeaderName.isHopByHop(name) || HeaderName.equals(name, "host")
-                || HeaderName.equals(name, "content-length")
-                || HeaderName.equals(name, "expect")
-            {
+            switch name.utf8.count {
+            case 4 where HeaderName.equals(name, "host"):
+                clientHost = value
                 continue
+            case 6 where HeaderName.equals(name, "expect"):
+                continue
+            case 14 where HeaderName.equals(name, "content-length"):
+                length = value
+                continue
+            case 17 where HeaderName.equals(name, "transfer-encoding"):
+                chunked = true
+                continue
+            default:
+                break
             }
+            if HeaderName.isHopByHop(name) { continue }
             if !keepClientAuthorization && HeaderName.equals(name, "authorization") { continue }
             if settings.forwardedHeaders && Self.isForwardedHeader(name) { continue }
             if !options.isEmpty && HeaderName.isListed(name, in: options) { continue }
-            headers.add(name: name, value: value)
+            headers.append((name, value))
         }
-        if let length = client.first(name: "content-length") {
-            headers.add(name: "content-length", value: length)
-        } else if client.contains(name: "transfer-encoding") {
-            headers.add(name: "transfer-encoding", value: "chunked")
+        if let length {
+            headers.append(("content-length", length))
+        } else if chunked {
+            headers.append(("transfer-encoding", "chunked"))
         } else if head.method == .POST || head.method == .PUT || head.method == .PATCH {
-            headers.add(name: "content-length", value: "0")
+            headers.append(("content-length", "0"))
         }
-        if let token { headers.add(name: "authorization", value: token.authorizationHeaderValue) }
+        if let token { headers.append(("authorization", token.authorizationHeaderValue)) }
         if settings.forwardedHeaders {
-            if let peer { headers.add(name: "x-forwarded-for", value: peer) }
-            headers.add(name: "x-forwarded-proto", value: "http")
-            if let host = client.first(name: "host") { headers.add(name: "x-forwarded-host", value: host) }
+            if let peer { headers.append(("x-forwarded-for", peer)) }
+            headers.append(("x-forwarded-proto", "http"))
+            if let clientHost { headers.append(("x-forwarded-host", clientHost)) }
         }
         return HTTPRequestHead(
             version: .http1_1,
             method: head.method,
             uri: settings.target.join(head.uri),
-            headers: headers
+            headers: HTTPHeaders(headers)
         )
     }
 
@@ -69,7 +84,7 @@ enum HeaderRewriter {
         let upstream = head.headers
         let options = HeaderName.extraConnectionOptions(upstream)
         let mayHaveBody = head.status.mayHaveResponseBody
-        var headers = HTTPHeaders()
+        var headers: [(String, String)] = []
         headers.reserveCapacity(upstream.count + 1)
         var hasLength = false
         for (name, value) in upstream {
@@ -80,17 +95,17 @@ enum HeaderRewriter {
                 if head.status.code < 200 || head.status == .noContent { continue }
                 hasLength = true
             }
-            headers.add(name: name, value: value)
+            headers.append((name, value))
         }
         if mayHaveBody && !hasLength && request.method != .HEAD && request.version.minor >= 1 {
-            headers.add(name: "transfer-encoding", value: "chunked")
+            headers.append(("transfer-encoding", "chunked"))
         }
         if close {
-            headers.add(name: "connection", value: "close")
+            headers.append(("connection", "close"))
         } else if request.version.minor == 0 {
-            headers.add(name: "connection", value: "keep-alive")
+            headers.append(("connection", "keep-alive"))
         }
-        return HTTPResponseHead(version: request.version, status: head.status, headers: headers)
+        return HTTPResponseHead(version: request.version, status: head.status, headers: HTTPHeaders(headers))
     }
 
     private static func isForwardedHeader(_ name: String) -> Bool {
