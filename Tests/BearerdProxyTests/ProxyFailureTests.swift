@@ -24,6 +24,19 @@ struct ProxyFailureTests {
         }
     }
 
+    @Test func anUpstreamThatDoesNotAcceptIs504AfterTheConnectTimeout() async throws {
+        let listener = try SaturatedListener()
+        try await ProxyFixture.with(
+            upstreamYAML: "connect_timeout: 300ms",
+            upstreamURL: "http://127.0.0.1:\(listener.port)"
+        ) { proxy in
+            let response = try await proxy.send(.GET, "/x")
+            #expect(response.status == 504, "\(response.bodyText)")
+            #expect(response.bodyText.contains("connect_timeout (300ms)"))
+        }
+        withExtendedLifetime(listener) {}
+    }
+
     @Test func upstreamSlowIs504() async throws {
         try await ProxyFixture.with(
             upstreamYAML: "response_timeout: 200ms",

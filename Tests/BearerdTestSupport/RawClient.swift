@@ -1,6 +1,10 @@
 import NIOCore
 import NIOPosix
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Sends raw bytes and returns everything the server sends back until it closes the connection
 /// (or `limit` passes, which fails the test rather than hanging it).
 public enum RawClient {
@@ -82,4 +86,46 @@ final class RawInbound {
     private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     init(_ iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator) { self.iterator = iterator }
     func next() async throws -> ByteBuffer? { try await self.iterator.next() }
+}
+
+/// A listener on 127.0.0.1 whose accept queue is full, so a new connection's SYN is dropped and
+/// `connect` hangs, as with an unreachable host, without leaving loopback.
+public final class SaturatedListener {
+    /// Its port.
+    public let port: Int
+    private var descriptors: [Int32] = []
+
+    /// Binds with a backlog of 0 and fills the queue with connections nobody accepts.
+    public init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
+        }
+        guard bound == 0, listen(listener, 0) == 0 else {
+            throw TestClientError("cannot set up the saturated listener")
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+        self.descriptors.append(listener)
+        // Fill the accept queue: a few non-blocking connects that nobody accepts.
+        for _ in 0..<4 {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            self.descriptors.append(client)
+        }
+    }
+
+    deinit {
+        for descriptor in self.descriptors { close(descriptor) }
+    }
 }
