@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOExtras
 import NIOHTTP1
@@ -11,7 +12,10 @@ public final class ProxyListeners: Sendable {
     /// The addresses actually bound (a port 0 in the config shows its real port here).
     public let addresses: [SocketAddress]
     private let channels: [any Channel]
-    private let quiesce: ServerQuiescingHelper
+    /// One per listener (a helper tracks a single server channel). Released at the end of
+    /// ``shutdown(grace:)``, while the event loops still run: a helper's deinit completes a promise
+    /// on its loop.
+    private let quiescers: NIOLockedValueBox<[ServerQuiescingHelper]>
     private let pools: [UpstreamConnectionPool]
     private let unixPaths: [String]
     private let group: any EventLoopGroup
@@ -20,7 +24,7 @@ public final class ProxyListeners: Sendable {
     private init(
         addresses: [SocketAddress],
         channels: [any Channel],
-        quiesce: ServerQuiescingHelper,
+        quiescers: [ServerQuiescingHelper],
         pools: [UpstreamConnectionPool],
         unixPaths: [String],
         group: any EventLoopGroup,
@@ -28,7 +32,7 @@ public final class ProxyListeners: Sendable {
     ) {
         self.addresses = addresses
         self.channels = channels
-        self.quiesce = quiesce
+        self.quiescers = NIOLockedValueBox(quiescers)
         self.pools = pools
         self.unixPaths = unixPaths
         self.group = group
@@ -46,7 +50,6 @@ public final class ProxyListeners: Sendable {
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ProxyListeners {
-        let quiesce = ServerQuiescingHelper(group: group)
         var poolsByLoop: [ObjectIdentifier: UpstreamConnectionPool] = [:]
         for loop in group.makeIterator() {
             poolsByLoop[ObjectIdentifier(loop)] = UpstreamConnectionPool(eventLoop: loop, settings: settings)
@@ -61,7 +64,7 @@ public final class ProxyListeners: Sendable {
         encoder.automaticallySetFramingHeaders = false
         let encoderConfiguration = encoder
 
-        func bootstrap(tcp: Bool) -> ServerBootstrap {
+        func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
             var bootstrap = ServerBootstrap(group: group)
                 .serverChannelOption(.backlog, value: 1024)
                 .serverChannelInitializer { channel in
@@ -99,16 +102,21 @@ public final class ProxyListeners: Sendable {
         }
 
         var channels: [any Channel] = []
+        var quiescers: [ServerQuiescingHelper] = []
         var unixPaths: [String] = []
         do {
             for address in listen {
                 switch address {
                 case .tcp(let host, let port):
-                    channels.append(try await bootstrap(tcp: true).bind(host: host, port: port).get())
+                    let quiesce = ServerQuiescingHelper(group: group)
+                    quiescers.append(quiesce)
+                    channels.append(try await bootstrap(tcp: true, quiesce: quiesce).bind(host: host, port: port).get())
                 case .unix(let path):
                     try UnixSocketFile.checkReplaceable(path)
                     let temporary = UnixSocketFile.temporaryPath(for: path)
-                    let channel = try await bootstrap(tcp: false)
+                    let quiesce = ServerQuiescingHelper(group: group)
+                    quiescers.append(quiesce)
+                    let channel = try await bootstrap(tcp: false, quiesce: quiesce)
                         .bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true).get()
                     channels.append(channel)
                     try UnixSocketFile.publish(temporary: temporary, final: path, mode: socketMode, group: socketGroup)
@@ -129,7 +137,7 @@ public final class ProxyListeners: Sendable {
         return ProxyListeners(
             addresses: addresses,
             channels: channels,
-            quiesce: quiesce,
+            quiescers: quiescers,
             pools: Array(pools.values),
             unixPaths: unixPaths,
             group: group,
@@ -145,15 +153,21 @@ public final class ProxyListeners: Sendable {
         for path in self.unixPaths { UnixSocketFile.remove(path) }
         for pool in self.pools { pool.eventLoop.execute { pool.close() } }
         let loop = self.group.next()
-        let drained = loop.makePromise(of: Void.self)
-        self.quiesce.initiateShutdown(promise: drained)
+        let quiescers = self.quiescers.withLockedValue { $0 }
+        let each = quiescers.map { quiesce in
+            let promise = loop.makePromise(of: Void.self)
+            quiesce.initiateShutdown(promise: promise)
+            return promise.futureResult
+        }
+        let drained = EventLoopFuture.andAllComplete(each, on: loop)
         let outcome = loop.makePromise(of: Bool.self)
         let timer = loop.scheduleTask(in: TimeAmount(grace)) { outcome.succeed(false) }
-        drained.futureResult.hop(to: loop).whenComplete { _ in
+        drained.whenComplete { _ in
             timer.cancel()
             outcome.succeed(true)
         }
         let finished = (try? await outcome.futureResult.get()) ?? false
+        self.quiescers.withLockedValue { $0.removeAll() }
         if !finished {
             self.logger.warning(
                 "requests still in flight after shutdown_grace; closing their connections",
