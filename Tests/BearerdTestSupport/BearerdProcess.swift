@@ -38,6 +38,11 @@ public final class BearerdProcess: Sendable {
         try process.run()
     }
 
+    /// A test that fails before it stops the process must not leave it running.
+    deinit {
+        if self.process.isRunning { self.process.terminate() }
+    }
+
     /// Everything written to standard output so far.
     public var stdout: String { self.output.text.stdout }
     /// Everything written to standard error so far.
