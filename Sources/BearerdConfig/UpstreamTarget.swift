@@ -18,6 +18,11 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
     /// The `Host` header value sent upstream: the host, with the port when it is not the default.
     public var hostHeader: String
 
+    /// Whether `host` is an IPv4 or IPv6 address rather than a DNS name (no SNI is sent for those).
+    public var hostIsIPAddress: Bool {
+        ListenAddress.isIPv4(self.host) || ListenAddress.isIPv6(self.host)
+    }
+
     /// Parses `upstream.url`.
     public static func parse(_ text: String) -> Result<UpstreamTarget, ConfigIssueMessage> {
         guard let components = URLComponents(string: text), let schemeText = components.scheme?.lowercased(),

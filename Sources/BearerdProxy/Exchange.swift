@@ -53,6 +53,17 @@ final class Exchange {
         return false
     }
 
+    /// Stops waiting for the upstream and closes its connection (it cannot carry another request
+    /// after an exchange broke off). Returns the connection, closed, if there was one.
+    @discardableResult
+    func closeUpstream() -> UpstreamConnection? {
+        self.responseDeadline = nil
+        let connection = self.upstream
+        self.upstream = nil
+        connection?.close()
+        return connection
+    }
+
     var expectsContinue: Bool {
         self.request.version.minor >= 1 && self.request.headers.contains(name: "expect")
     }

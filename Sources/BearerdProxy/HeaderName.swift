@@ -21,12 +21,6 @@ enum HeaderName {
         }
     }
 
-    /// Whether `name` equals `other`, ignoring ASCII case.
-    static func equals(_ name: String, _ other: String) -> Bool {
-        guard name.utf8.count == other.utf8.count else { return false }
-        return zip(name.utf8, other.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
-    }
-
     /// Headers that apply to one connection only (RFC 9110 §7.6.1), plus the legacy
     /// `Proxy-Connection`. They never cross the proxy in either direction.
     static func isHopByHop(_ name: String) -> Bool {

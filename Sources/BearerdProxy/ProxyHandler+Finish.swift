@@ -20,11 +20,7 @@ extension ProxyHandler {
     /// the client connection is closed after the answer rather than reading the body to its end;
     /// a bodyless request keeps the connection (its end is dropped when it arrives).
     func fail(_ exchange: Exchange, _ failure: ProxyFailure) {
-        exchange.responseDeadline = nil
-        if let connection = exchange.upstream {
-            exchange.upstream = nil
-            connection.close()
-        }
+        exchange.closeUpstream()
         guard let context, !exchange.responseHeadSent else {
             self.abandon(exchange, outcome: failure.error)
             return
@@ -72,11 +68,7 @@ extension ProxyHandler {
     /// was sent): drop both connections.
     func abandon(_ exchange: Exchange, outcome: String) {
         exchange.phase = .finished
-        exchange.responseDeadline = nil
-        if let connection = exchange.upstream {
-            exchange.upstream = nil
-            connection.close()
-        }
+        exchange.closeUpstream()
         self.logAccess(exchange, outcome: outcome)
         self.closeClient()
     }

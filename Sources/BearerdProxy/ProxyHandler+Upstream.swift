@@ -42,10 +42,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
 
     func upstreamFailed(_ error: any Error) {
         guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding else { return }
-        exchange.responseDeadline = nil
-        let connection = exchange.upstream
-        exchange.upstream = nil
-        connection?.close()
+        let connection = exchange.closeUpstream()
         if exchange.responseHeadSent {
             self.logger.warning(
                 "upstream closed the connection in the middle of a response; closing the client connection",
@@ -113,10 +110,6 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     private func responseTimedOut(_ exchange: Exchange) {
-        exchange.responseDeadline = nil
-        let connection = exchange.upstream
-        exchange.upstream = nil
-        connection?.close()
         self.fail(
             exchange,
             .upstreamTimeout(

@@ -62,8 +62,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     private func connect() -> EventLoopFuture<UpstreamConnection> {
         let settings = self.settings
         let target = settings.target
-        let sniName: String? =
-            settings.serverName ?? (ListenHostKind.isIPLiteral(target.host) ? nil : target.host)
+        let sniName: String? = settings.serverName ?? (target.hostIsIPAddress ? nil : target.host)
         let bootstrap = ClientBootstrap(group: self.eventLoop)
             .connectTimeout(settings.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -90,13 +89,5 @@ final class UpstreamConnectionPool: @unchecked Sendable {
             connection.pool = self
             return connection
         }
-    }
-}
-
-/// Whether a host string is an IP literal (no SNI is sent for those).
-enum ListenHostKind {
-    static func isIPLiteral(_ host: String) -> Bool {
-        host.contains(":")
-            || host.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
     }
 }
