@@ -9,12 +9,8 @@ import Testing
 @Suite("Answers bearerd makes itself when something fails")
 struct ProxyFailureTests {
     @Test func upstreamDownIs502JSON() async throws {
-        // A port that was just free: bind, note it, close.
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let probe = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
-        let deadPort = probe.localAddress!.port!
-        try await probe.close()
-        try await group.shutdownGracefully()
+        let refusing = try RefusingPort()
+        let deadPort = refusing.port
         try await ProxyFixture.with(upstreamURL: "http://127.0.0.1:\(deadPort)") { proxy in
             let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 502)
@@ -22,6 +18,7 @@ struct ProxyFailureTests {
             #expect(response.bodyText.contains("\"error\":\"upstream_unreachable\""))
             #expect(response.bodyText.contains("cannot reach the upstream http://127.0.0.1:\(deadPort)"))
         }
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func anUpstreamThatDoesNotAcceptIs504AfterTheConnectTimeout() async throws {

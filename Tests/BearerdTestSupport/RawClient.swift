@@ -97,19 +97,10 @@ public final class SaturatedListener {
 
     /// Binds with a backlog of 0 and fills the queue with connections nobody accepts.
     public init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
-        }
-        guard bound == 0, listen(listener, 0) == 0 else {
+        var (listener, address) = try LoopbackSocket.bind()
+        guard listen(listener, 0) == 0 else {
+            close(listener)
             throw TestClientError("cannot set up the saturated listener")
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
         self.port = Int(UInt16(bigEndian: address.sin_port))
         self.descriptors.append(listener)
@@ -127,5 +118,45 @@ public final class SaturatedListener {
 
     deinit {
         for descriptor in self.descriptors { close(descriptor) }
+    }
+}
+
+/// A loopback port that refuses connections (bound, never listening) and that no other test can
+/// take while this lives, unlike a port found free and closed again.
+public final class RefusingPort {
+    /// Its port.
+    public let port: Int
+    private let descriptor: Int32
+
+    public init() throws {
+        let (descriptor, address) = try LoopbackSocket.bind()
+        self.descriptor = descriptor
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit {
+        close(self.descriptor)
+    }
+}
+
+enum LoopbackSocket {
+    /// A TCP socket bound to 127.0.0.1 on a port the kernel picks.
+    static func bind() throws -> (Int32, sockaddr_in) {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(descriptor, $0, length) }
+        }
+        guard descriptor >= 0, bound == 0 else {
+            close(descriptor)
+            throw TestClientError("cannot bind a socket on 127.0.0.1")
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        return (descriptor, address)
     }
 }
