@@ -24,7 +24,10 @@ final class Exchange {
     var requestEnded = false
     var requestBodyBytes = 0
     var responseBodyBytes = 0
-    var upstreamHead: HTTPRequestHead?
+    /// The request head for the upstream, serialised (kept for a replay on a fresh connection).
+    var upstreamHead: ByteBuffer?
+    var requestFraming = RequestFraming.none
+    var responseFraming = ResponseFraming.none
     var token: BearerToken?
     var upstream: UpstreamConnection?
     var upstreamStartedAt: NIODeadline?

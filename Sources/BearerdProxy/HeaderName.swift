@@ -58,3 +58,92 @@ enum HeaderName {
         }
     }
 }
+
+// MARK: Bytes of a parsed head
+
+extension HeaderName {
+    /// Whether `raw[range]` equals `lowercase` (lowercase ASCII), ignoring ASCII case.
+    @inline(__always)
+    static func equals(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+        guard range.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            var offset = 0
+            for index in range {
+                if raw[index] | 0x20 != expected[offset] { return false }
+                offset += 1
+            }
+            return true
+        }
+    }
+
+    /// Whether `raw[range]` starts with `prefix`, byte for byte.
+    static func hasPrefix(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, _ prefix: StaticString) -> Bool {
+        guard range.count >= prefix.utf8CodeUnitCount else { return false }
+        return prefix.withUTF8Buffer { expected in
+            expected.indices.allSatisfy { raw[range.lowerBound + $0] == expected[$0] }
+        }
+    }
+
+    /// Whether two ranges hold the same bytes, ignoring ASCII case.
+    static func equals(_ raw: UnsafeRawBufferPointer, _ left: Range<Int>, _ right: Range<Int>) -> Bool {
+        guard left.count == right.count else { return false }
+        return zip(left, right).allSatisfy { raw[$0] | 0x20 == raw[$1] | 0x20 }
+    }
+
+    /// `tchar` (RFC 9110 §5.6.2).
+    @inline(__always)
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// A byte a field value or reason phrase may hold: VCHAR, SP, HTAB, obs-text.
+    @inline(__always)
+    static func isFieldValueByte(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+    }
+
+    /// Calls `body` with each non-empty element of a comma-separated list, whitespace trimmed.
+    static func forEachListElement(
+        _ raw: UnsafeRawBufferPointer,
+        _ range: Range<Int>,
+        _ body: (Range<Int>) -> Void
+    ) {
+        var start = range.lowerBound
+        while start <= range.upperBound {
+            var end = start
+            while end < range.upperBound && raw[end] != UInt8(ascii: ",") { end += 1 }
+            var first = start
+            var last = end
+            while first < last && (raw[first] == 0x20 || raw[first] == 0x09) { first += 1 }
+            while last > first && (raw[last - 1] == 0x20 || raw[last - 1] == 0x09) { last -= 1 }
+            if first < last { body(first..<last) }
+            start = end + 1
+        }
+    }
+}
+
+extension HeaderName {
+    /// ``isHopByHop(_:)`` for a name in a parsed head.
+    static func isHopByHop(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+        switch name.count {
+        case 2: return equals(raw, name, "te")
+        case 7: return equals(raw, name, "trailer") || equals(raw, name, "upgrade")
+        case 10: return equals(raw, name, "connection") || equals(raw, name, "keep-alive")
+        case 16: return equals(raw, name, "proxy-connection")
+        case 17: return equals(raw, name, "transfer-encoding")
+        case 18: return equals(raw, name, "proxy-authenticate")
+        case 19: return equals(raw, name, "proxy-authorization")
+        default: return false
+        }
+    }
+}

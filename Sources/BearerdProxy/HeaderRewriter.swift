@@ -4,8 +4,27 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
+/// How a request body goes upstream.
+enum RequestFraming {
+    case none
+    case length
+    /// Re-chunked by bearerd: NIO's decoder hands over the chunks' data only.
+    case chunked
+}
+
+/// How a response body goes to the client.
+enum ResponseFraming {
+    /// No body (a response to HEAD, 204, 304).
+    case none
+    /// Content-Length: the bytes as they come.
+    case length
+    case chunked
+    /// The body ends when the connection closes (HTTP/1.0 clients only).
+    case close
+}
+
 /// Turns a client's request head into the one sent upstream, and an upstream response head into
-/// the one sent to the client.
+/// the one sent to the client, written straight into the buffer that goes out.
 enum HeaderRewriter {
     /// The upstream request head.
     ///
@@ -18,16 +37,17 @@ enum HeaderRewriter {
         _ head: HTTPRequestHead,
         token: BearerToken?,
         peer: String?,
-        settings: ProxySettings
-    ) -> HTTPRequestHead {
+        settings: ProxySettings,
+        into buffer: inout ByteBuffer
+    ) -> RequestFraming {
         let client = head.headers
         let options = HeaderName.extraConnectionOptions(client)
         let keepClientAuthorization = token == nil
-        // Built as an array and wrapped once: HTTPHeaders.add re-checks every name, and these names
-        // were all checked by the parser already (or are our own constants).
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(client.count + 5)
-        headers.append(("host", settings.target.hostHeader))
+        buffer.writeString(head.method.rawValue)
+        buffer.writeInteger(UInt8(ascii: " "))
+        buffer.writeString(settings.target.join(head.uri))
+        buffer.writeStaticString(" HTTP/1.1\r\n")
+        WireFormat.writeField("host", settings.target.hostHeader, into: &buffer)
         var length: String?
         var chunked = false
         var clientHost: String?
@@ -51,61 +71,79 @@ enum HeaderRewriter {
             if !keepClientAuthorization && HeaderName.equals(name, "authorization") { continue }
             if settings.forwardedHeaders && Self.isForwardedHeader(name) { continue }
             if !options.isEmpty && HeaderName.isListed(name, in: options) { continue }
-            headers.append((name, value))
+            WireFormat.writeField(name, value, into: &buffer)
         }
+        let framing: RequestFraming
         if let length {
-            headers.append(("content-length", length))
+            WireFormat.writeField("content-length", length, into: &buffer)
+            framing = .length
         } else if chunked {
-            headers.append(("transfer-encoding", "chunked"))
-        } else if head.method == .POST || head.method == .PUT || head.method == .PATCH {
-            headers.append(("content-length", "0"))
+            WireFormat.writeField("transfer-encoding", "chunked", into: &buffer)
+            framing = .chunked
+        } else {
+            if head.method == .POST || head.method == .PUT || head.method == .PATCH {
+                WireFormat.writeField("content-length", "0", into: &buffer)
+            }
+            framing = .none
         }
-        if let token { headers.append(("authorization", token.authorizationHeaderValue)) }
+        if let token { WireFormat.writeField("authorization", token.authorizationHeaderValue, into: &buffer) }
         if settings.forwardedHeaders {
-            if let peer { headers.append(("x-forwarded-for", peer)) }
-            headers.append(("x-forwarded-proto", "http"))
-            if let clientHost { headers.append(("x-forwarded-host", clientHost)) }
+            if let peer { WireFormat.writeField("x-forwarded-for", peer, into: &buffer) }
+            WireFormat.writeField("x-forwarded-proto", "http", into: &buffer)
+            if let clientHost { WireFormat.writeField("x-forwarded-host", clientHost, into: &buffer) }
         }
-        return HTTPRequestHead(
-            version: .http1_1,
-            method: head.method,
-            uri: settings.target.join(head.uri),
-            headers: HTTPHeaders(headers)
-        )
+        buffer.writeStaticString("\r\n")
+        return framing
     }
 
-    /// The response head for the client: hop-by-hop headers removed, the client's HTTP version,
-    /// `Connection` saying whether bearerd keeps the client connection open, and the framing the
-    /// body will be sent with. The response encoder trusts this framing (it does not re-check
-    /// it): a body without Content-Length goes chunked to an HTTP/1.1 client, and to an HTTP/1.0
-    /// client it ends with the connection (the caller sets `close` for that).
-    static func clientResponse(_ head: HTTPResponseHead, for request: HTTPRequestHead, close: Bool) -> HTTPResponseHead
-    {
-        let upstream = head.headers
-        let options = HeaderName.extraConnectionOptions(upstream)
-        let mayHaveBody = head.status.mayHaveResponseBody
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(upstream.count + 1)
-        var hasLength = false
-        for (name, value) in upstream {
-            if HeaderName.isHopByHop(name) { continue }
-            if !options.isEmpty && HeaderName.isListed(name, in: options) { continue }
-            if name.utf8.count == 14 && HeaderName.equals(name, "content-length") {
-                // A 1xx or 204 carries no body and no length (RFC 9110 §8.6).
-                if head.status.code < 200 || head.status == .noContent { continue }
-                hasLength = true
+    /// How the body of the response to `request` reaches the client: a body without
+    /// Content-Length goes chunked to an HTTP/1.1 client, and to an HTTP/1.0 client it ends with
+    /// the connection.
+    static func clientFraming(_ head: ResponseHead, for request: HTTPRequestHead) -> ResponseFraming {
+        if request.method == .HEAD || head.status == 204 || head.status == 304 { return .none }
+        if head.contentLength != nil { return .length }
+        return request.version.minor >= 1 ? .chunked : .close
+    }
+
+    /// Writes the response head for the client: the upstream's status, the client's HTTP
+    /// version, hop-by-hop headers removed, `Connection` saying whether bearerd keeps the client
+    /// connection open, and the framing the body will be sent with.
+    static func clientResponse(
+        _ head: ResponseHead,
+        for request: HTTPRequestHead,
+        framing: ResponseFraming,
+        close: Bool,
+        into buffer: inout ByteBuffer
+    ) {
+        buffer.writeStaticString(request.version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        head.bytes.withUnsafeReadableBytes { raw in
+            // The head starts with `HTTP/1.x NNN`; the reason phrase was checked by the parser.
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[9..<12]))
+            buffer.writeInteger(UInt8(ascii: " "))
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+            buffer.writeStaticString("\r\n")
+            for field in head.fields {
+                if HeaderName.isHopByHop(raw, field.name) { continue }
+                if !head.connectionOptions.isEmpty
+                    && head.connectionOptions.contains(where: { HeaderName.equals(raw, $0, field.name) })
+                {
+                    continue
+                }
+                // A 204 carries no body and no length (RFC 9110 §8.6).
+                if head.status == 204 && HeaderName.equals(raw, field.name, "content-length") { continue }
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.name]))
+                buffer.writeStaticString(": ")
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.value]))
+                buffer.writeStaticString("\r\n")
             }
-            headers.append((name, value))
         }
-        if mayHaveBody && !hasLength && request.method != .HEAD && request.version.minor >= 1 {
-            headers.append(("transfer-encoding", "chunked"))
-        }
+        if framing == .chunked { buffer.writeStaticString("transfer-encoding: chunked\r\n") }
         if close {
-            headers.append(("connection", "close"))
+            buffer.writeStaticString("connection: close\r\n")
         } else if request.version.minor == 0 {
-            headers.append(("connection", "keep-alive"))
+            buffer.writeStaticString("connection: keep-alive\r\n")
         }
-        return HTTPResponseHead(version: request.version, status: head.status, headers: HTTPHeaders(headers))
+        buffer.writeStaticString("\r\n")
     }
 
     private static func isForwardedHeader(_ name: String) -> Bool {

@@ -7,13 +7,13 @@ import NIOPosix
 
 extension ProxyHandler {
     /// The upstream's response ended: pool the connection if it can carry another request.
-    func finish(_ exchange: Exchange, trailers: HTTPHeaders?) {
+    func finish(_ exchange: Exchange) {
         exchange.phase = .finished
         if let connection = exchange.upstream {
             exchange.upstream = nil
             self.pool.release(connection, reusable: exchange.requestEnded && exchange.upstreamKeepAlive)
         }
-        self.complete(exchange, end: .end(trailers))
+        self.complete(exchange, end: exchange.responseFraming == .chunked ? WireFormat.lastChunk : nil)
     }
 
     /// Answers the request with bearerd's own JSON error. When a request body is still unread,
@@ -35,19 +35,21 @@ extension ProxyHandler {
         exchange.responseStatus = failure.status
         exchange.responseHeadSent = true
         exchange.responseBodyBytes = body.readableBytes
-        context.write(self.wrapOutboundOut(.head(head)), promise: nil)
-        context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        var out = context.channel.allocator.buffer(capacity: 256 + body.readableBytes)
+        WireFormat.writeResponseHead(head, into: &out)
+        out.writeImmutableBuffer(body)
+        context.write(self.wrapOutboundOut(out), promise: nil)
         if failure.status.code >= 500 {
             self.logger.warning(
                 "request failed",
                 metadata: ["status": "\(failure.status.code)", "error": "\(failure.message)"]
             )
         }
-        self.complete(exchange, end: .end(nil))
+        self.complete(exchange, end: nil)
     }
 
     /// Ends the response to the client, logs it and readies the connection for the next request.
-    private func complete(_ exchange: Exchange, end: HTTPServerResponsePart) {
+    private func complete(_ exchange: Exchange, end: ByteBuffer?) {
         guard let context else { return }
         let close = exchange.closeClientAfter || self.quiescing
         self.state = close ? .closed : (exchange.requestEnded ? .idle : .discarding)
@@ -55,11 +57,12 @@ extension ProxyHandler {
         self.logAccess(exchange, outcome: nil)
         if close {
             self.timer.cancel()
-            context.writeAndFlush(self.wrapOutboundOut(end)).assumeIsolated().whenComplete { _ in
+            context.writeAndFlush(self.wrapOutboundOut(end ?? WireFormat.empty)).assumeIsolated().whenComplete { _ in
                 context.close(promise: nil)
             }
         } else {
-            context.writeAndFlush(self.wrapOutboundOut(end), promise: nil)
+            if let end { context.write(self.wrapOutboundOut(end), promise: nil) }
+            context.flush()
             self.servePipelined()
         }
     }

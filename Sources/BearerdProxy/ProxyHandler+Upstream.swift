@@ -7,29 +7,65 @@ import NIOHTTP1
 extension ProxyHandler: UpstreamConnectionOwner {
     var clientIsWritable: Bool { self.context?.channel.isWritable ?? false }
 
-    func upstreamReceived(_ part: HTTPClientResponsePart) {
+    func upstreamReceived(_ part: ResponseParser.Part) {
         guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, let context else { return }
         switch part {
         case .head(let head):
             exchange.responseDeadline = nil
-            exchange.responseStatus = head.status
-            exchange.upstreamKeepAlive = head.isKeepAlive
-            if head.status == .unauthorized, let token = exchange.token {
+            exchange.responseStatus = HTTPResponseStatus(statusCode: head.status)
+            exchange.upstreamKeepAlive = head.keepAlive
+            if head.status == 401, let token = exchange.token {
                 let tokens = self.tokens
                 context.eventLoop.makeFutureWithTask { await tokens.upstreamRejected(token) }.whenComplete { _ in }
             }
-            if !exchange.requestEnded || self.needsCloseToDelimit(head, for: exchange.request) {
-                exchange.closeClientAfter = true
-            }
-            let response = HeaderRewriter.clientResponse(head, for: exchange.request, close: exchange.closeClientAfter)
+            let framing = HeaderRewriter.clientFraming(head, for: exchange.request)
+            exchange.responseFraming = framing
+            if !exchange.requestEnded || framing == .close { exchange.closeClientAfter = true }
+            var out = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 64)
+            HeaderRewriter.clientResponse(
+                head,
+                for: exchange.request,
+                framing: framing,
+                close: exchange.closeClientAfter,
+                into: &out
+            )
             exchange.responseHeadSent = true
-            context.write(self.wrapOutboundOut(.head(response)), promise: nil)
+            context.write(self.wrapOutboundOut(out), promise: nil)
         case .body(let buffer):
             exchange.responseBodyBytes += buffer.readableBytes
-            context.write(self.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
-        case .end(let trailers):
-            self.finish(exchange, trailers: trailers)
+            switch exchange.responseFraming {
+            case .none:
+                break
+            case .length, .close:
+                context.write(self.wrapOutboundOut(buffer), promise: nil)
+            case .chunked where buffer.readableBytes > 0:
+                let header = WireFormat.chunkHeader(length: buffer.readableBytes, allocator: context.channel.allocator)
+                context.write(self.wrapOutboundOut(header), promise: nil)
+                context.write(self.wrapOutboundOut(buffer), promise: nil)
+                context.write(self.wrapOutboundOut(WireFormat.crlf), promise: nil)
+            case .chunked:
+                break
+            }
+        case .end:
+            self.finish(exchange)
         }
+    }
+
+    /// Sends a piece of the request body upstream, in the framing the upstream head announced.
+    func sendBody(_ buffer: ByteBuffer, of exchange: Exchange, to upstream: UpstreamConnection) {
+        guard exchange.requestFraming == .chunked else {
+            upstream.write(buffer)
+            return
+        }
+        // An empty chunk would end the body early.
+        guard buffer.readableBytes > 0, let context else { return }
+        upstream.write(WireFormat.chunkHeader(length: buffer.readableBytes, allocator: context.channel.allocator))
+        upstream.write(buffer)
+        upstream.write(WireFormat.crlf)
+    }
+
+    func sendEnd(of exchange: Exchange, to upstream: UpstreamConnection) {
+        if exchange.requestFraming == .chunked { upstream.write(WireFormat.lastChunk) }
     }
 
     func upstreamReadComplete() {
@@ -52,8 +88,11 @@ extension ProxyHandler: UpstreamConnectionOwner {
             return
         }
         let reused = (connection?.requestCount ?? 0) > 1
-        if reused && !exchange.retried && exchange.requestEnded && exchange.requestBodyBytes == 0 {
+        if reused && !exchange.retried && exchange.requestEnded && exchange.requestBodyBytes == 0
+            && exchange.request.method.isIdempotent && !(error is UpstreamResponseError)
+        {
             // A pooled connection the upstream had already closed: replay the bodyless request once.
+            // Only an idempotent one: the upstream may have acted on a POST before it closed.
             exchange.retried = true
             exchange.phase = .preparing
             self.connect(exchange, fresh: true)
@@ -120,16 +159,15 @@ extension ProxyHandler: UpstreamConnectionOwner {
         )
     }
 
-    /// An HTTP/1.0 client can only learn where a body without Content-Length ends by the close.
-    private func needsCloseToDelimit(_ head: HTTPResponseHead, for request: HTTPRequestHead) -> Bool {
-        request.version.minor == 0 && request.method != .HEAD && head.status.mayHaveResponseBody
-            && !head.headers.contains(name: "content-length")
-    }
 }
 
-extension HTTPResponseStatus {
-    var mayHaveResponseBody: Bool {
-        !(100..<200).contains(self.code) && self != .noContent && self != .notModified
+extension HTTPMethod {
+    /// RFC 9110 §9.2.2: repeating the request has the effect of sending it once.
+    var isIdempotent: Bool {
+        switch self {
+        case .GET, .HEAD, .OPTIONS, .TRACE, .PUT, .DELETE: true
+        default: false
+        }
     }
 }
 

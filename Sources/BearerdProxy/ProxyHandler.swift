@@ -12,8 +12,8 @@ import NIOHTTP1
 /// (see ``UpstreamConnection``). Nothing is buffered beyond one read per direction.
 final class ProxyHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     enum State {
         case idle
@@ -89,14 +89,14 @@ final class ProxyHandler: ChannelDuplexHandler {
             if let limit = self.settings.maxRequestBody, exchange.requestBodyBytes > limit {
                 self.fail(exchange, .bodyTooLarge(limit: limit))
             } else if exchange.phase == .forwarding, let upstream = exchange.upstream {
-                upstream.write(.body(.byteBuffer(buffer)))
+                self.sendBody(buffer, of: exchange, to: upstream)
             } else {
                 exchange.buffered.append(part)
             }
         case (.exchanging(let exchange), .end):
             exchange.requestEnded = true
             if exchange.phase == .forwarding, let upstream = exchange.upstream {
-                upstream.write(.end(nil))
+                self.sendEnd(of: exchange, to: upstream)
                 self.startResponseTimeout(exchange)
             } else {
                 exchange.buffered.append(part)
@@ -195,13 +195,17 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     private func prepare(_ exchange: Exchange, token: BearerToken?) {
+        guard let context else { return }
         exchange.token = token
-        exchange.upstreamHead = HeaderRewriter.upstreamRequest(
+        var head = context.channel.allocator.buffer(capacity: 512)
+        exchange.requestFraming = HeaderRewriter.upstreamRequest(
             exchange.request,
             token: token,
             peer: self.peer,
-            settings: self.settings
+            settings: self.settings,
+            into: &head
         )
+        exchange.upstreamHead = head
         self.connect(exchange, fresh: false)
     }
 
@@ -225,20 +229,19 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func attach(_ exchange: Exchange, to connection: UpstreamConnection) {
         guard let head = exchange.upstreamHead, let context else { return }
-        connection.lease(to: self)
+        connection.lease(to: self, method: exchange.request.method)
         exchange.upstream = connection
         exchange.phase = .forwarding
         exchange.attachedAtStart = self.beginning
         if self.settings.accessLog { exchange.upstreamStartedAt = .now() }
         if exchange.expectsContinue && !exchange.requestEnded && exchange.requestBodyBytes == 0 {
-            let interim = HTTPResponseHead(version: exchange.request.version, status: .continue)
-            context.writeAndFlush(self.wrapOutboundOut(.head(interim)), promise: nil)
+            context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
         }
-        connection.write(.head(head))
+        connection.write(head)
         for part in exchange.buffered {
             switch part {
-            case .body(let buffer): connection.write(.body(.byteBuffer(buffer)))
-            case .end: connection.write(.end(nil))
+            case .body(let buffer): self.sendBody(buffer, of: exchange, to: connection)
+            case .end: self.sendEnd(of: exchange, to: connection)
             case .head: break
             }
         }

@@ -59,10 +59,6 @@ public final class ProxyListeners: Sendable {
         limits.maxHeaderFieldSize = settings.maxHeaderSize
         limits.maxHeaderListSize = settings.maxHeaderSize
         let decoderLimits = limits
-        // HeaderRewriter and ProxyFailure set the framing headers of every response themselves.
-        var encoder = HTTPResponseEncoder.Configuration()
-        encoder.automaticallySetFramingHeaders = false
-        let encoderConfiguration = encoder
 
         func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
             var bootstrap = ServerBootstrap(group: group)
@@ -81,13 +77,16 @@ public final class ProxyListeners: Sendable {
                             throw ProxySetupError("no upstream pool for this event loop")
                         }
                         let sync = channel.pipeline.syncOperations
-                        try sync.configureHTTPServerPipeline(
-                            withPipeliningAssistance: false,
-                            withServerUpgrade: nil,
-                            withErrorHandling: false,
-                            withOutboundHeaderValidation: false,
-                            withEncoderConfiguration: encoderConfiguration,
-                            withDecoderLimitConfiguration: decoderLimits
+                        // Requests are parsed by NIO's llhttp decoder; responses go out as bytes that
+                        // HeaderRewriter, WireFormat and ProxyFailure write (no response encoder).
+                        try sync.addHandler(
+                            ByteToMessageHandler(
+                                HTTPRequestDecoder(
+                                    leftOverBytesStrategy: .dropBytes,
+                                    informationalResponseStrategy: .drop,
+                                    limitConfiguration: decoderLimits
+                                )
+                            )
                         )
                         try sync.addHandler(
                             ProxyHandler(settings: settings, pool: pool, tokens: tokens, logger: logger)

@@ -8,19 +8,20 @@ import NIOHTTP1
 protocol UpstreamConnectionOwner: AnyObject {
     /// Whether the client can take more response bytes now; when not, upstream reads pause.
     var clientIsWritable: Bool { get }
-    func upstreamReceived(_ part: HTTPClientResponsePart)
+    func upstreamReceived(_ part: ResponseParser.Part)
     func upstreamReadComplete()
     func upstreamBecameWritable()
     func upstreamFailed(_ error: any Error)
 }
 
-/// The last handler of a pooled upstream channel. It outlives exchanges: while leased it passes
-/// response parts to its owner and pauses reading while the client cannot keep up; while idle in
-/// the pool it keeps one read outstanding, so a close by the upstream is noticed at once.
+/// The last handler of a pooled upstream channel. It outlives exchanges: while leased it parses
+/// the response bytes into parts for its owner and pauses reading while the client cannot keep
+/// up; while idle in the pool it keeps one read outstanding, so a close by the upstream is
+/// noticed at once. Requests arrive already serialised (``HeaderRewriter``).
 final class UpstreamConnection: ChannelDuplexHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundIn = HTTPClientRequestPart
-    typealias OutboundOut = HTTPClientRequestPart
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private enum State {
         case connecting
@@ -34,6 +35,9 @@ final class UpstreamConnection: ChannelDuplexHandler {
     private var idleTimer = ConnectionTimer()
     private var idleTimeout = TimeAmount.seconds(60)
     private var readPending = false
+    private var parser = ResponseParser()
+    /// Bytes read but not parsed yet: part of a head or of a chunk-size line.
+    private var unparsed: ByteBuffer?
     /// Requests this connection has carried; more than one means it was reused.
     private(set) var requestCount = 0
     weak var pool: UpstreamConnectionPool?
@@ -55,10 +59,11 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     // MARK: Lease
 
-    /// Hands the connection to an exchange.
-    func lease(to owner: any UpstreamConnectionOwner) {
+    /// Hands the connection to an exchange whose request goes out next.
+    func lease(to owner: any UpstreamConnectionOwner, method: HTTPMethod) {
         self.state = .leased(owner)
         self.requestCount += 1
+        self.parser.expectResponse(toHEAD: method == .HEAD)
     }
 
     /// Puts the connection in the pool's care: it may sit unused for `idleTimeout`. Also for a new
@@ -69,6 +74,8 @@ final class UpstreamConnection: ChannelDuplexHandler {
         let now = NIODeadline.now()
         self.idleTimeout = idleTimeout
         self.state = .idle(since: now)
+        self.parser.reset()
+        self.unparsed = nil
         if self.idleTimer.needsArming(at: now + idleTimeout) {
             self.idleTimer.arm(at: now + idleTimeout, on: context.eventLoop) { self.idleTimerFired() }
         }
@@ -99,12 +106,8 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     // MARK: Writing (from the owner)
 
-    func write(_ part: HTTPClientRequestPart) {
-        self.context?.write(self.wrapOutboundOut(part), promise: nil)
-    }
-
-    func writeAndFlush(_ part: HTTPClientRequestPart) {
-        self.context?.writeAndFlush(self.wrapOutboundOut(part), promise: nil)
+    func write(_ bytes: ByteBuffer) {
+        self.context?.write(self.wrapOutboundOut(bytes), promise: nil)
     }
 
     func flush() {
@@ -127,14 +130,61 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.state {
-        case .leased(let owner):
-            owner.upstreamReceived(self.unwrapInboundIn(data))
+        case .leased:
+            var bytes = self.unwrapInboundIn(data)
+            if var unparsed = self.unparsed {
+                self.unparsed = nil
+                unparsed.writeBuffer(&bytes)
+                bytes = unparsed
+            }
+            self.parse(&bytes)
         case .idle, .connecting:
             // Nobody asked: an idle connection must not talk. Drop it.
             self.close()
         case .closed:
             break
         }
+    }
+
+    /// Hands every complete part to the owner; keeps what is left of an incomplete one.
+    private func parse(_ bytes: inout ByteBuffer) {
+        var ended = false
+        do {
+            while case .leased(let owner) = self.state, let part = try self.parser.next(from: &bytes) {
+                owner.upstreamReceived(part)
+                if case .end = part {
+                    ended = true
+                    break
+                }
+            }
+        } catch {
+            self.fail(error)
+            return
+        }
+        guard bytes.readableBytes > 0 else { return }
+        switch self.state {
+        case .closed:
+            break
+        case .idle, .connecting:
+            // More than the response: the upstream is not speaking HTTP/1.1 with us.
+            self.close()
+        case .leased:
+            if ended {
+                // Same, and the connection went straight to the next request: that one fails.
+                self.fail(UpstreamResponseError.malformed("bytes after the end of the previous response"))
+            } else {
+                bytes.discardReadBytes()
+                self.unparsed = bytes
+            }
+        }
+    }
+
+    private func fail(_ error: any Error) {
+        let previous = self.state
+        self.state = .closed
+        if case .leased(let owner) = previous { owner.upstreamFailed(error) }
+        self.idleTimer.cancel()
+        self.context?.close(promise: nil)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -155,6 +205,11 @@ final class UpstreamConnection: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if case .leased(let owner) = self.state, self.parser.endsAtClose {
+            // A body without Content-Length or chunking ends here.
+            self.parser.reset()
+            owner.upstreamReceived(.end)
+        }
         let previous = self.state
         self.state = .closed
         switch previous {
@@ -167,10 +222,6 @@ final class UpstreamConnection: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let previous = self.state
-        self.state = .closed
-        if case .leased(let owner) = previous { owner.upstreamFailed(error) }
-        self.idleTimer.cancel()
-        context.close(promise: nil)
+        self.fail(error)
     }
 }

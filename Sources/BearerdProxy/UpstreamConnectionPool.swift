@@ -72,12 +72,9 @@ final class UpstreamConnectionPool: @unchecked Sendable {
                     if let tls = settings.tlsContext {
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: sniName))
                     }
-                    // Every header sent upstream was parsed by llhttp from the client's request or is our
-                    // own (the token is checked to be RFC 6750 b64token), so NIO's extra pass is skipped.
-                    // HeaderRewriter sets the framing headers of every request itself.
-                    var encoder = HTTPRequestEncoder.Configuration()
-                    encoder.automaticallySetFramingHeaders = false
-                    try sync.addHTTPClientHandlers(enableOutboundHeaderValidation: false, encoderConfiguration: encoder)
+                    // No HTTP codec handlers: HeaderRewriter writes each request head as bytes (every
+                    // header in it was parsed by llhttp from the client's request or is our own; the
+                    // token is checked to be RFC 6750 b64token), and UpstreamConnection parses responses.
                     try sync.addHandler(UpstreamConnection())
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {

@@ -1,0 +1,211 @@
+import NIOCore
+
+/// An upstream response head as bearerd parsed it (RFC 9112 §4, §5): the head's own bytes and
+/// where each field lies in them, so that forwarding a field copies bytes and allocates nothing.
+/// The parse is strict: what a lenient parser would guess at is an error, never a guess.
+struct ResponseHead {
+    struct Field {
+        var name: Range<Int>
+        var value: Range<Int>
+    }
+
+    /// The head from the status line to the empty line; its reader index is 0.
+    var bytes: ByteBuffer
+    var minorVersion: Int
+    var status: Int
+    var reason: Range<Int>
+    var fields: [Field] = []
+    /// The one Content-Length value (repeats must agree).
+    var contentLength: Int?
+    var isChunked = false
+    /// Whether the upstream keeps the connection open after this response.
+    var keepAlive = true
+    /// Names the `Connection` header lists besides `close` and `keep-alive`: hop-by-hop too.
+    var connectionOptions: [Range<Int>] = []
+
+    /// Parses a complete head (status line, fields, empty line).
+    static func parse(_ bytes: ByteBuffer) throws(UpstreamResponseError) -> ResponseHead {
+        try bytes.withUnsafeReadableBytes { raw throws(UpstreamResponseError) in
+            var lines = HeadLines(raw)
+            guard let statusLine = try lines.next() else { throw .malformed("an empty status line") }
+            var head = try Self.parseStatusLine(raw, statusLine, bytes: bytes)
+            var sawClose = false
+            var sawKeepAlive = false
+            var sawTransferEncoding = false
+            while let line = try lines.next() {
+                let field = try Self.parseField(raw, line)
+                head.fields.append(field)
+                switch field.name.count {
+                case 14 where HeaderName.equals(raw, field.name, "content-length"):
+                    let length = try Self.parseContentLength(raw, field.value)
+                    if let previous = head.contentLength, previous != length {
+                        throw .malformed("Content-Length values that disagree")
+                    }
+                    head.contentLength = length
+                case 17 where HeaderName.equals(raw, field.name, "transfer-encoding"):
+                    // Only `chunked`, once: other transfer codings are not forwarded (RFC 9112 §6.1).
+                    if sawTransferEncoding || !HeaderName.equals(raw, field.value, "chunked") {
+                        throw .malformed("a transfer coding other than a single chunked")
+                    }
+                    sawTransferEncoding = true
+                    head.isChunked = true
+                case 10 where HeaderName.equals(raw, field.name, "connection"):
+                    HeaderName.forEachListElement(raw, field.value) { option in
+                        if HeaderName.equals(raw, option, "close") {
+                            sawClose = true
+                        } else if HeaderName.equals(raw, option, "keep-alive") {
+                            sawKeepAlive = true
+                        } else {
+                            head.connectionOptions.append(option)
+                        }
+                    }
+                default:
+                    break
+                }
+            }
+            if head.isChunked && head.contentLength != nil {
+                // RFC 9112 §6.3: a sign of response splitting; never guess which one is right.
+                throw .malformed("both Transfer-Encoding and Content-Length")
+            }
+            head.keepAlive = !sawClose && (head.minorVersion == 1 || sawKeepAlive)
+            return head
+        }
+    }
+
+    /// `HTTP/1.x SP 3DIGIT [SP reason-phrase]`.
+    private static func parseStatusLine(
+        _ raw: UnsafeRawBufferPointer,
+        _ line: Range<Int>,
+        bytes: ByteBuffer
+    ) throws(UpstreamResponseError) -> ResponseHead {
+        let prefix: StaticString = "HTTP/1."
+        guard line.count >= 12, HeaderName.hasPrefix(raw, line, prefix) else {
+            throw .malformed("a status line that is not HTTP/1.x")
+        }
+        let minor = raw[line.lowerBound + 7]
+        guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1"), raw[line.lowerBound + 8] == UInt8(ascii: " ")
+        else { throw .malformed("a status line that is not HTTP/1.0 or HTTP/1.1") }
+        var status = 0
+        for index in (line.lowerBound + 9)..<(line.lowerBound + 12) {
+            let byte = raw[index]
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else {
+                throw .malformed("a status code that is not three digits")
+            }
+            status = status * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        guard status >= 100 else { throw .malformed("a status code below 100") }
+        var reasonStart = line.lowerBound + 12
+        if reasonStart < line.upperBound {
+            guard raw[reasonStart] == UInt8(ascii: " ") else {
+                throw .malformed("a status code that is not three digits")
+            }
+            reasonStart += 1
+        }
+        for index in reasonStart..<line.upperBound where !HeaderName.isFieldValueByte(raw[index]) {
+            throw .malformed("a control character in the reason phrase")
+        }
+        return ResponseHead(
+            bytes: bytes,
+            minorVersion: minor == UInt8(ascii: "1") ? 1 : 0,
+            status: status,
+            reason: reasonStart..<line.upperBound
+        )
+    }
+
+    /// `field-name ":" OWS field-value OWS`; no whitespace before the colon, no obs-fold.
+    private static func parseField(
+        _ raw: UnsafeRawBufferPointer,
+        _ line: Range<Int>
+    ) throws(UpstreamResponseError)
+        -> Field
+    {
+        var colon = line.lowerBound
+        while colon < line.upperBound && raw[colon] != UInt8(ascii: ":") {
+            guard HeaderName.isTokenByte(raw[colon]) else {
+                throw .malformed(
+                    colon == line.lowerBound && (raw[colon] == 0x20 || raw[colon] == 0x09)
+                        ? "a folded header line (obs-fold)" : "a header name that is not a token"
+                )
+            }
+            colon += 1
+        }
+        guard colon < line.upperBound, colon > line.lowerBound else { throw .malformed("a header line without a name") }
+        var start = colon + 1
+        var end = line.upperBound
+        while start < end && (raw[start] == 0x20 || raw[start] == 0x09) { start += 1 }
+        while end > start && (raw[end - 1] == 0x20 || raw[end - 1] == 0x09) { end -= 1 }
+        for index in start..<end where !HeaderName.isFieldValueByte(raw[index]) {
+            throw .malformed("a control character in a header value")
+        }
+        return Field(name: line.lowerBound..<colon, value: start..<end)
+    }
+
+    /// `1*DIGIT`, or a list of the same value repeated (RFC 9110 §8.6).
+    private static func parseContentLength(
+        _ raw: UnsafeRawBufferPointer,
+        _ value: Range<Int>
+    )
+        throws(UpstreamResponseError) -> Int
+    {
+        var result: Int?
+        var failed = false
+        HeaderName.forEachListElement(raw, value) { element in
+            var length = 0
+            guard !element.isEmpty, element.count <= 18 else {
+                failed = true
+                return
+            }
+            for index in element {
+                let byte = raw[index]
+                guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else {
+                    failed = true
+                    return
+                }
+                length = length * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            if let result, result != length { failed = true }
+            result = length
+        }
+        guard !failed, let result else { throw .malformed("a Content-Length that is not one number") }
+        return result
+    }
+}
+
+/// The lines of a complete head: CRLF or a bare LF ends a line (RFC 9112 §2.2); a bare CR or a
+/// NUL anywhere is an error. Stops at the empty line.
+struct HeadLines {
+    let raw: UnsafeRawBufferPointer
+    var position = 0
+
+    init(_ raw: UnsafeRawBufferPointer) {
+        self.raw = raw
+    }
+
+    mutating func next() throws(UpstreamResponseError) -> Range<Int>? {
+        let start = self.position
+        var index = start
+        while index < self.raw.count {
+            let byte = self.raw[index]
+            if byte == UInt8(ascii: "\n") {
+                var end = index
+                if end > start && self.raw[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+                self.position = index + 1
+                return end == start ? nil : start..<end
+            }
+            if byte == 0 || (byte == UInt8(ascii: "\r") && index + 1 < self.raw.count && self.raw[index + 1] != 0x0A) {
+                throw .malformed("a bare CR or NUL in the head")
+            }
+            index += 1
+        }
+        throw .malformed("a head without its empty line")
+    }
+}
+
+/// The upstream broke HTTP/1.1; bearerd answers 502 and drops the connection.
+struct UpstreamResponseError: Error, CustomStringConvertible {
+    let description: String
+
+    static func malformed(_ what: String) -> Self {
+        Self(description: "the upstream sent a response with \(what)")
+    }
+}

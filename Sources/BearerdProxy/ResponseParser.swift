@@ -1,0 +1,198 @@
+import NIOCore
+
+/// Splits the bytes an upstream connection reads into response parts (RFC 9112 §6.3 framing).
+///
+/// Pull-style: `next(from:)` returns the next part, or `nil` when it needs more bytes; bytes it
+/// has not consumed stay in the buffer for the caller to keep. Body parts are slices of the read
+/// buffers, never copies. Informational (1xx) responses are dropped: bearerd answers
+/// `Expect: 100-continue` itself and asks for no upgrade.
+struct ResponseParser {
+    enum Part {
+        case head(ResponseHead)
+        case body(ByteBuffer)
+        case end
+    }
+
+    private enum State {
+        /// No request is waiting for a response; any byte is an error.
+        case idle
+        /// `scanned` bytes were searched for the end of the head already.
+        case head(forHEAD: Bool, scanned: Int)
+        /// The body (if any) is complete; `.end` is next.
+        case ending
+        case fixed(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers(size: Int)
+        case untilClose
+    }
+
+    /// Upper bound on a response head, and on a chunked body's trailer section.
+    static let maxHeadSize = 256 * 1024
+    /// Upper bound on a chunk-size line with its extensions.
+    static let maxChunkLine = 4096
+
+    private var state = State.idle
+
+    /// A request went out; its response comes next. A response to HEAD has no body.
+    mutating func expectResponse(toHEAD: Bool) {
+        self.state = .head(forHEAD: toHEAD, scanned: 0)
+    }
+
+    /// Forgets the exchange in progress (the connection goes back to the pool, or closes).
+    mutating func reset() {
+        self.state = .idle
+    }
+
+    var isIdle: Bool {
+        if case .idle = self.state { return true }
+        return false
+    }
+
+    /// The body ends where the connection does (no Content-Length, not chunked).
+    var endsAtClose: Bool {
+        if case .untilClose = self.state { return true }
+        return false
+    }
+
+    mutating func next(from buffer: inout ByteBuffer) throws(UpstreamResponseError) -> Part? {
+        while true {
+            switch self.state {
+            case .idle:
+                return nil
+            case .head(let forHEAD, let scanned):
+                guard let end = Self.endOfHead(buffer, from: scanned) else {
+                    if buffer.readableBytes > Self.maxHeadSize { throw .malformed("a head over 256 KiB") }
+                    self.state = .head(forHEAD: forHEAD, scanned: max(0, buffer.readableBytes - 3))
+                    return nil
+                }
+                guard end <= Self.maxHeadSize else { throw .malformed("a head over 256 KiB") }
+                var head = try ResponseHead.parse(buffer.readSlice(length: end)!)
+                if head.status < 200 {
+                    guard head.status != 101 else {
+                        throw .malformed("101 Switching Protocols, which nobody asked for")
+                    }
+                    self.state = .head(forHEAD: forHEAD, scanned: 0)
+                    continue
+                }
+                if forHEAD || head.status == 204 || head.status == 304 {
+                    self.state = .ending
+                } else if head.isChunked {
+                    self.state = .chunkSize
+                } else if let length = head.contentLength {
+                    self.state = length == 0 ? .ending : .fixed(remaining: length)
+                } else {
+                    head.keepAlive = false
+                    self.state = .untilClose
+                }
+                return .head(head)
+            case .ending:
+                self.state = .idle
+                return .end
+            case .fixed(let remaining):
+                guard buffer.readableBytes > 0 else { return nil }
+                let count = min(remaining, buffer.readableBytes)
+                self.state = count == remaining ? .ending : .fixed(remaining: remaining - count)
+                return .body(buffer.readSlice(length: count)!)
+            case .chunkSize:
+                guard let line = try Self.line(in: &buffer, limit: Self.maxChunkLine) else { return nil }
+                let size = try Self.chunkSize(line)
+                self.state = size == 0 ? .trailers(size: 0) : .chunkData(remaining: size)
+            case .chunkData(let remaining):
+                guard buffer.readableBytes > 0 else { return nil }
+                let count = min(remaining, buffer.readableBytes)
+                self.state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+                return .body(buffer.readSlice(length: count)!)
+            case .chunkDataEnd:
+                guard let line = try Self.line(in: &buffer, limit: 2) else { return nil }
+                guard line.readableBytes == 0 else { throw .malformed("a chunk longer than its size") }
+                self.state = .chunkSize
+            case .trailers(let size):
+                // Trailer fields are read and dropped (RFC 9110 §6.5.1 lets a proxy discard them).
+                guard let line = try Self.line(in: &buffer, limit: Self.maxHeadSize - size) else { return nil }
+                if line.readableBytes == 0 {
+                    self.state = .idle
+                    return .end
+                }
+                self.state = .trailers(size: size + line.readableBytes + 2)
+            case .untilClose:
+                guard buffer.readableBytes > 0 else { return nil }
+                return .body(buffer.readSlice(length: buffer.readableBytes)!)
+            }
+        }
+    }
+
+    /// The length of the head at the start of `buffer` (through its empty line), if it is all there.
+    private static func endOfHead(_ buffer: ByteBuffer, from scanned: Int) -> Int? {
+        buffer.withUnsafeReadableBytes { raw in
+            var index = scanned
+            while index < raw.count {
+                if raw[index] == UInt8(ascii: "\n") {
+                    if index + 1 < raw.count && raw[index + 1] == UInt8(ascii: "\n") { return index + 2 }
+                    if index + 2 < raw.count && raw[index + 1] == UInt8(ascii: "\r") && raw[index + 2] == 0x0A {
+                        return index + 3
+                    }
+                }
+                index += 1
+            }
+            return nil
+        }
+    }
+
+    /// Reads one line (without its CRLF or LF) when a whole one is there; over `limit` bytes
+    /// without a line end is an error.
+    private static func line(in buffer: inout ByteBuffer, limit: Int) throws(UpstreamResponseError) -> ByteBuffer? {
+        let lineEnd = buffer.withUnsafeReadableBytes { raw in
+            raw.firstIndex(of: UInt8(ascii: "\n"))
+        }
+        guard let lineEnd else {
+            if buffer.readableBytes > limit { throw .malformed("an over-long line in a chunked body") }
+            return nil
+        }
+        var line = buffer.readSlice(length: lineEnd)!
+        buffer.moveReaderIndex(forwardBy: 1)
+        if line.readableBytes > 0, line.getInteger(at: line.writerIndex - 1, as: UInt8.self) == UInt8(ascii: "\r") {
+            line.moveWriterIndex(to: line.writerIndex - 1)
+        }
+        guard line.readableBytes <= limit else { throw .malformed("an over-long line in a chunked body") }
+        return line
+    }
+
+    /// `chunk-size [ BWS ";" chunk-ext ]`, the size in hexadecimal.
+    private static func chunkSize(_ line: ByteBuffer) throws(UpstreamResponseError) -> Int {
+        try line.withUnsafeReadableBytes { raw throws(UpstreamResponseError) in
+            var size = 0
+            var digits = 0
+            var index = 0
+            while index < raw.count, let value = Self.hexValue(raw[index]) {
+                guard digits < 15 else { throw .malformed("a chunk size over 15 hex digits") }
+                size = size << 4 | value
+                digits += 1
+                index += 1
+            }
+            guard digits > 0 else { throw .malformed("a chunk without a size") }
+            while index < raw.count && (raw[index] == 0x20 || raw[index] == 0x09) { index += 1 }
+            guard index == raw.count || raw[index] == UInt8(ascii: ";") else {
+                throw .malformed("a chunk size that is not hexadecimal")
+            }
+            while index < raw.count {
+                guard HeaderName.isFieldValueByte(raw[index]) else {
+                    throw .malformed("a control character in a chunk extension")
+                }
+                index += 1
+            }
+            return size
+        }
+    }
+
+    @inline(__always)
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import NIOCore
+import NIOHTTP1
+
+/// HTTP/1.1 serialisation straight into a `ByteBuffer` (RFC 9112). bearerd writes its own heads
+/// and chunk framing instead of going through NIO's HTTP encoders: one buffer per head, no
+/// `HTTPHeaders` rebuilt per message, and no extra pipeline hop.
+enum WireFormat {
+    /// `0\r\n\r\n`: the last chunk of a chunked body, with no trailers.
+    static let lastChunk = ByteBuffer(staticString: "0\r\n\r\n")
+    static let crlf = ByteBuffer(staticString: "\r\n")
+    /// The interim answer to `Expect: 100-continue`, which bearerd gives itself.
+    static let continueResponse = ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")
+    static let empty = ByteBuffer()
+
+    /// The size line that starts a chunk of `length` bytes.
+    static func chunkHeader(length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: 18)
+        buffer.writeString(String(length, radix: 16))
+        buffer.writeStaticString("\r\n")
+        return buffer
+    }
+
+    /// The status line of a response to a client speaking `version` (1.0 or 1.1).
+    static func writeStatusLine(
+        _ status: HTTPResponseStatus,
+        version: HTTPVersion,
+        into buffer: inout ByteBuffer
+    ) {
+        buffer.writeStaticString(version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        buffer.writeString(String(status.code))
+        buffer.writeInteger(UInt8(ascii: " "))
+        buffer.writeString(status.reasonPhrase)
+        buffer.writeStaticString("\r\n")
+    }
+
+    /// A whole response head made by bearerd itself (its JSON answers, `100 Continue`).
+    static func writeResponseHead(_ head: HTTPResponseHead, into buffer: inout ByteBuffer) {
+        Self.writeStatusLine(head.status, version: head.version, into: &buffer)
+        for (name, value) in head.headers {
+            Self.writeField(name, value, into: &buffer)
+        }
+        buffer.writeStaticString("\r\n")
+    }
+
+    @inline(__always)
+    static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
+        buffer.writeString(name)
+        buffer.writeStaticString(": ")
+        buffer.writeString(value)
+        buffer.writeStaticString("\r\n")
+    }
+
+    @inline(__always)
+    static func writeField(_ name: StaticString, _ value: String, into buffer: inout ByteBuffer) {
+        buffer.writeStaticString(name)
+        buffer.writeStaticString(": ")
+        buffer.writeString(value)
+        buffer.writeStaticString("\r\n")
+    }
+}
