@@ -40,6 +40,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The token engine: sources (OAuth2, custom JSON), expiry, the refresh critical section.
+        .target(
+            name: "BearerdTokens",
+            dependencies: [
+                "BearerdAuth",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // The data path: NIO channel handlers, the upstream pool, the listeners.
         .target(
             name: "BearerdProxy",
@@ -86,6 +96,7 @@ let package = Package(
             name: "BearerdTestSupport",
             dependencies: [
                 "BearerdAuth",
+                "BearerdTokens",
                 "BearerdConfig",
                 "BearerdProxy",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -114,6 +125,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdTokensTests",
+            dependencies: [
+                "BearerdTokens", "BearerdAuth", "BearerdTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -28,7 +28,7 @@ public final class StaticTokenProvider: TokenProvider {
         self.current.withLock { $0 }
     }
 
-    public func upstreamRejected(_ token: BearerToken) async {
+    public func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
         do {
             let fresh = try Self.read(path: self.path)
             let replaced = self.current.withLock { current -> Bool in
@@ -38,6 +38,7 @@ public final class StaticTokenProvider: TokenProvider {
             }
             if replaced {
                 self.logger.notice("static token file changed; using the new token", metadata: ["file": "\(self.path)"])
+                return fresh
             } else {
                 self.logger.warning(
                     "upstream rejected the static token; replace the token file",
@@ -47,6 +48,7 @@ public final class StaticTokenProvider: TokenProvider {
         } catch {
             self.logger.error("cannot re-read the static token file", metadata: ["error": "\(error)"])
         }
+        return nil
     }
 
     static func read(path: String) throws -> BearerToken {

@@ -12,6 +12,7 @@ public protocol TokenProvider: Sendable {
     /// - Throws: ``TokenUnavailableError`` when no token can be had.
     func token() async throws -> BearerToken
 
-    /// The upstream answered 401 to a request that carried `token`.
-    func upstreamRejected(_ token: BearerToken) async
+    /// The upstream answered 401 to a request that carried `token`. Returns the token to retry
+    /// that request with, when there is a new one (`nil`: do not retry).
+    func upstreamRejected(_ token: BearerToken) async -> BearerToken?
 }

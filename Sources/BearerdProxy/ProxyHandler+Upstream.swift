@@ -16,7 +16,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             exchange.upstreamKeepAlive = head.keepAlive
             if head.status == 401, let token = exchange.token {
                 let tokens = self.tokens
-                context.eventLoop.makeFutureWithTask { await tokens.upstreamRejected(token) }.whenComplete { _ in }
+                context.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in }
             }
             let framing = HeaderRewriter.clientFraming(head, for: exchange.request)
             exchange.responseFraming = framing

@@ -21,7 +21,8 @@ public final class RecordingTokenProvider: TokenProvider {
         throw error ?? .notLoggedIn()
     }
 
-    public func upstreamRejected(_ token: BearerToken) async {
+    public func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
         self.state.withLock { $0.rejected.append(token) }
+        return nil
     }
 }

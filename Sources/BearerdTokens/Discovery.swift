@@ -1,0 +1,44 @@
+import Foundation
+
+/// Finds a token endpoint from an issuer: OpenID Connect Discovery 1.0, then RFC 8414 (both
+/// the form appended to the issuer, which many servers use, and the RFC's inserted form).
+enum Discovery {
+    static func candidates(issuer: String) -> [String] {
+        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        var urls = [base + "/.well-known/openid-configuration", base + "/.well-known/oauth-authorization-server"]
+        // RFC 8414 §3.1: https://host/.well-known/oauth-authorization-server/path
+        if let schemeEnd = base.range(of: "://"), let pathStart = base[schemeEnd.upperBound...].firstIndex(of: "/") {
+            urls.append(String(base[..<pathStart]) + "/.well-known/oauth-authorization-server" + base[pathStart...])
+        }
+        return urls
+    }
+
+    static func tokenEndpoint(issuer: String, transport: any TokenTransport) async throws -> String {
+        var problems: [String] = []
+        for url in Self.candidates(issuer: issuer) {
+            let response: TokenHTTPResponse
+            do {
+                response = try await transport.send(
+                    TokenHTTPRequest(method: "GET", url: url, headers: [("accept", "application/json")])
+                )
+            } catch {
+                problems.append("\(url): \(error)")
+                continue
+            }
+            guard response.status == 200 else {
+                problems.append("\(url): HTTP \(response.status)")
+                continue
+            }
+            guard let endpoint = JSONValue.parse(response.body)?["token_endpoint"]?.stringValue,
+                endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://")
+            else {
+                problems.append("\(url): no token_endpoint in the metadata")
+                continue
+            }
+            return endpoint
+        }
+        throw TokenSourceError(
+            "cannot discover the token endpoint of \(issuer) (\(problems.joined(separator: "; "))); set auth.token_url instead"
+        )
+    }
+}

@@ -1,0 +1,89 @@
+import BearerdAuth
+import Foundation
+
+/// What a token endpoint issued.
+public struct IssuedTokens: Sendable {
+    public var accessToken: BearerToken
+    /// A new refresh token, when the server sent one (rotation); `nil` keeps the old one.
+    public var refreshToken: Secret?
+    /// `expires_in`: lifetime counted from when the response arrived.
+    public var lifetime: Duration?
+    /// An absolute expiry the response gave (custom JSON APIs' `expiresAt`).
+    public var expiresAt: Date?
+
+    public init(accessToken: BearerToken, refreshToken: Secret?, lifetime: Duration?, expiresAt: Date? = nil) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.lifetime = lifetime
+        self.expiresAt = expiresAt
+    }
+}
+
+/// How a token endpoint's answer is taken.
+public enum TokenOutcome: Sendable {
+    case issued(IssuedTokens, serverDate: Date?)
+    /// A 4xx other than 408 and 429: the credentials sent are no good. The only outcome that
+    /// wipes stored tokens.
+    case rejected(status: Int, error: String?)
+    /// 5xx, 408, 429, a network error, a timeout, or a 2xx bearerd cannot read: keep everything
+    /// and retry later.
+    case unavailable(reason: String, retryAfter: Duration?)
+}
+
+/// A 2xx body that does not hold what it should.
+public struct TokenBodyError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// Sorts a token endpoint's answer into a ``TokenOutcome`` (RFC 6749 §5.1, §5.2), whatever the
+/// body of an error looks like: RFC 6749 JSON, other JSON, text, or nothing.
+public enum TokenResponseClassifier {
+    public static func classify(
+        _ response: TokenHTTPResponse,
+        now: Date,
+        parse: ([UInt8]) throws -> IssuedTokens
+    ) -> TokenOutcome {
+        switch response.status {
+        case 200..<300:
+            do {
+                return .issued(try parse(response.body), serverDate: response.header("date").flatMap(HTTPDate.parse))
+            } catch {
+                return .unavailable(
+                    reason: "the token endpoint answered \(response.status) with a body bearerd cannot read: \(error)",
+                    retryAfter: nil
+                )
+            }
+        case 408, 429:
+            return .unavailable(
+                reason: "the token endpoint answered \(response.status)",
+                retryAfter: response.header("retry-after").flatMap { HTTPDate.retryAfter($0, now: now) }
+            )
+        case 300..<400:
+            return .unavailable(
+                reason:
+                    "the token endpoint redirected (\(response.status)); bearerd does not follow redirects: set its final address in the config",
+                retryAfter: nil
+            )
+        case 400..<500:
+            return .rejected(status: response.status, error: Self.errorCode(response.body))
+        default:
+            return .unavailable(
+                reason: "the token endpoint answered \(response.status)",
+                retryAfter: response.header("retry-after").flatMap { HTTPDate.retryAfter($0, now: now) }
+            )
+        }
+    }
+
+    /// RFC 6749 §5.2 `error`, when the body is a JSON object with a string `error` made of the
+    /// characters the RFC allows (anything else is not repeated into logs).
+    static func errorCode(_ body: [UInt8]) -> String? {
+        guard let error = JSONValue.parse(body)?["error"]?.stringValue, !error.isEmpty, error.utf8.count <= 64,
+            error.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value <= 0x7E && $0 != "\"" && $0 != "\\" })
+        else { return nil }
+        return error
+    }
+}

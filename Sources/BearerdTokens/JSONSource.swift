@@ -1,0 +1,151 @@
+import BearerdAuth
+import Foundation
+
+/// A custom JSON token API, such as Better Auth's `POST /api/auth/sign-in-email` and
+/// `POST /api/auth/refresh`, or AWS-style APIs that want their own content type and headers.
+///
+/// Request bodies are templates: `{{username}}`, `{{password}}` and `{{refresh_token}}` are
+/// replaced by the values, JSON-escaped (the template supplies the quotes). Tokens and expiry
+/// are found in the answer by RFC 6901 JSON pointers.
+public struct JSONSource: TokenSource {
+    public struct Settings: Sendable {
+        public var loginURL: String?
+        public var refreshURL: String
+        public var contentType: String
+        public var headers: [(String, String)]
+        public var loginBody: String
+        public var refreshBody: String
+        public var accessTokenPointer: String
+        public var refreshTokenPointer: String?
+        /// Seconds from the response (`expires_in`-like).
+        public var expiresInPointer: String?
+        /// An absolute expiry: RFC 3339, or seconds (or milliseconds) since 1970.
+        public var expiresAtPointer: String?
+
+        public init(
+            loginURL: String? = nil,
+            refreshURL: String,
+            contentType: String = "application/json",
+            headers: [(String, String)] = [],
+            loginBody: String = #"{"email":"{{username}}","password":"{{password}}"}"#,
+            refreshBody: String = #"{"refreshToken":"{{refresh_token}}"}"#,
+            accessTokenPointer: String = "/session/token",
+            refreshTokenPointer: String? = "/session/refreshToken",
+            expiresInPointer: String? = nil,
+            expiresAtPointer: String? = "/session/expiresAt"
+        ) {
+            self.loginURL = loginURL
+            self.refreshURL = refreshURL
+            self.contentType = contentType
+            self.headers = headers
+            self.loginBody = loginBody
+            self.refreshBody = refreshBody
+            self.accessTokenPointer = accessTokenPointer
+            self.refreshTokenPointer = refreshTokenPointer
+            self.expiresInPointer = expiresInPointer
+            self.expiresAtPointer = expiresAtPointer
+        }
+    }
+
+    let settings: Settings
+
+    public init(settings: Settings) {
+        self.settings = settings
+    }
+
+    public var hasClientGrant: Bool { false }
+
+    public func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
+        self.request(self.settings.refreshURL, Self.fill(self.settings.refreshBody, ["refresh_token": refreshToken.value]))
+    }
+
+    public func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+        throw TokenSourceError("a JSON token API has no client token")
+    }
+
+    public func passwordRequest(username: String, password: Secret, transport: any TokenTransport) async throws
+        -> TokenHTTPRequest
+    {
+        guard let url = self.settings.loginURL else {
+            throw TokenSourceError("auth.json.login_url is not set: bearerd cannot log in to this API")
+        }
+        return self.request(url, Self.fill(self.settings.loginBody, ["username": username, "password": password.value]))
+    }
+
+    public func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
+        guard let document = JSONValue.parse(body) else { throw TokenBodyError("not JSON") }
+        guard let access = document.at(pointer: self.settings.accessTokenPointer)?.stringValue, !access.isEmpty else {
+            throw TokenBodyError("no access token at \(self.settings.accessTokenPointer)")
+        }
+        guard BearerToken.isValidTokenValue(access) else {
+            throw TokenBodyError("an access token with characters a bearer token may not have (RFC 6750)")
+        }
+        var refresh: Secret?
+        if let pointer = self.settings.refreshTokenPointer, let value = document.at(pointer: pointer), value != .null {
+            guard let value = value.stringValue, !value.isEmpty else {
+                throw TokenBodyError("a refresh token at \(pointer) that is not a string")
+            }
+            refresh = Secret(value)
+        }
+        var lifetime: Duration?
+        if let pointer = self.settings.expiresInPointer {
+            lifetime = try OAuth2TokenResponse.seconds(document.at(pointer: pointer), name: pointer).map {
+                Duration.seconds($0)
+            }
+        }
+        var expiresAt: Date?
+        if let pointer = self.settings.expiresAtPointer, let value = document.at(pointer: pointer), value != .null {
+            expiresAt = try Self.date(value, pointer: pointer)
+        }
+        return IssuedTokens(accessToken: BearerToken(access), refreshToken: refresh, lifetime: lifetime, expiresAt: expiresAt)
+    }
+
+    private func request(_ url: String, _ body: String) -> TokenHTTPRequest {
+        var headers = [("content-type", self.settings.contentType), ("accept", "application/json")]
+        headers += self.settings.headers
+        return TokenHTTPRequest(url: url, headers: headers, body: Array(body.utf8))
+    }
+
+    /// Replaces `{{name}}` by the JSON-escaped value.
+    static func fill(_ template: String, _ values: [String: String]) -> String {
+        var out = template
+        for (name, value) in values {
+            out = out.replacingOccurrences(of: "{{\(name)}}", with: Self.jsonEscaped(value))
+        }
+        return out
+    }
+
+    static func jsonEscaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    static func date(_ value: JSONValue, pointer: String) throws -> Date {
+        switch value {
+        case .number(let number) where number.isFinite && number > 0:
+            // Milliseconds since 1970 are common too; no expiry in seconds is past year 5000.
+            return Date(timeIntervalSince1970: number > 100_000_000_000 ? number / 1000 : number)
+        case .string(let text):
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let date = formatter.date(from: text) { return date }
+            formatter.formatOptions = [.withInternetDateTime]
+            if let date = formatter.date(from: text) { return date }
+            if let seconds = Double(text) { return try Self.date(.number(seconds), pointer: pointer) }
+            throw TokenBodyError("an expiry at \(pointer) that is not RFC 3339 or a number")
+        default:
+            throw TokenBodyError("an expiry at \(pointer) that is not RFC 3339 or a number")
+        }
+    }
+}

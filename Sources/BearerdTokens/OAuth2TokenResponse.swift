@@ -1,0 +1,46 @@
+import BearerdAuth
+import Foundation
+
+/// A successful RFC 6749 §5.1 token response.
+enum OAuth2TokenResponse {
+    static func parse(_ body: [UInt8]) throws -> IssuedTokens {
+        guard let object = JSONValue.parse(body), case .object = object else {
+            throw TokenBodyError("not a JSON object")
+        }
+        guard let access = object["access_token"]?.stringValue, !access.isEmpty else {
+            throw TokenBodyError("no access_token")
+        }
+        guard BearerToken.isValidTokenValue(access) else {
+            throw TokenBodyError("an access_token with characters a bearer token may not have (RFC 6750)")
+        }
+        if let type = object["token_type"], type != .null {
+            // RFC 6749 §7.1: the type is case-insensitive ("bearer", "Bearer").
+            guard type.stringValue?.lowercased() == "bearer" else { throw TokenBodyError("a token_type other than Bearer") }
+        }
+        var refresh: Secret?
+        if let value = object["refresh_token"], value != .null {
+            guard let value = value.stringValue, !value.isEmpty else {
+                throw TokenBodyError("a refresh_token that is not a string")
+            }
+            refresh = Secret(value)
+        }
+        return IssuedTokens(
+            accessToken: BearerToken(access),
+            refreshToken: refresh,
+            lifetime: try Self.seconds(object["expires_in"], name: "expires_in").map { Duration.seconds($0) }
+        )
+    }
+
+    /// A number of seconds, as a JSON number or a numeric string (some servers send "3600").
+    static func seconds(_ value: JSONValue?, name: String) throws -> Double? {
+        let number: Double?
+        switch value {
+        case nil, .null: return nil
+        case .number(let value): number = value
+        case .string(let value): number = Double(value.trimmingCharacters(in: .whitespaces))
+        default: number = nil
+        }
+        guard let number, number.isFinite, number >= 0 else { throw TokenBodyError("an \(name) that is not a number") }
+        return number
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// The timing rules of the token engine, in one place so they read as a table.
+public struct RefreshPolicy: Sendable {
+    /// A token this close to its expiry counts as expired (`auth.leeway`), at most a quarter of
+    /// its lifetime (so short-lived tokens stay usable and are refreshed before that point).
+    public var leeway: Duration = .seconds(30)
+    /// Lifetime of a token whose response says nothing about it (`auth.default_lifetime`).
+    public var defaultLifetime: Duration = .seconds(3600)
+    /// The proactive refresh happens this long before expiry at least (`auth.refresh_margin`)…
+    public var minimumMargin: Duration = .seconds(60)
+    /// …or 10 % of the lifetime if that is more, never more than half of it; ± this fraction.
+    public var jitter: Double = 0.1
+    /// Backoff after a failed refresh: full jitter, doubling from `backoffBase` to `backoffCap`.
+    public var backoffBase: Duration = .seconds(1)
+    public var backoffCap: Duration = .seconds(300)
+    /// At most this many refresh attempts in any minute (`auth.max_refreshes_per_minute`).
+    public var maxRefreshesPerMinute: Int = 10
+    /// A token server clock further off than this corrects JWT `exp` (and warns once).
+    public var skewTolerance: Duration = .seconds(5)
+
+    public init() {}
+
+    /// When to refresh a token that expires at `expiresAt` and was received at `receivedAt`;
+    /// `random` is uniform in 0..<1.
+    func refreshTime(receivedAt: Date, expiresAt: Date, random: Double) -> Date {
+        let lifetime = max(0, expiresAt.timeIntervalSince(receivedAt))
+        let margin = min(max(self.minimumMargin.seconds, 0.1 * lifetime), 0.5 * lifetime)
+        let jittered = margin * (1 + self.jitter * (2 * random - 1))
+        return expiresAt.addingTimeInterval(-jittered)
+    }
+
+    /// Until when a token counts as valid.
+    func usableUntil(receivedAt: Date, expiresAt: Date) -> Date {
+        let lifetime = max(0, expiresAt.timeIntervalSince(receivedAt))
+        return expiresAt.addingTimeInterval(-min(self.leeway.seconds, 0.25 * lifetime))
+    }
+
+    /// The wait after `failures` failed attempts in a row (≥ 1); `random` is uniform in 0..<1.
+    func backoff(failures: Int, random: Double) -> Duration {
+        let ceiling = min(self.backoffCap.seconds, self.backoffBase.seconds * pow(2, Double(min(failures, 40) - 1)))
+        return .seconds(ceiling * random)
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = self.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,22 @@
+import Foundation
+
+/// Wall-clock time for the token engine, injected so tests run on a manual clock. Expiry is a
+/// wall-clock fact (`exp`, `Date`), so this is `Date`-based; sleeps are re-planned after each
+/// wake-up, which absorbs clock steps.
+public protocol TokenClock: Sendable {
+    var now: Date { get }
+    /// Returns at `deadline` or later; throws `CancellationError` when the task is cancelled.
+    func sleep(until deadline: Date) async throws
+}
+
+/// The system's clock.
+public struct SystemTokenClock: TokenClock {
+    public init() {}
+
+    public var now: Date { Date() }
+
+    public func sleep(until deadline: Date) async throws {
+        let delay = deadline.timeIntervalSinceNow
+        if delay > 0 { try await Task.sleep(for: .seconds(delay)) }
+    }
+}

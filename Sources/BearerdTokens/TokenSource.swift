@@ -1,0 +1,28 @@
+/// Knows one token API: builds its requests and reads its successful answers. Errors are
+/// classified the same way for every source (``TokenResponseClassifier``).
+public protocol TokenSource: Sendable {
+    /// Whether a token can be had without a user (OAuth2 `client_credentials`).
+    var hasClientGrant: Bool { get }
+
+    /// Exchanges a refresh token for new tokens.
+    func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
+
+    /// Gets a client token (only when ``hasClientGrant``).
+    func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
+
+    /// Logs a user in with a name and password (`bearerd login`).
+    func passwordRequest(username: String, password: Secret, transport: any TokenTransport) async throws
+        -> TokenHTTPRequest
+
+    /// Reads a 2xx answer.
+    func parseIssued(_ body: [UInt8]) throws -> IssuedTokens
+}
+
+/// A token source cannot even build its request (for example, discovery failed).
+public struct TokenSourceError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
