@@ -1,6 +1,8 @@
 import ArgumentParser
+import BearerdAuth
 import BearerdConfig
 import BearerdProxy
+import BearerdTokens
 import Foundation
 import Logging
 import NIOCore
@@ -38,28 +40,55 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "bearerd")
         let threads = prepared.configuration.threads == 0 ? System.coreCount : prepared.configuration.threads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let tokens: any TokenProvider
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var transport: HTTPClientTokenTransport?
+        switch prepared.tokens {
+        case .staticToken(let provider):
+            tokens = provider
+        case .engine(let source, let seed, let policy, let caFile, let timeout):
+            do {
+                transport = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout)
+            } catch {
+                StandardError.emit("bearerd: cannot set up the token client: \(error)")
+                throw ExitCode(78)
+            }
+            let manager = TokenManager(
+                source: source,
+                transport: transport!,
+                store: MemoryTokenStore(),
+                seed: seed,
+                policy: policy,
+                logger: logger
+            )
+            tokens = manager
+            services.append(.init(service: TokenRefreshService(manager: manager)))
+        }
         let server = ProxyServer(
             configuration: prepared.configuration,
             settings: prepared.settings,
-            tokens: prepared.tokens,
+            tokens: tokens,
             group: group,
             logger: logger
         )
-        let services = ServiceGroup(
+        services.append(.init(service: server))
+        let serviceGroup = ServiceGroup(
             configuration: .init(
-                services: [.init(service: server)],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 cancellationSignals: [],
                 logger: logger
             )
         )
         do {
-            try await services.run()
+            try await serviceGroup.run()
         } catch {
             logger.critical("bearerd stopped on an error", metadata: ["error": "\(error)"])
+            try? await transport?.shutdown()
             try? await group.shutdownGracefully()
             throw ExitCode.failure
         }
+        try? await transport?.shutdown()
         try? await group.shutdownGracefully()
     }
 

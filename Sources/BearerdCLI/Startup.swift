@@ -8,7 +8,7 @@ import Logging
 struct Prepared {
     var configuration: BearerdConfiguration
     var settings: ProxySettings
-    var tokens: any TokenProvider
+    var tokens: TokenPlan
 }
 
 /// Why bearerd cannot start, as text for a person: every problem, each with its key or file.
@@ -36,10 +36,7 @@ enum Startup {
         }
         do {
             let settings = try ProxySettings(configuration: configuration)
-            guard let tokenFile = configuration.auth.staticTokenFile else {
-                return .failure(StartupFailure(report: "bearerd: \(configPath): no token source is configured"))
-            }
-            let tokens = try StaticTokenProvider(path: tokenFile, logger: logger)
+            let tokens = try TokenPlan.make(configuration.auth, logger: logger)
             return .success(Prepared(configuration: configuration, settings: settings, tokens: tokens))
         } catch {
             return .failure(StartupFailure(report: "bearerd: \(configPath): \(error)"))

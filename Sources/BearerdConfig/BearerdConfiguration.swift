@@ -55,12 +55,6 @@ public struct BearerdConfiguration: Sendable {
         public var clientIdleTimeout: Duration
     }
 
-    /// `auth.*`
-    public struct Auth: Sendable {
-        /// `auth.static_token_file`, resolved to an absolute path.
-        public var staticTokenFile: String?
-    }
-
     /// `log.*`
     public struct Log: Sendable {
         /// `log.level`.

@@ -143,19 +143,6 @@ struct ConfigBuilder {
         )
     }
 
-    private mutating func auth() -> BearerdConfiguration.Auth {
-        guard let raw = self.string("auth.static_token_file") else {
-            self.issue(
-                "auth.static_token_file",
-                "required: bearerd needs a token source; name a file that holds the token"
-            )
-            return BearerdConfiguration.Auth(staticTokenFile: nil)
-        }
-        let path = self.resolve(raw)
-        if let problem = SecretFileCheck.problem(path: path) { self.issue("auth.static_token_file", problem) }
-        return BearerdConfiguration.Auth(staticTokenFile: path)
-    }
-
     private mutating func log() -> BearerdConfiguration.Log {
         let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
         let level = (self.string("log.level") ?? "info").lowercased()
@@ -183,24 +170,24 @@ struct ConfigBuilder {
 
     /// A relative file name resolves in `$CREDENTIALS_DIRECTORY` when systemd provides one,
     /// otherwise next to the config file.
-    private func resolve(_ path: String) -> String {
+    func resolve(_ path: String) -> String {
         if path.hasPrefix("/") { return path }
         let directory =
             self.environment["CREDENTIALS_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 } ?? self.baseDirectory
         return directory + "/" + path
     }
 
-    private func string(_ key: String) -> String? {
+    func string(_ key: String) -> String? {
         guard let value = self.reader.string(forKey: ConfigKey(key)) else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         return trimmed.isEmpty ? nil : trimmed
     }
 
-    private mutating func bool(_ key: String, default defaultValue: Bool) -> Bool {
+    mutating func bool(_ key: String, default defaultValue: Bool) -> Bool {
         self.parsed(key, default: defaultValue, expected: "true or false", ConfigValueParsers.bool)
     }
 
-    private mutating func duration(_ key: String, default defaultValue: Duration, allowZero: Bool = false) -> Duration {
+    mutating func duration(_ key: String, default defaultValue: Duration, allowZero: Bool = false) -> Duration {
         let value = self.parsed(
             key,
             default: defaultValue,
@@ -211,7 +198,7 @@ struct ConfigBuilder {
         return value
     }
 
-    private mutating func parsed<Value>(
+    mutating func parsed<Value>(
         _ key: String,
         default defaultValue: Value,
         expected: String,
@@ -225,7 +212,7 @@ struct ConfigBuilder {
         return value
     }
 
-    private mutating func issue(_ key: String, _ message: String) {
+    mutating func issue(_ key: String, _ message: String) {
         let name = ConfigSchema.environmentName(of: key)
         let shown = self.environment[name] != nil ? "\(key) (from \(name))" : key
         self.issues.append(ConfigIssue(key: shown, message: message))

@@ -28,6 +28,31 @@ enum ConfigSchema {
         "proxy.max_header_size": .scalar,
         "proxy.client_idle_timeout": .scalar,
         "auth.static_token_file": .scalar,
+        "auth.token_url": .scalar,
+        "auth.issuer": .scalar,
+        "auth.client_id": .scalar,
+        "auth.client_secret_file": .scalar,
+        "auth.client_auth": .scalar,
+        "auth.scopes": .list,
+        "auth.extra_params": .list,
+        "auth.client_credentials": .scalar,
+        "auth.refresh_token_file": .scalar,
+        "auth.ca_file": .scalar,
+        "auth.request_timeout": .scalar,
+        "auth.leeway": .scalar,
+        "auth.refresh_margin": .scalar,
+        "auth.default_lifetime": .scalar,
+        "auth.max_refreshes_per_minute": .scalar,
+        "auth.json.login_url": .scalar,
+        "auth.json.refresh_url": .scalar,
+        "auth.json.content_type": .scalar,
+        "auth.json.headers": .list,
+        "auth.json.login_body": .scalar,
+        "auth.json.refresh_body": .scalar,
+        "auth.json.access_token": .scalar,
+        "auth.json.refresh_token": .scalar,
+        "auth.json.expires_in": .scalar,
+        "auth.json.expires_at": .scalar,
         "log.level": .scalar,
         "log.access": .scalar,
         "log.access_query": .scalar,
@@ -35,8 +60,9 @@ enum ConfigSchema {
 
     /// Sections: keys that hold other keys.
     static let sections: Set<String> = Set(
-        keys.keys.compactMap { key in
-            key.firstIndex(of: ".").map { String(key[..<$0]) }
+        keys.keys.flatMap { key in
+            let parts = key.split(separator: ".")
+            return (1..<max(1, parts.count)).map { parts[..<$0].joined(separator: ".") }
         }
     )
 

@@ -56,20 +56,30 @@ public struct JSONSource: TokenSource {
     public var hasClientGrant: Bool { false }
 
     public func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
-        self.request(self.settings.refreshURL, Self.fill(self.settings.refreshBody, ["refresh_token": refreshToken.value]))
+        self.request(
+            self.settings.refreshURL,
+            Self.fill(self.settings.refreshBody, ["refresh_token": refreshToken.value])
+        )
     }
 
     public func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
         throw TokenSourceError("a JSON token API has no client token")
     }
 
-    public func passwordRequest(username: String, password: Secret, transport: any TokenTransport) async throws
+    public func passwordRequest(
+        username: String,
+        password: Secret,
+        transport: any TokenTransport
+    ) async throws
         -> TokenHTTPRequest
     {
         guard let url = self.settings.loginURL else {
             throw TokenSourceError("auth.json.login_url is not set: bearerd cannot log in to this API")
         }
-        return self.request(url, Self.fill(self.settings.loginBody, ["username": username, "password": password.value]))
+        return self.request(
+            url,
+            Self.fill(self.settings.loginBody, ["username": username, "password": password.value])
+        )
     }
 
     public func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
@@ -97,7 +107,12 @@ public struct JSONSource: TokenSource {
         if let pointer = self.settings.expiresAtPointer, let value = document.at(pointer: pointer), value != .null {
             expiresAt = try Self.date(value, pointer: pointer)
         }
-        return IssuedTokens(accessToken: BearerToken(access), refreshToken: refresh, lifetime: lifetime, expiresAt: expiresAt)
+        return IssuedTokens(
+            accessToken: BearerToken(access),
+            refreshToken: refresh,
+            lifetime: lifetime,
+            expiresAt: expiresAt
+        )
     }
 
     private func request(_ url: String, _ body: String) -> TokenHTTPRequest {

@@ -63,7 +63,11 @@ public final class OAuth2Source: TokenSource {
         try await self.request([("grant_type", "client_credentials")], transport)
     }
 
-    public func passwordRequest(username: String, password: Secret, transport: any TokenTransport) async throws
+    public func passwordRequest(
+        username: String,
+        password: Secret,
+        transport: any TokenTransport
+    ) async throws
         -> TokenHTTPRequest
     {
         try await self.request(
@@ -76,7 +80,10 @@ public final class OAuth2Source: TokenSource {
         try OAuth2TokenResponse.parse(body)
     }
 
-    private func request(_ grant: [(String, String)], _ transport: any TokenTransport) async throws
+    private func request(
+        _ grant: [(String, String)],
+        _ transport: any TokenTransport
+    ) async throws
         -> TokenHTTPRequest
     {
         var fields = grant

@@ -15,7 +15,9 @@ enum OAuth2TokenResponse {
         }
         if let type = object["token_type"], type != .null {
             // RFC 6749 §7.1: the type is case-insensitive ("bearer", "Bearer").
-            guard type.stringValue?.lowercased() == "bearer" else { throw TokenBodyError("a token_type other than Bearer") }
+            guard type.stringValue?.lowercased() == "bearer" else {
+                throw TokenBodyError("a token_type other than Bearer")
+            }
         }
         var refresh: Secret?
         if let value = object["refresh_token"], value != .null {

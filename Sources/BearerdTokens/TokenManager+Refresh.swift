@@ -1,7 +1,7 @@
 import BearerdAuth
 import Foundation
-import Synchronization
 import Logging
+import Synchronization
 
 extension TokenManager {
     /// Joins the refresh in flight, or starts one and waits for it.
@@ -76,7 +76,13 @@ extension TokenManager {
             let rotated = issued.refreshToken != nil
             var refreshToken = issued.refreshToken
             if refreshToken == nil, case .refreshToken(let old) = grant { refreshToken = old }
-            let session = self.session(issued, kind: kind, refreshToken: refreshToken, receivedAt: now, serverDate: serverDate)
+            let session = self.session(
+                issued,
+                kind: kind,
+                refreshToken: refreshToken,
+                receivedAt: now,
+                serverDate: serverDate
+            )
             self.consecutiveFailures = 0
             self.lastOutcome = nil
             if kind == .user { self.save(session) }
@@ -107,7 +113,9 @@ extension TokenManager {
             if case .password = grant {
                 self.transition(to: previous.map { .ready($0) } ?? .loggedOut(reason: "login failed: \(why)"))
             } else {
-                self.transition(to: .waiting(previous, retryAt: retryAt, reason: "the token server is unavailable: \(why)"))
+                self.transition(
+                    to: .waiting(previous, retryAt: retryAt, reason: "the token server is unavailable: \(why)")
+                )
             }
         }
     }
@@ -128,7 +136,9 @@ extension TokenManager {
             }
             self.snapshot.withLock { $0 = nil }
             self.lastOutcome = "the token server rejected the refresh token (\(code))"
-            self.transition(to: .loggedOut(reason: "the token server rejected the session (\(code)): run `bearerd login`"))
+            self.transition(
+                to: .loggedOut(reason: "the token server rejected the session (\(code)): run `bearerd login`")
+            )
         case .password:
             self.lastOutcome = "the token server refused the login (\(code)): check the user name and password"
             self.transition(to: previous.map { .ready($0) } ?? .loggedOut(reason: self.lastOutcome!))
@@ -136,7 +146,8 @@ extension TokenManager {
             // Nothing stored to wipe; back off so a disabled client is not hammered.
             self.consecutiveFailures += 1
             let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
-            let why = "the token server rejected the client credentials (\(code)): check auth.client_id and the client secret"
+            let why =
+                "the token server rejected the client credentials (\(code)): check auth.client_id and the client secret"
             self.logger.error("client token refused", metadata: ["status": "\(status)", "error": "\(code)"])
             self.lastOutcome = why
             self.transition(to: .waiting(nil, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))

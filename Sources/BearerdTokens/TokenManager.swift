@@ -102,7 +102,8 @@ public actor TokenManager: TokenProvider {
                 access: stored.accessToken,
                 expiresAt: expiresAt,
                 usableUntil: stored.accessToken == nil ? now : expiresAt.addingTimeInterval(-policy.leeway.seconds),
-                refreshAt: stored.accessToken == nil ? now : expiresAt.addingTimeInterval(-policy.minimumMargin.seconds),
+                refreshAt: stored.accessToken == nil
+                    ? now : expiresAt.addingTimeInterval(-policy.minimumMargin.seconds),
                 refreshToken: stored.refreshToken
             )
             self.state = .ready(session)
@@ -192,6 +193,9 @@ public actor TokenManager: TokenProvider {
 
     static func unavailable(_ reason: String, retryAt: Date, now: Date) -> TokenUnavailableError {
         let seconds = max(1, Int(retryAt.timeIntervalSince(now).rounded(.up)))
-        return .tokenServerUnavailable("\(reason); bearerd retries in \(seconds)s by itself", retryAfterSeconds: seconds)
+        return .tokenServerUnavailable(
+            "\(reason); bearerd retries in \(seconds)s by itself",
+            retryAfterSeconds: seconds
+        )
     }
 }

@@ -11,7 +11,11 @@ public protocol TokenSource: Sendable {
     func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
 
     /// Logs a user in with a name and password (`bearerd login`).
-    func passwordRequest(username: String, password: Secret, transport: any TokenTransport) async throws
+    func passwordRequest(
+        username: String,
+        password: Secret,
+        transport: any TokenTransport
+    ) async throws
         -> TokenHTTPRequest
 
     /// Reads a 2xx answer.

@@ -41,7 +41,7 @@ struct CLITests {
         #expect(result.stderr.contains("upstream.url: must be an http or https URL (got \"ftp://x\")"))
         #expect(result.stderr.contains("listen: 0.0.0.0:1 is not a loopback address"))
         #expect(result.stderr.contains("typo: unknown key"))
-        #expect(result.stderr.contains("auth.static_token_file: required"))
+        #expect(result.stderr.contains("auth: required: a token source"))
     }
 
     @Test func checkConfigReadsTheConfigPathFromTheEnvironment() async throws {

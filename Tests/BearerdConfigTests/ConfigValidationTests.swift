@@ -76,7 +76,7 @@ struct ConfigValidationTests {
                 "must not have a query"
             ),
             ("auth:\n  static_token_file: TOKEN", "upstream.url", "required"),
-            ("upstream:\n  url: http://x", "auth.static_token_file", "required"),
+            ("upstream:\n  url: http://x", "auth", "required: a token source"),
             ("MIN\nlisten: [\"0.0.0.0:8080\"]", "listen", "is not a loopback address"),
             ("MIN\nlisten: [\"127.0.0.1:99999\"]", "listen", "port must be a number"),
             ("MIN\nlisten: [\"example.com:80\"]", "listen", "must be an IP address"),
@@ -135,7 +135,7 @@ struct ConfigValidationTests {
 
     @Test func everyProblemIsReportedNotJustTheFirst() {
         let found = self.issues("upstream:\n  url: ftp://x\nlog:\n  level: loud\nbogus: 1")
-        #expect(Set(found.map(\.key)) == ["upstream.url", "log.level", "bogus", "auth.static_token_file"])
+        #expect(Set(found.map(\.key)) == ["upstream.url", "log.level", "bogus", "auth"])
     }
 
     @Test func nonLoopbackIsAllowedWhenAskedFor() throws {

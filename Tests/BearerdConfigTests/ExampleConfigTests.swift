@@ -11,11 +11,16 @@ struct ExampleConfigTests {
 
     @Test func exampleIsValid() throws {
         let directory = try TemporaryDirectory()
-        let token = try directory.write("t", to: "token")
-        let config = try ConfigLoader(environment: ["BEARERD_AUTH_STATIC_TOKEN_FILE": token]).load(
+        let secret = try directory.write("s", to: "secret")
+        let config = try ConfigLoader(environment: ["BEARERD_AUTH_CLIENT_SECRET_FILE": secret]).load(
             path: Self.examplePath
         )
         #expect(config.listen.contains(.tcp(host: "127.0.0.1", port: 8080)))
+        guard case .oauth2(let oauth2) = config.auth.source else {
+            Issue.record("the example does not show the OAuth 2.0 source")
+            return
+        }
+        #expect(oauth2.clientID == "bearerd")
     }
 
     @Test func exampleDocumentsEveryKey() throws {

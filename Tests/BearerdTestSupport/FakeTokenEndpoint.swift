@@ -32,7 +32,11 @@ public final class FakeTokenEndpoint: TokenTransport {
 
     /// A JSON answer.
     public static func json(_ text: String, status: Int = 200, headers: [(String, String)] = []) -> TokenHTTPResponse {
-        TokenHTTPResponse(status: status, headers: [("content-type", "application/json")] + headers, body: Array(text.utf8))
+        TokenHTTPResponse(
+            status: status,
+            headers: [("content-type", "application/json")] + headers,
+            body: Array(text.utf8)
+        )
     }
 
     /// An RFC 6749 token response.

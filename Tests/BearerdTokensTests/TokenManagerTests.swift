@@ -8,7 +8,7 @@ import Testing
 
 @testable import BearerdTokens
 
-@Suite("Token manager: expiry, the critical section, errors")
+@Suite("Token manager: expiry, the critical section, errors", .timeLimit(.minutes(1)))
 struct TokenManagerTests {
     @Test func expiryIsTheEarliestOfExpAndExpiresIn() async throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)

@@ -1,0 +1,71 @@
+import BearerdAuth
+import BearerdConfig
+import BearerdTokens
+import Foundation
+import Logging
+
+/// The token source the config describes, checked (secret files read) but not started: no
+/// client, no task, nothing to shut down until `serve` starts it.
+enum TokenPlan {
+    case staticToken(StaticTokenProvider)
+    case engine(source: any TokenSource, seed: Secret?, policy: RefreshPolicy, caFile: String?, timeout: Duration)
+
+    static func make(_ auth: BearerdConfiguration.Auth, logger: Logger) throws -> TokenPlan {
+        var policy = RefreshPolicy()
+        policy.leeway = auth.leeway
+        policy.minimumMargin = auth.refreshMargin
+        policy.defaultLifetime = auth.defaultLifetime
+        policy.maxRefreshesPerMinute = auth.maxRefreshesPerMinute
+        let seed = try auth.refreshTokenFile.map { try Self.readSecret($0, what: "refresh token") }
+        let source: any TokenSource
+        switch auth.source {
+        case .staticFile(let path):
+            return .staticToken(try StaticTokenProvider(path: path, logger: logger))
+        case .oauth2(let oauth2):
+            let endpoint: OAuth2Source.Endpoint =
+                if let url = oauth2.tokenURL { .tokenURL(url) } else { .issuer(oauth2.issuer ?? "") }
+            source = OAuth2Source(
+                settings: .init(
+                    endpoint: endpoint,
+                    clientID: oauth2.clientID,
+                    clientSecret: try oauth2.clientSecretFile.map { try Self.readSecret($0, what: "client secret") },
+                    clientAuthentication: OAuth2Source.ClientAuthentication(rawValue: oauth2.clientAuthentication)
+                        ?? .clientSecretBasic,
+                    scopes: oauth2.scopes,
+                    extraParameters: oauth2.extraParameters.map { ($0.name, $0.value) },
+                    clientCredentials: oauth2.clientCredentials
+                )
+            )
+        case .json(let json):
+            source = JSONSource(
+                settings: .init(
+                    loginURL: json.loginURL,
+                    refreshURL: json.refreshURL,
+                    contentType: json.contentType,
+                    headers: json.headers.map { ($0.name, $0.value) },
+                    loginBody: json.loginBody,
+                    refreshBody: json.refreshBody,
+                    accessTokenPointer: json.accessTokenPointer,
+                    refreshTokenPointer: json.refreshTokenPointer,
+                    expiresInPointer: json.expiresInPointer,
+                    expiresAtPointer: json.expiresAtPointer
+                )
+            )
+        }
+        return .engine(source: source, seed: seed, policy: policy, caFile: auth.caFile, timeout: auth.requestTimeout)
+    }
+
+    /// A secret file's content, surrounding white space removed.
+    static func readSecret(_ path: String, what: String) throws -> Secret {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StartupFailure(
+                report: "cannot read the \(what) file \(path): check that it exists and bearerd may read it"
+            )
+        }
+        let value = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
+            throw StartupFailure(report: "the \(what) file \(path) must hold the \(what) alone, on one line")
+        }
+        return Secret(value)
+    }
+}

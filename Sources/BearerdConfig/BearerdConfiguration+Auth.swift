@@ -1,0 +1,70 @@
+extension BearerdConfiguration {
+    /// `auth.*`: where the token comes from, and the token engine's timing.
+    public struct Auth: Sendable {
+        /// Which kind of token source the keys describe.
+        public enum Source: Sendable {
+            /// `auth.static_token_file`, resolved to an absolute path.
+            case staticFile(String)
+            case oauth2(OAuth2)
+            case json(JSON)
+        }
+
+        /// `auth.token_url` / `auth.issuer` and the client.
+        public struct OAuth2: Sendable {
+            public var tokenURL: String?
+            public var issuer: String?
+            public var clientID: String
+            /// `auth.client_secret_file`, resolved.
+            public var clientSecretFile: String?
+            /// `client_secret_basic`, `client_secret_post` or `none`.
+            public var clientAuthentication: String
+            public var scopes: [String]
+            /// `auth.extra_params` as name/value pairs.
+            public var extraParameters: [Pair]
+            /// `auth.client_credentials`: the client itself may get a token.
+            public var clientCredentials: Bool
+        }
+
+        /// `auth.json.*`: a custom JSON token API.
+        public struct JSON: Sendable {
+            public var loginURL: String?
+            public var refreshURL: String
+            public var contentType: String
+            public var headers: [Pair]
+            public var loginBody: String
+            public var refreshBody: String
+            public var accessTokenPointer: String
+            public var refreshTokenPointer: String?
+            public var expiresInPointer: String?
+            public var expiresAtPointer: String?
+        }
+
+        /// A name and a value (`audience=https://api`, `X-Amz-Target: …`).
+        public struct Pair: Sendable, Equatable {
+            public var name: String
+            public var value: String
+
+            public init(name: String, value: String) {
+                self.name = name
+                self.value = value
+            }
+        }
+
+        public var source: Source
+        /// `auth.refresh_token_file`: seeds an empty store with a refresh token.
+        public var refreshTokenFile: String?
+        /// `auth.ca_file`: PEM bundle trusted for the token endpoint.
+        public var caFile: String?
+        public var requestTimeout: Duration
+        public var leeway: Duration
+        public var refreshMargin: Duration
+        public var defaultLifetime: Duration
+        public var maxRefreshesPerMinute: Int
+
+        /// The static token file, when that is the source.
+        public var staticTokenFile: String? {
+            if case .staticFile(let path) = self.source { return path }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import BearerdConfig
+import BearerdTestSupport
+import Foundation
+import Testing
+
+@Suite("Config: token sources")
+struct AuthConfigTests {
+    let directory: TemporaryDirectory
+    let secretFile: String
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+        self.secretFile = try self.directory.write("s3cret\n", to: "secret")
+    }
+
+    /// A config whose `auth:` section is `lines` (indented for you).
+    func load(auth lines: String) throws(ConfigError) -> BearerdConfiguration {
+        let body = lines.replacingOccurrences(of: "SECRET", with: self.secretFile)
+            .split(separator: "\n", omittingEmptySubsequences: false).map { "  " + $0 }.joined(separator: "\n")
+        return try ConfigLoader(environment: [:]).load(
+            yaml: "upstream:\n  url: https://api.example.com\nauth:\n\(body)\n",
+            source: "test.yaml",
+            baseDirectory: self.directory.path
+        )
+    }
+
+    @Test func anOAuth2SourceWithItsDefaults() throws {
+        let config = try self.load(
+            auth: """
+                token_url: https://auth.example/o/token/
+                client_id: pw-client
+                client_secret_file: SECRET
+                scopes: [read, write]
+                extra_params: ["audience=https://api.example.com"]
+                refresh_token_file: SECRET
+                """
+        )
+        guard case .oauth2(let oauth2) = config.auth.source else {
+            Issue.record("not oauth2: \(config.auth.source)")
+            return
+        }
+        #expect(oauth2.tokenURL == "https://auth.example/o/token/" && oauth2.clientID == "pw-client")
+        #expect(oauth2.clientAuthentication == "client_secret_basic", "a secret means basic by default")
+        #expect(oauth2.scopes == ["read", "write"])
+        #expect(oauth2.extraParameters == [.init(name: "audience", value: "https://api.example.com")])
+        #expect(!oauth2.clientCredentials)
+        #expect(config.auth.refreshTokenFile == self.secretFile)
+        #expect(config.auth.leeway == .seconds(30) && config.auth.refreshMargin == .seconds(60))
+        #expect(config.auth.defaultLifetime == .seconds(3600) && config.auth.maxRefreshesPerMinute == 10)
+        #expect(config.auth.requestTimeout == .seconds(10))
+    }
+
+    @Test func aJSONSourceWithItsDefaults() throws {
+        let config = try self.load(
+            auth: """
+                json:
+                  login_url: https://app.example/api/auth/sign-in-email
+                  refresh_url: https://app.example/api/auth/refresh
+                  headers: ["X-Amz-Target: Service.Op"]
+                  expires_at: "-"
+                  expires_in: /session/expiresIn
+                """
+        )
+        guard case .json(let json) = config.auth.source else {
+            Issue.record("not json: \(config.auth.source)")
+            return
+        }
+        #expect(json.accessTokenPointer == "/session/token" && json.refreshTokenPointer == "/session/refreshToken")
+        #expect(json.expiresAtPointer == nil && json.expiresInPointer == "/session/expiresIn")
+        #expect(json.headers == [.init(name: "X-Amz-Target", value: "Service.Op")])
+        #expect(json.contentType == "application/json")
+    }
+
+    @Test(arguments: [
+        ("token_url: ftp://x\nclient_id: a", "auth.token_url", "http or https URL"),
+        ("token_url: https://a/t\nissuer: https://a\nclient_id: a", "auth.issuer", "not both"),
+        ("token_url: https://a/t", "auth.client_id", "required"),
+        ("token_url: https://a/t\nclient_id: a\nclient_auth: jwt", "auth.client_auth", "client_secret_basic"),
+        (
+            "token_url: https://a/t\nclient_id: a\nclient_auth: client_secret_post", "auth.client_secret_file",
+            "required with"
+        ),
+        (
+            "token_url: https://a/t\nclient_id: a\nclient_secret_file: /nonexistent", "auth.client_secret_file",
+            "cannot find"
+        ),
+        ("token_url: https://a/t\nclient_id: a\nextra_params: [audience]", "auth.extra_params", "must look like"),
+        ("token_url: https://a/t\nclient_id: a\nclient_credentials: maybe", "auth.client_credentials", "true or false"),
+        (
+            "token_url: https://a/t\nclient_id: a\nrefresh_token_file: /nonexistent", "auth.refresh_token_file",
+            "cannot find"
+        ),
+        ("token_url: https://a/t\nclient_id: a\nca_file: /nonexistent.pem", "auth.ca_file", "cannot read"),
+        ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 0s", "auth.request_timeout", "more than 0"),
+        ("token_url: https://a/t\nclient_id: a\nleeway: soon", "auth.leeway", "a duration"),
+        ("token_url: https://a/t\nclient_id: a\nrefresh_margin: 0s", "auth.refresh_margin", "more than 0"),
+        ("token_url: https://a/t\nclient_id: a\ndefault_lifetime: 0s", "auth.default_lifetime", "more than 0"),
+        (
+            "token_url: https://a/t\nclient_id: a\nmax_refreshes_per_minute: 0", "auth.max_refreshes_per_minute",
+            "at least 1"
+        ),
+        ("token_url: https://a/t\nclient_id: a\nstatic_token_file: SECRET", "auth", "more than one token source"),
+        ("static_token_file: SECRET\nrefresh_token_file: SECRET", "auth.refresh_token_file", "does not apply"),
+        ("json:\n  refresh_url: nope", "auth.json.refresh_url", "http or https URL"),
+        ("json:\n  refresh_url: https://a/r\n  login_url: x", "auth.json.login_url", "http or https URL"),
+        ("json:\n  refresh_url: https://a/r\n  refresh_body: '{}'", "auth.json.refresh_body", "{{refresh_token}}"),
+        ("json:\n  refresh_url: https://a/r\n  login_body: '{}'", "auth.json.login_body", "{{password}}"),
+        ("json:\n  refresh_url: https://a/r\n  access_token: session.token", "auth.json.access_token", "JSON pointer"),
+        ("json:\n  refresh_url: https://a/r\n  headers: [X-A]", "auth.json.headers", "must look like"),
+        ("json:\n  refresh_url: https://a/r\n  bogus: 1", "auth.json.bogus", "unknown key"),
+    ])
+    func badAuthValueNamesItsKey(lines: String, key: String, message: String) {
+        do {
+            _ = try self.load(auth: lines)
+            Issue.record("no error for \(lines)")
+        } catch {
+            #expect(
+                error.issues.contains { $0.key == key && $0.message.contains(message) },
+                "expected \(key): …\(message)… in \(error.issues)"
+            )
+        }
+    }
+}

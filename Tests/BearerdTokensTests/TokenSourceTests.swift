@@ -1,0 +1,176 @@
+import BearerdAuth
+import BearerdTestSupport
+import Foundation
+import Testing
+
+@testable import BearerdTokens
+
+@Suite("Token sources: OAuth2 and custom JSON APIs")
+struct TokenSourceTests {
+    let endpoint = FakeTokenEndpoint { _, _ in TokenHTTPResponse(status: 500) }
+
+    func oauth2(_ authentication: OAuth2Source.ClientAuthentication, secret: String? = "s3cr:t") -> OAuth2Source {
+        OAuth2Source(
+            settings: .init(
+                endpoint: .tokenURL("https://auth.example/token"),
+                clientID: "my app",
+                clientSecret: secret.map(Secret.init),
+                clientAuthentication: authentication,
+                scopes: ["read", "write"],
+                extraParameters: [("audience", "https://api.example")]
+            )
+        )
+    }
+
+    @Test func clientSecretBasicFormEncodesBothPartsIntoTheHeader() async throws {
+        let request = try await self.oauth2(.clientSecretBasic).refreshRequest(Secret("r/t"), transport: self.endpoint)
+        let form = FakeTokenEndpoint.form(request)
+        #expect(
+            form == [
+                "grant_type": "refresh_token", "refresh_token": "r/t", "scope": "read write",
+                "audience": "https://api.example",
+            ]
+        )
+        let authorization = try #require(request.headers.first { $0.0 == "authorization" }?.1)
+        let decoded = String(decoding: Data(base64Encoded: String(authorization.dropFirst(6)))!, as: UTF8.self)
+        #expect(decoded == "my%20app:s3cr%3At")
+        #expect(request.headers.contains { $0 == ("content-type", "application/x-www-form-urlencoded") })
+    }
+
+    @Test func clientSecretPostAndNoneSendTheClientInTheForm() async throws {
+        let post = FakeTokenEndpoint.form(
+            try await self.oauth2(.clientSecretPost).clientCredentialsRequest(transport: self.endpoint)
+        )
+        #expect(
+            post["client_id"] == "my app" && post["client_secret"] == "s3cr:t"
+                && post["grant_type"] == "client_credentials"
+        )
+        let none = try await self.oauth2(.none, secret: nil).passwordRequest(
+            username: "alice",
+            password: Secret("p&ss word"),
+            transport: self.endpoint
+        )
+        #expect(FakeTokenEndpoint.form(none)["password"] == "p&ss word")
+        #expect(FakeTokenEndpoint.form(none)["client_secret"] == nil)
+        #expect(!none.headers.contains { $0.0 == "authorization" })
+    }
+
+    @Test func theTokenEndpointIsDiscoveredFromTheIssuerOnce() async throws {
+        let discovery = FakeTokenEndpoint { request, _ in
+            request.url == "http://127.0.0.1:9101/o/.well-known/oauth-authorization-server"
+                ? FakeTokenEndpoint.json(#"{"issuer":"x","token_endpoint":"http://127.0.0.1:9101/o/token/"}"#)
+                : TokenHTTPResponse(status: 404)
+        }
+        let source = OAuth2Source(settings: .init(endpoint: .issuer("http://127.0.0.1:9101/o/"), clientID: "c"))
+        #expect(
+            try await source.refreshRequest(Secret("r"), transport: discovery).url == "http://127.0.0.1:9101/o/token/"
+        )
+        _ = try await source.refreshRequest(Secret("r"), transport: discovery)
+        #expect(discovery.requests.count == 2, "OIDC first, then RFC 8414; cached afterwards")
+        let nothing = OAuth2Source(settings: .init(endpoint: .issuer("https://none.example"), clientID: "c"))
+        await #expect {
+            _ = try await nothing.refreshRequest(Secret("r"), transport: self.endpoint)
+        } throws: { error in
+            "\(error)".contains("set auth.token_url")
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"access_token":"a","token_type":"bearer","expires_in":"3600"}"#, true),
+        (#"{"access_token":"a","token_type":"BEARER"}"#, true),
+        (#"{"access_token":"a"}"#, true),
+        (#"{"access_token":"a","token_type":"mac"}"#, false),
+        (#"{"access_token":"a b"}"#, false),
+        (#"{"access_token":"a","expires_in":true}"#, false),
+        (#"{"token":"a"}"#, false),
+        ("[]", false),
+        ("", false),
+    ])
+    func oauth2SuccessBodies(body: String, valid: Bool) {
+        #expect(((try? OAuth2TokenResponse.parse(Array(body.utf8))) != nil) == valid)
+    }
+
+    @Test(arguments: [
+        (200, "not json", "unavailable"),
+        (301, "", "unavailable"),
+        (400, #"{"error":"invalid_grant"}"#, "rejected invalid_grant"),
+        (401, "", "rejected"),
+        (403, "forbidden", "rejected"),
+        (408, "", "unavailable"),
+        (429, "", "unavailable"),
+        (500, #"{"error":"server_error"}"#, "unavailable"),
+        (503, "", "unavailable"),
+    ])
+    func everyAnswerIsClassified(status: Int, body: String, expected: String) {
+        let outcome = TokenResponseClassifier.classify(
+            TokenHTTPResponse(status: status, body: Array(body.utf8)),
+            now: Date(),
+            parse: OAuth2TokenResponse.parse
+        )
+        switch outcome {
+        case .issued: Issue.record("issued for \(status)")
+        case .rejected(_, let error): #expect(expected == "rejected" + (error.map { " " + $0 } ?? ""))
+        case .unavailable: #expect(expected == "unavailable")
+        }
+    }
+
+    @Test func theBetterAuthContract() async throws {
+        let source = JSONSource(
+            settings: .init(
+                loginURL: "http://127.0.0.1:3000/api/auth/sign-in-email",
+                refreshURL: "http://127.0.0.1:3000/api/auth/refresh"
+            )
+        )
+        let login = try await source.passwordRequest(
+            username: "alice@example.com",
+            password: Secret(#"pa"ss\word"#),
+            transport: self.endpoint
+        )
+        #expect(login.url == "http://127.0.0.1:3000/api/auth/sign-in-email")
+        let sent = try JSONSerialization.jsonObject(with: Data(login.body ?? [])) as? [String: String]
+        #expect(sent == ["email": "alice@example.com", "password": #"pa"ss\word"#])
+        let refresh = try await source.refreshRequest(Secret("rt-1"), transport: self.endpoint)
+        #expect(String(decoding: refresh.body ?? [], as: UTF8.self) == #"{"refreshToken":"rt-1"}"#)
+
+        let answer =
+            #"{"session":{"token":"st-1","refreshToken":"rt-2","expiresAt":"2027-01-15T10:00:00.000Z"},"user":{"id":"u"}}"#
+        let issued = try source.parseIssued(Array(answer.utf8))
+        #expect(issued.accessToken == BearerToken("st-1") && issued.refreshToken == Secret("rt-2"))
+        #expect(issued.expiresAt == ISO8601DateFormatter().date(from: "2027-01-15T10:00:00Z"))
+    }
+
+    @Test func aCustomContentTypeHeadersPointersAndEpochExpiry() async throws {
+        let source = JSONSource(
+            settings: .init(
+                refreshURL: "https://cognito.example/",
+                contentType: "application/x-amz-json-1.1",
+                headers: [("X-Amz-Target", "AWSCognitoIdentityProviderService.InitiateAuth")],
+                refreshBody:
+                    #"{"AuthFlow":"REFRESH_TOKEN_AUTH","AuthParameters":{"REFRESH_TOKEN":"{{refresh_token}}"}}"#,
+                accessTokenPointer: "/AuthenticationResult/AccessToken",
+                refreshTokenPointer: "/AuthenticationResult/RefreshToken",
+                expiresInPointer: "/AuthenticationResult/ExpiresIn",
+                expiresAtPointer: nil
+            )
+        )
+        let request = try await source.refreshRequest(Secret("r"), transport: self.endpoint)
+        #expect(request.headers.contains { $0 == ("content-type", "application/x-amz-json-1.1") })
+        #expect(request.headers.contains { $0 == ("X-Amz-Target", "AWSCognitoIdentityProviderService.InitiateAuth") })
+        let issued = try source.parseIssued(
+            Array(#"{"AuthenticationResult":{"AccessToken":"at","ExpiresIn":3600}}"#.utf8)
+        )
+        #expect(issued.lifetime == .seconds(3600) && issued.refreshToken == nil)
+        #expect(
+            try JSONSource.date(.number(1_800_000_000_000), pointer: "/x") == Date(timeIntervalSince1970: 1_800_000_000)
+        )
+        #expect(try JSONSource.date(.string("1800000000"), pointer: "/x") == Date(timeIntervalSince1970: 1_800_000_000))
+    }
+
+    @Test func jsonPointers() {
+        let document = JSONValue.parse(Array(#"{"a":{"b/c":[1,{"~d":"x"}]}}"#.utf8))!
+        #expect(document.at(pointer: "/a/b~1c/1/~0d") == .string("x"))
+        #expect(document.at(pointer: "/a/missing") == nil)
+        #expect(document.at(pointer: "a") == nil)
+        #expect(document.at(pointer: "") == document)
+    }
+}
