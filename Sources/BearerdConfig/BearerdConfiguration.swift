@@ -53,6 +53,10 @@ public struct BearerdConfiguration: Sendable {
         public var maxHeaderSize: Int
         /// `proxy.client_idle_timeout`: how long a client keep-alive connection may sit idle.
         public var clientIdleTimeout: Duration
+        /// `proxy.retry_body_limit`: request bodies up to this size are kept for a retry after 401.
+        public var retryBodyLimit: Int
+        /// `proxy.retry_methods`: methods (upper case) retried after a 401.
+        public var retryMethods: Set<String>
     }
 
     /// `log.*`

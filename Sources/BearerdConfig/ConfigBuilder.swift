@@ -134,12 +134,25 @@ struct ConfigBuilder {
         if !(1024...(1 << 20)).contains(maxHeader) {
             self.issue("proxy.max_header_size", "must be from 1KiB to 1MiB (got \(maxHeader) bytes)")
         }
+        let retryMethods = Set(
+            (self.reader.stringArray(forKey: "proxy.retry_methods") ?? Self.defaultRetryMethods).map { $0.uppercased() }
+        )
+        for method in retryMethods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+            self.issue("proxy.retry_methods", "must list HTTP methods like GET or POST (got \"\(method)\")")
+        }
         return BearerdConfiguration.Proxy(
             clientAuthorization: policy ?? .replace,
             forwardedHeaders: self.bool("proxy.forwarded_headers", default: true),
             maxRequestBody: maxBody,
             maxHeaderSize: maxHeader,
-            clientIdleTimeout: self.duration("proxy.client_idle_timeout", default: .seconds(60))
+            clientIdleTimeout: self.duration("proxy.client_idle_timeout", default: .seconds(60)),
+            retryBodyLimit: self.parsed(
+                "proxy.retry_body_limit",
+                default: 64 << 10,
+                expected: "a size like 64KiB (0: retry only requests without a body)",
+                ConfigValueParsers.size
+            ),
+            retryMethods: retryMethods
         )
     }
 
@@ -217,6 +230,8 @@ struct ConfigBuilder {
         let shown = self.environment[name] != nil ? "\(key) (from \(name))" : key
         self.issues.append(ConfigIssue(key: shown, message: message))
     }
+
+    static let defaultRetryMethods = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "POST", "PATCH"]
 
     private static let placeholderUpstream = BearerdConfiguration.Upstream(
         target: UpstreamTarget(scheme: .http, host: "invalid", port: 80, basePath: "", hostHeader: "invalid"),

@@ -27,6 +27,8 @@ enum ConfigSchema {
         "proxy.max_request_body": .scalar,
         "proxy.max_header_size": .scalar,
         "proxy.client_idle_timeout": .scalar,
+        "proxy.retry_body_limit": .scalar,
+        "proxy.retry_methods": .list,
         "auth.static_token_file": .scalar,
         "auth.token_url": .scalar,
         "auth.issuer": .scalar,

@@ -40,7 +40,16 @@ final class Exchange {
     var closeClientAfter: Bool
     /// When the response head must have arrived; set when the request has been sent.
     var responseDeadline: NIODeadline?
+    /// Replayed once on a fresh connection after a pooled one turned out closed.
     var retried = false
+    /// The request body so far, kept while it fits `proxy.retry_body_limit`; `nil` once it does not.
+    var retryBody: [ByteBuffer]? = []
+    /// A 401 held back while the token provider decides whether this request is retried.
+    var held: HeldResponse?
+    /// The token provider heard of this exchange's 401 (at most once per exchange).
+    var rejectionReported = false
+    /// Sent again with a new token after a 401 (at most once).
+    var authRetried = false
 
     init(request: HTTPRequestHead, startedAt: NIODeadline) {
         self.request = request

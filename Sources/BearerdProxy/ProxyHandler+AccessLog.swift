@@ -23,6 +23,7 @@ extension ProxyHandler {
         }
         if let outcome { metadata["outcome"] = .string(outcome) }
         if exchange.retried { metadata["retried"] = "stale_connection" }
+        if exchange.authRetried { metadata["retried"] = "upstream_401" }
         self.logger.info("request", metadata: metadata)
     }
 

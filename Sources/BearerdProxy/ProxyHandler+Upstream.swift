@@ -14,7 +14,12 @@ extension ProxyHandler: UpstreamConnectionOwner {
             exchange.responseDeadline = nil
             exchange.responseStatus = HTTPResponseStatus(statusCode: head.status)
             exchange.upstreamKeepAlive = head.keepAlive
-            if head.status == 401, let token = exchange.token {
+            if head.status == 401, let token = exchange.token, !exchange.rejectionReported {
+                exchange.rejectionReported = true
+                if self.mayRetry(exchange) {
+                    self.hold(head, of: exchange, sentWith: token, context: context)
+                    return
+                }
                 let tokens = self.tokens
                 context.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in }
             }
@@ -31,6 +36,10 @@ extension ProxyHandler: UpstreamConnectionOwner {
             )
             exchange.responseHeadSent = true
             context.write(self.wrapOutboundOut(out), promise: nil)
+        case .body(let buffer) where exchange.held != nil:
+            self.holdBody(buffer, of: exchange)
+        case .end where exchange.held != nil:
+            self.holdEnd(of: exchange)
         case .body(let buffer):
             exchange.responseBodyBytes += buffer.readableBytes
             switch exchange.responseFraming {
@@ -78,6 +87,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
 
     func upstreamFailed(_ error: any Error) {
         guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding else { return }
+        exchange.held = nil
         let connection = exchange.closeUpstream()
         if exchange.responseHeadSent {
             self.logger.warning(

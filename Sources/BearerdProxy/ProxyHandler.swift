@@ -86,6 +86,13 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.begin(head, context: context)
         case (.exchanging(let exchange), .body(let buffer)):
             exchange.requestBodyBytes += buffer.readableBytes
+            if exchange.retryBody != nil {
+                if exchange.requestBodyBytes <= self.settings.retryBodyLimit {
+                    exchange.retryBody!.append(buffer)
+                } else {
+                    exchange.retryBody = nil
+                }
+            }
             if let limit = self.settings.maxRequestBody, exchange.requestBodyBytes > limit {
                 self.fail(exchange, .bodyTooLarge(limit: limit))
             } else if exchange.phase == .forwarding, let upstream = exchange.upstream {
@@ -194,7 +201,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
     }
 
-    private func prepare(_ exchange: Exchange, token: BearerToken?) {
+    func prepare(_ exchange: Exchange, token: BearerToken?) {
         guard let context else { return }
         exchange.token = token
         var head = context.channel.allocator.buffer(capacity: 512)

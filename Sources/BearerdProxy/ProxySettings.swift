@@ -31,6 +31,10 @@ public struct ProxySettings: Sendable {
     public var upstreamIdleTimeout: TimeAmount
     /// Pooled upstream connections kept per event loop.
     public var maxIdleConnections: Int
+    /// Request bodies up to this size are kept, so a request can be retried after a 401.
+    public var retryBodyLimit: Int
+    /// Methods retried after a 401 (upper case).
+    public var retryMethods: Set<String>
     /// Whether to log one line per request.
     public var accessLog: Bool
     /// Whether access lines include the query string.
@@ -70,6 +74,8 @@ public struct ProxySettings: Sendable {
         self.responseTimeout = TimeAmount(upstream.responseTimeout)
         self.upstreamIdleTimeout = TimeAmount(upstream.idleTimeout)
         self.maxIdleConnections = upstream.maxIdleConnections
+        self.retryBodyLimit = configuration.proxy.retryBodyLimit
+        self.retryMethods = configuration.proxy.retryMethods
         self.accessLog = configuration.log.access
         self.accessLogQuery = configuration.log.accessQuery
     }

@@ -2,12 +2,14 @@ import BearerdAuth
 import Synchronization
 
 /// A token provider for tests: hands out a fixed token (or an error) and records rejections.
+/// With `replacement`, the first rejection of the current token switches to it, as a refresh would.
 public final class RecordingTokenProvider: TokenProvider {
-    private let state: Mutex<(token: BearerToken?, error: TokenUnavailableError?, rejected: [BearerToken])>
+    private let state:
+        Mutex<(token: BearerToken?, error: TokenUnavailableError?, rejected: [BearerToken], replacement: BearerToken?)>
 
     /// A provider with `token`, or failing with `error` when the token is `nil`.
-    public init(token: String?, error: TokenUnavailableError? = nil) {
-        self.state = Mutex((token.map(BearerToken.init), error, []))
+    public init(token: String?, error: TokenUnavailableError? = nil, replacement: String? = nil) {
+        self.state = Mutex((token.map(BearerToken.init), error, [], replacement.map(BearerToken.init)))
     }
 
     /// Tokens the proxy reported as rejected by the upstream.
@@ -22,7 +24,12 @@ public final class RecordingTokenProvider: TokenProvider {
     }
 
     public func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
-        self.state.withLock { $0.rejected.append(token) }
-        return nil
+        self.state.withLock { state in
+            state.rejected.append(token)
+            guard state.token == token, let replacement = state.replacement else { return nil }
+            state.token = replacement
+            state.replacement = nil
+            return replacement
+        }
     }
 }

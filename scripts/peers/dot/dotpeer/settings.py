@@ -1,0 +1,47 @@
+# A django-oauth-toolkit token server for bearerd's end-to-end tests and demo.
+# Refresh-token rotation with reuse protection: a refresh token sent twice revokes the family.
+import os, time, uuid
+from pathlib import Path
+
+STATE = Path(os.environ["DOT_STATE"])
+MODE = os.environ.get("DOT_MODE", "opaque")  # "opaque" or "jwt" access tokens
+SECRET_KEY = "bearerd-test-peer-only"
+DEBUG = False
+ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "oauth2_provider"]
+MIDDLEWARE = []
+ROOT_URLCONF = "dotpeer.urls"
+USE_TZ = True
+DATABASES = {"default": {
+    "ENGINE": "django.db.backends.sqlite3",
+    "NAME": STATE / f"db-{MODE}.sqlite3",
+    "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+}}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGGING = {"version": 1, "disable_existing_loggers": False,
+           "handlers": {"c": {"class": "logging.StreamHandler"}},
+           "loggers": {"django.request": {"handlers": ["c"], "level": "ERROR"}}}
+PEM = (STATE / "rsa.pem").read_text()
+OAUTH2_PROVIDER = {
+    "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("DOT_ACCESS_TTL", "30")),
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    "SCOPES": {"read": "read", "write": "write"},
+    "DEFAULT_SCOPES": ["read", "write"],
+    "PKCE_REQUIRED": False,
+}
+if MODE == "jwt":
+    from oauthlib import common
+    from oauthlib.oauth2.rfc6749.tokens import random_token_generator
+
+    def jwt_access_token(request):
+        # RS256 with exp; jti makes two tokens minted in the same second differ.
+        request.claims = {"scope": " ".join(request.scopes or []), "iat": int(time.time()),
+                          "jti": uuid.uuid4().hex, "client_id": request.client_id}
+        return common.generate_signed_token(PEM, request)
+
+    OAUTH2_PROVIDER["EXTRA_SERVER_KWARGS"] = {
+        "token_generator": jwt_access_token,
+        "refresh_token_generator": random_token_generator,
+    }

@@ -1,0 +1,18 @@
+from django.http import JsonResponse
+from django.urls import include, path
+from oauth2_provider.views.generic import ProtectedResourceView
+
+
+class Hello(ProtectedResourceView):
+    # 401 with WWW-Authenticate: Bearer error="invalid_token" for a missing, expired or revoked token.
+    def get(self, request, *args, **kwargs):
+        owner = request.resource_owner
+        return JsonResponse({"ok": True, "user": getattr(owner, "username", None)})
+
+    post = get
+
+
+urlpatterns = [
+    path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
+    path("api/hello", Hello.as_view()),
+]
