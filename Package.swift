@@ -144,6 +144,16 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "BearerdE2ETests",
+            dependencies: [
+                "BearerdTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "BearerdCLITests",
             dependencies: [
                 "BearerdCLI", "BearerdTestSupport", "BearerdConfig",

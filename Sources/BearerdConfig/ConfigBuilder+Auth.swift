@@ -47,7 +47,7 @@ extension ConfigBuilder {
         }
         let maxRefreshes = self.parsed(
             "auth.max_refreshes_per_minute",
-            default: 10,
+            default: 30,
             expected: "a whole number",
             ConfigValueParsers.count
         )

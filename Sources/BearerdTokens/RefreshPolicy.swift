@@ -15,7 +15,7 @@ public struct RefreshPolicy: Sendable {
     public var backoffBase: Duration = .seconds(1)
     public var backoffCap: Duration = .seconds(300)
     /// At most this many refresh attempts in any minute (`auth.max_refreshes_per_minute`).
-    public var maxRefreshesPerMinute: Int = 10
+    public var maxRefreshesPerMinute: Int = 30
     /// A token server clock further off than this corrects JWT `exp` (and warns once).
     public var skewTolerance: Duration = .seconds(5)
 

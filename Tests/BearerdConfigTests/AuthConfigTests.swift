@@ -46,7 +46,7 @@ struct AuthConfigTests {
         #expect(!oauth2.clientCredentials)
         #expect(config.auth.refreshTokenFile == self.secretFile)
         #expect(config.auth.leeway == .seconds(30) && config.auth.refreshMargin == .seconds(60))
-        #expect(config.auth.defaultLifetime == .seconds(3600) && config.auth.maxRefreshesPerMinute == 10)
+        #expect(config.auth.defaultLifetime == .seconds(3600) && config.auth.maxRefreshesPerMinute == 30)
         #expect(config.auth.requestTimeout == .seconds(10))
     }
 

@@ -1,10 +1,11 @@
 from django.http import JsonResponse
 from django.urls import include, path
-from oauth2_provider.views.generic import ProtectedResourceView
+from oauth2_provider.views.generic import ProtectedResourceMetadataView
 
 
-class Hello(ProtectedResourceView):
-    # 401 with WWW-Authenticate: Bearer error="invalid_token" for a missing, expired or revoked token.
+class Hello(ProtectedResourceMetadataView):
+    # RFC 6750: 401 with WWW-Authenticate: Bearer for a missing, expired or revoked token (the plain
+    # ProtectedResourceView answers 403).
     def get(self, request, *args, **kwargs):
         owner = request.resource_owner
         return JsonResponse({"ok": True, "user": getattr(owner, "username", None)})

@@ -1,0 +1,145 @@
+import BearerdTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// bearerd, the real binary, in front of django-oauth-toolkit with 5 s access tokens, refresh-token
+/// rotation and reuse protection (a refresh token sent twice revokes the whole family, which
+/// would show up as 401s). Set BEARERD_SKIP_E2E=1 to skip it in a quick local run.
+@Suite(
+    "End to end against django-oauth-toolkit",
+    .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["BEARERD_SKIP_E2E"] == nil),
+    .timeLimit(.minutes(5))
+)
+struct OAuthEndToEndTests {
+    static let clients = 200
+    static let duration = Duration.seconds(60)
+
+    @Test func twoHundredClientsForAMinuteThenAnOutageWithoutANewLogin() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let server = try await OAuthServer.start(ttl: 5)
+        do {
+            try await self.exercise(server, group: group)
+        } catch {
+            try? await server.stop()
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        try await server.stop()
+        try await group.shutdownGracefully()
+    }
+
+    func exercise(_ server: OAuthServer, group: any EventLoopGroup) async throws {
+        Self.log("token server up on \(server.baseURL)")
+        let seed = try await server.passwordLogin(group: group)
+        Self.log("logged in")
+
+        let directory = try TemporaryDirectory()
+        let config = try directory.write(
+            """
+            listen: ["127.0.0.1:0"]
+            upstream:
+              url: \(server.baseURL)
+            auth:
+              token_url: \(server.tokenURL)
+              client_id: pw-client
+              client_secret_file: \(try directory.write("pw-secret\n", to: "secret"))
+              refresh_token_file: \(try directory.write(seed + "\n", to: "seed"))
+            log:
+              access: false
+            """,
+            to: "bearerd.yaml"
+        )
+        let bearerd = try BearerdProcess(["serve", "--config", config])
+        try await waitFor(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
+        let port = try #require(Self.listeningPort(in: bearerd.stderr))
+        Self.log("bearerd listening on \(port); \(Self.clients) clients for \(Self.duration)")
+
+        // 1. Load across many expiries: every answer 2xx.
+        let statuses = StatusCounts()
+        let clock = ContinuousClock()
+        let deadline = clock.now + Self.duration
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<Self.clients {
+                tasks.addTask {
+                    try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+                        while clock.now < deadline {
+                            let response = try await client.send(.GET, "/api/hello")
+                            statuses.counts.withLock { $0[response.status, default: 0] += 1 }
+                        }
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        let counts = statuses.counts.withLock { $0 }
+        let total = counts.values.reduce(0, +)
+        let refreshes = bearerd.stderr.components(separatedBy: "msg=\"token refreshed\"").count - 1
+        Self.log("\(total) requests in \(Self.duration), statuses \(counts), \(refreshes) refreshes")
+        #expect(counts.keys.allSatisfy { (200..<300).contains($0) }, "non-2xx answers: \(counts)")
+        if counts.keys.contains(where: { !(200..<300).contains($0) }) {
+            let notable = bearerd.stderr.split(separator: "\n").filter { !$0.contains("level=info") }
+            Self.log("bearerd's warnings:\n" + notable.suffix(40).joined(separator: "\n"))
+        }
+        #expect(total > 1000)
+        #expect(refreshes >= 10, "fewer than 10 token lifetimes covered")
+        #expect(!bearerd.stderr.contains("rejected"), "a refresh was rejected: reuse revoked the family?")
+
+        Self.log("stopping the token server")
+        // 2. The token server goes away for longer than a token lives: 503 with Retry-After.
+        try await server.stop()
+        try await Task.sleep(for: .seconds(server.ttl + 3))
+        let down = try await self.get(port: port, group: group)
+        #expect(down.status == 503, "\(down.status) \(down.bodyText)")
+        #expect(down.head.headers["retry-after"].first.flatMap(Int.init) != nil)
+        #expect(down.bodyText.contains("token_server_unavailable"))
+
+        // 3. It comes back: requests succeed again, with no new login.
+        Self.log("starting the token server again")
+        try await server.start()
+        try await waitFor(.seconds(60)) {
+            (try? await self.get(port: port, group: group).status) == 200
+        }
+
+        bearerd.signal(SIGTERM)
+        #expect(try await bearerd.wait() == 0)
+        let logs = bearerd.stderr
+        #expect(!logs.contains(seed) && !logs.contains("pw-secret"), "a secret reached the logs")
+    }
+
+    static func log(_ text: String) {
+        FileHandle.standardError.write(Data("e2e: \(text)\n".utf8))
+    }
+
+    func get(port: Int, group: any EventLoopGroup) async throws -> TestHTTPResponse {
+        try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+            try await client.send(.GET, "/api/hello")
+        }
+    }
+
+    static func listeningPort(in logs: String) -> Int? {
+        guard let range = logs.range(of: "addresses=127.0.0.1:") else { return nil }
+        return Int(logs[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    func waitFor(_ limit: Duration, _ condition: () async -> Bool) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while await !condition() {
+            guard clock.now < deadline else { throw TestClientError("condition not met within \(limit)") }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
+final class StatusCounts: Sendable {
+    let counts = Mutex<[Int: Int]>([:])
+}
