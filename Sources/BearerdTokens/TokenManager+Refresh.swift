@@ -214,9 +214,16 @@ extension TokenManager {
     func transition(to state: State) {
         self.state = state
         switch state {
-        case .ready(let session), .refreshing(let session?, _), .waiting(let session?, _, _):
+        case .ready(let session), .refreshing(let session?, _):
             if let access = session.access {
                 self.snapshot.withLock { $0 = (access, session.usableUntil) }
+            } else {
+                self.snapshot.withLock { $0 = nil }
+            }
+        case .waiting(let session?, _, _):
+            // The token server fails: use the token until it really expires, leeway or not.
+            if let access = session.access {
+                self.snapshot.withLock { $0 = (access, session.expiresAt) }
             } else {
                 self.snapshot.withLock { $0 = nil }
             }

@@ -135,7 +135,8 @@ public actor TokenManager: TokenProvider {
             case .refreshing(_, let task):
                 await task.value
             case .waiting(let session, let retryAt, let reason):
-                if let session, let access = session.access, now < session.usableUntil { return access }
+                // While the token server fails, the token is used until it really expires.
+                if let session, let access = session.access, now < session.expiresAt { return access }
                 lastReason = reason
                 guard now >= retryAt else { throw Self.unavailable(reason, retryAt: retryAt, now: now) }
                 await self.refresh(reason: "retry")

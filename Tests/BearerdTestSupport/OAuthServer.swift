@@ -36,7 +36,9 @@ public struct OAuthServer: Sendable {
     /// inherited descriptors, so a pipe would never reach its end.
     private static func script(_ arguments: [String]) async throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("oauth-server-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
+            throw TestClientError("cannot create \(log.path)")
+        }
         defer { try? FileManager.default.removeItem(at: log) }
         let output = try FileHandle(forWritingTo: log)
         defer { try? output.close() }

@@ -92,6 +92,7 @@ struct TokenManagerTests {
         #expect(try harness.store.load() == nil)
         #expect(harness.logText.contains(code))
         #expect(!harness.logText.contains("stored-refresh-token-77"))
+        #expect(!harness.logText.contains("client-secret-value-0042"))
     }
 
     @Test(arguments: [500, 502, 503, 408])
@@ -109,6 +110,23 @@ struct TokenManagerTests {
             harness.clock.advance(to: retryAt)
         }
         #expect(try harness.store.load() == stored)
+    }
+
+    @Test func whileTheServerFailsTheTokenIsUsedUntilItReallyExpires() async throws {
+        let down = Mutex(false)
+        let harness = TokenHarness(random: 1) { _, index in
+            if down.withLock({ $0 }) { return TokenHTTPResponse(status: 503) }
+            return FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)", expiresIn: 600)
+        }
+        _ = try await harness.manager.token()
+        down.withLock { $0 = true }
+        // Past the leeway (30 s before expiry), the refresh fails: the token still serves.
+        harness.clock.advance(by: .seconds(580))
+        #expect(try await harness.manager.token() == BearerToken("access-0"))
+        #expect(harness.manager.currentToken() == BearerToken("access-0"))
+        harness.clock.advance(by: .seconds(20))
+        #expect(harness.manager.currentToken() == nil)
+        await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
     }
 
     @Test func aNetworkErrorKeepsTheTokens() async throws {
