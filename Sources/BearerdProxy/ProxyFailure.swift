@@ -62,11 +62,11 @@ struct ProxyFailure: Error, Sendable {
     /// The response head and body for a client speaking `version`.
     func response(version: HTTPVersion, close: Bool, allocator: ByteBufferAllocator) -> (HTTPResponseHead, ByteBuffer) {
         var body = allocator.buffer(capacity: 64 + self.message.utf8.count)
-        body.writeStaticString("{\"error\":")
-        JSONString.write(self.error, to: &body)
-        body.writeStaticString(",\"message\":")
-        JSONString.write(self.message, to: &body)
-        body.writeStaticString("}\n")
+        body.writeStaticString("{\"error\":\"")
+        body.writeString(JSONEscaping.escaped(self.error))
+        body.writeStaticString("\",\"message\":\"")
+        body.writeString(JSONEscaping.escaped(self.message))
+        body.writeStaticString("\"}\n")
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(body.readableBytes))
@@ -78,28 +78,5 @@ struct ProxyFailure: Error, Sendable {
             headers.add(name: "connection", value: "keep-alive")
         }
         return (HTTPResponseHead(version: version, status: self.status, headers: headers), body)
-    }
-}
-
-/// Writes a JSON string literal with the escapes RFC 8259 requires.
-enum JSONString {
-    static func write(_ text: String, to buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): buffer.writeStaticString("\\\"")
-            case UInt8(ascii: "\\"): buffer.writeStaticString("\\\\")
-            case UInt8(ascii: "\n"): buffer.writeStaticString("\\n")
-            case UInt8(ascii: "\r"): buffer.writeStaticString("\\r")
-            case UInt8(ascii: "\t"): buffer.writeStaticString("\\t")
-            case 0..<0x20:
-                buffer.writeStaticString("\\u00")
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                buffer.writeInteger(hex[Int(byte >> 4)])
-                buffer.writeInteger(hex[Int(byte & 0xF)])
-            default: buffer.writeInteger(byte)
-            }
-        }
-        buffer.writeInteger(UInt8(ascii: "\""))
     }
 }

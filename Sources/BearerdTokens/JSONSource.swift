@@ -125,23 +125,7 @@ public struct JSONSource: TokenSource {
     static func fill(_ template: String, _ values: [String: String]) -> String {
         var out = template
         for (name, value) in values {
-            out = out.replacingOccurrences(of: "{{\(name)}}", with: Self.jsonEscaped(value))
-        }
-        return out
-    }
-
-    static func jsonEscaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
+            out = out.replacingOccurrences(of: "{{\(name)}}", with: JSONEscaping.escaped(value))
         }
         return out
     }

@@ -166,6 +166,14 @@ struct TokenSourceTests {
         #expect(try JSONSource.date(.string("1800000000"), pointer: "/x") == Date(timeIntervalSince1970: 1_800_000_000))
     }
 
+    @Test func templateValuesAreJSONEscaped() {
+        #expect(JSONEscaping.escaped("a\"b\\c\nd\u{1}é") == #"a\"b\\c\nd\u0001é"#)
+        #expect(
+            JSONSource.fill(#"{"p":"{{password}}"}"#, ["password": #"x","admin":true,"y":""#])
+                == #"{"p":"x\",\"admin\":true,\"y\":\""}"#
+        )
+    }
+
     @Test func jsonPointers() {
         let document = JSONValue.parse(Array(#"{"a":{"b/c":[1,{"~d":"x"}]}}"#.utf8))!
         #expect(document.at(pointer: "/a/b~1c/1/~0d") == .string("x"))
