@@ -55,6 +55,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The system's OpenSSL libcrypto (libssl-dev), for the token store.
+        .systemLibrary(
+            name: "CBearerdCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The encrypted token store: AES-256-GCM file format, keys, atomic writes, the lock.
+        .target(
+            name: "BearerdStore",
+            dependencies: [
+                "BearerdAuth",
+                "BearerdTokens",
+                "CBearerdCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // The data path: NIO channel handlers, the upstream pool, the listeners.
         .target(
             name: "BearerdProxy",
@@ -80,6 +97,7 @@ let package = Package(
                 "BearerdConfig",
                 "BearerdProxy",
                 "BearerdTokens",
+                "BearerdStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -141,6 +159,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdStoreTests",
+            dependencies: ["BearerdStore", "BearerdTokens", "BearerdAuth", "BearerdTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -10,7 +10,7 @@ public struct Bearerd: AsyncParsableCommand {
             request to the configured upstream with `Authorization: Bearer <token>`.
             """,
         version: BearerdVersion.string,
-        subcommands: [ServeCommand.self, CheckConfigCommand.self, VersionCommand.self]
+        subcommands: [ServeCommand.self, CheckConfigCommand.self, KeygenCommand.self, VersionCommand.self]
     )
 
     public init() {}

@@ -2,6 +2,7 @@ import ArgumentParser
 import BearerdAuth
 import BearerdConfig
 import BearerdProxy
+import BearerdStore
 import BearerdTokens
 import Foundation
 import Logging
@@ -53,10 +54,18 @@ struct ServeCommand: AsyncParsableCommand {
                 StandardError.emit("bearerd: cannot set up the token client: \(error)")
                 throw ExitCode(78)
             }
+            let store: any TokenStore
+            do {
+                store = try Self.openStore(prepared.configuration.store, logger: logger)
+            } catch {
+                try? await transport?.shutdown()
+                StandardError.emit("bearerd: \(error)")
+                throw ExitCode(78)
+            }
             let manager = TokenManager(
                 source: source,
                 transport: transport!,
-                store: MemoryTokenStore(),
+                store: store,
                 seed: seed,
                 policy: policy,
                 logger: logger
@@ -90,6 +99,30 @@ struct ServeCommand: AsyncParsableCommand {
         }
         try? await transport?.shutdown()
         try? await group.shutdownGracefully()
+    }
+
+    /// The encrypted store when a key is configured, otherwise memory (with a warning). A store
+    /// that cannot be used as it is (wrong key, modes, held by another daemon) stops the start;
+    /// a damaged one has been moved aside by the store and bearerd starts logged out.
+    static func openStore(_ configuration: BearerdConfiguration.Store, logger: Logger) throws -> any TokenStore {
+        let key: StoreKey
+        if let file = configuration.keyFile {
+            key = .keyFile(file)
+        } else if let file = configuration.passphraseFile {
+            key = .passphraseFile(file)
+        } else {
+            logger.warning(
+                "no store.key_file or store.passphrase_file: tokens are kept in memory only and a restart starts from auth.refresh_token_file"
+            )
+            return MemoryTokenStore()
+        }
+        let store = try EncryptedTokenStore(path: configuration.path, key: key, profile: configuration.profile)
+        do {
+            _ = try store.load()
+        } catch let error as StoreError where error.code == .corrupted {
+            logger.error("the token store is damaged; starting logged out", metadata: ["error": "\(error)"])
+        }
+        return store
     }
 
     /// A logger for the steps before the config (and so the log level) is known.

@@ -20,6 +20,8 @@ public struct BearerdConfiguration: Sendable {
     public var proxy: Proxy
     /// Where the token comes from.
     public var auth: Auth
+    /// Where tokens are kept.
+    public var store: Store
     /// Logging.
     public var log: Log
 
@@ -57,6 +59,21 @@ public struct BearerdConfiguration: Sendable {
         public var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.
         public var retryMethods: Set<String>
+    }
+
+    /// `store.*`: the encrypted token store.
+    public struct Store: Sendable {
+        /// `store.path`, resolved.
+        public var path: String
+        /// `store.key_file`, resolved: 32 random bytes (`bearerd keygen`).
+        public var keyFile: String?
+        /// `store.passphrase_file`, resolved: stretched with scrypt.
+        public var passphraseFile: String?
+        /// `store.profile`: written into the store's header and checked when it is read.
+        public var profile: String
+
+        /// Whether tokens are kept on disk (a key is configured) or in memory only.
+        public var isEncryptedOnDisk: Bool { self.keyFile != nil || self.passphraseFile != nil }
     }
 
     /// `log.*`

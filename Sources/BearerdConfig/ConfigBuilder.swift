@@ -38,6 +38,7 @@ struct ConfigBuilder {
             upstream: upstream ?? Self.placeholderUpstream,
             proxy: self.proxy(),
             auth: self.auth(),
+            store: self.store(),
             log: self.log()
         )
         return upstream == nil ? nil : configuration

@@ -48,6 +48,8 @@ struct AuthConfigTests {
         #expect(config.auth.leeway == .seconds(30) && config.auth.refreshMargin == .seconds(60))
         #expect(config.auth.defaultLifetime == .seconds(3600) && config.auth.maxRefreshesPerMinute == 30)
         #expect(config.auth.requestTimeout == .seconds(10))
+        #expect(config.store.path == "/var/lib/bearerd/tokens.store" && !config.store.isEncryptedOnDisk)
+        #expect(config.store.profile == "default")
     }
 
     @Test func aJSONSourceWithItsDefaults() throws {
@@ -119,5 +121,56 @@ struct AuthConfigTests {
                 "expected \(key): …\(message)… in \(error.issues)"
             )
         }
+    }
+}
+
+@Suite("Config: the token store")
+struct StoreConfigTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+    }
+
+    func issues(_ store: String, environment: [String: String] = [:]) throws -> [ConfigIssue] {
+        let token = try self.directory.write("t", to: "token")
+        let body = "upstream:\n  url: https://api.example.com\nauth:\n  static_token_file: \(token)\nstore:\n\(store)\n"
+        do {
+            _ = try ConfigLoader(environment: environment).load(
+                yaml: body,
+                source: "test.yaml",
+                baseDirectory: self.directory.path
+            )
+            return []
+        } catch {
+            return error.issues
+        }
+    }
+
+    @Test func aKeyOthersMayReadIsRefused() throws {
+        let key = try self.directory.write(String(repeating: "k", count: 32), to: "key", mode: 0o644)
+        let found = try self.issues("  key_file: \(key)")
+        #expect(found.contains { $0.key == "store.key_file" && $0.message.contains("chmod 400") })
+    }
+
+    @Test func aMissingKeySaysHowToMakeOne() throws {
+        let found = try self.issues("  key_file: /nonexistent/store.key")
+        #expect(found.contains { $0.key == "store.key_file" && $0.message.contains("bearerd keygen") })
+    }
+
+    @Test func keyAndPassphraseAreExclusive() throws {
+        let key = try self.directory.write(String(repeating: "k", count: 32), to: "key", mode: 0o400)
+        let found = try self.issues("  key_file: \(key)\n  passphrase_file: \(key)")
+        #expect(found.contains { $0.key == "store.passphrase_file" && $0.message.contains("not both") })
+    }
+
+    @Test func theStoreFollowsSystemdsStateDirectory() throws {
+        let token = try self.directory.write("t", to: "token")
+        let config = try ConfigLoader(environment: ["STATE_DIRECTORY": "/var/lib/bearerd-x"]).load(
+            yaml: "upstream:\n  url: https://api.example.com\nauth:\n  static_token_file: \(token)\n",
+            source: "test.yaml",
+            baseDirectory: self.directory.path
+        )
+        #expect(config.store.path == "/var/lib/bearerd-x/tokens.store")
     }
 }

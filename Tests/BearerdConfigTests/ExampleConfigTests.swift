@@ -12,9 +12,11 @@ struct ExampleConfigTests {
     @Test func exampleIsValid() throws {
         let directory = try TemporaryDirectory()
         let secret = try directory.write("s", to: "secret")
-        let config = try ConfigLoader(environment: ["BEARERD_AUTH_CLIENT_SECRET_FILE": secret]).load(
-            path: Self.examplePath
-        )
+        let key = try directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
+        let config = try ConfigLoader(
+            environment: ["BEARERD_AUTH_CLIENT_SECRET_FILE": secret, "BEARERD_STORE_KEY_FILE": key]
+        ).load(path: Self.examplePath)
+        #expect(config.store.isEncryptedOnDisk)
         #expect(config.listen.contains(.tcp(host: "127.0.0.1", port: 8080)))
         guard case .oauth2(let oauth2) = config.auth.source else {
             Issue.record("the example does not show the OAuth 2.0 source")

@@ -43,6 +43,8 @@ struct OAuthEndToEndTests {
         Self.log("logged in")
 
         let directory = try TemporaryDirectory()
+        let keygen = try await BearerdProcess.run(["keygen", "--out", directory.path + "/store.key"])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
         let config = try directory.write(
             """
             listen: ["127.0.0.1:0"]
@@ -53,6 +55,9 @@ struct OAuthEndToEndTests {
               client_id: pw-client
               client_secret_file: \(try directory.write("pw-secret\n", to: "secret"))
               refresh_token_file: \(try directory.write(seed + "\n", to: "seed"))
+            store:
+              path: \(directory.path)/tokens.store
+              key_file: \(directory.path)/store.key
             log:
               access: false
             """,
@@ -113,6 +118,19 @@ struct OAuthEndToEndTests {
         #expect(try await bearerd.wait() == 0)
         let logs = bearerd.stderr
         #expect(!logs.contains(seed) && !logs.contains("pw-secret"), "a secret reached the logs")
+
+        // 4. A restart continues from the encrypted store: the seed's refresh token was rotated
+        // long ago (sending it again would revoke the session), and no new login is needed.
+        Self.log("restarting bearerd on its encrypted store")
+        let restarted = try BearerdProcess(["serve", "--config", config])
+        try await waitFor(.seconds(15)) { restarted.stderr.contains("msg=listening") }
+        let newPort = try #require(Self.listeningPort(in: restarted.stderr))
+        try await waitFor(.seconds(30)) {
+            (try? await self.get(port: newPort, group: group).status) == 200
+        }
+        restarted.signal(SIGTERM)
+        #expect(try await restarted.wait() == 0)
+        #expect(!restarted.stderr.contains("rejected"), "the restart reused a refresh token")
     }
 
     static func log(_ text: String) {

@@ -1,0 +1,43 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension ConfigBuilder {
+    mutating func store() -> BearerdConfiguration.Store {
+        let stateDirectory = self.environment["STATE_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+        let defaultPath = (stateDirectory ?? "/var/lib/bearerd") + "/tokens.store"
+        var path = defaultPath
+        if let raw = self.string("store.path") {
+            path = raw.hasPrefix("/") ? raw : (stateDirectory ?? self.baseDirectory) + "/" + raw
+        }
+        let keyFile = self.string("store.key_file").map(self.resolve)
+        let passphraseFile = self.string("store.passphrase_file").map(self.resolve)
+        if keyFile != nil && passphraseFile != nil {
+            self.issue("store.passphrase_file", "set store.key_file or store.passphrase_file, not both")
+        }
+        for (key, file) in [("store.key_file", keyFile), ("store.passphrase_file", passphraseFile)] {
+            guard let file else { continue }
+            var info = stat()
+            if stat(file, &info) != 0 {
+                self.issue(key, "cannot find \(file): create a key with `bearerd keygen --out \(file)`")
+            } else if info.st_mode & 0o077 != 0 {
+                self.issue(
+                    key,
+                    "\(file) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read it: run chmod 400 \(file)"
+                )
+            }
+        }
+        let profile = self.string("store.profile") ?? "default"
+        if profile.utf8.count > 64 || profile.contains(where: { $0.isNewline }) {
+            self.issue("store.profile", "must be a short name on one line (got \"\(profile)\")")
+        }
+        return BearerdConfiguration.Store(
+            path: path,
+            keyFile: keyFile,
+            passphraseFile: passphraseFile,
+            profile: profile
+        )
+    }
+}

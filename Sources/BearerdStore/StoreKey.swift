@@ -1,0 +1,71 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the store's key comes from.
+public enum StoreKey: Sendable {
+    /// 32 random bytes (`store.key_file`; a systemd credential is such a file in
+    /// `$CREDENTIALS_DIRECTORY`). `bearerd keygen` writes one.
+    case keyFile(String)
+    /// A passphrase (`store.passphrase_file`), stretched by scrypt with the salt in the header.
+    case passphraseFile(String)
+
+    /// scrypt's cost: N = 2^15, r = 8, p = 1 (32 MiB, about 0.1 s).
+    static let log2N: UInt8 = 15
+    static let r: UInt32 = 8
+    static let p: UInt32 = 1
+
+    /// Reads the key material, refusing a file others may read.
+    func material() throws(StoreError) -> [UInt8] {
+        let path: String
+        switch self {
+        case .keyFile(let file), .passphraseFile(let file): path = file
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw .key("cannot find the store key \(path): create it with `bearerd keygen --out \(path)`")
+        }
+        if info.st_mode & 0o077 != 0 {
+            throw .permissions(
+                "the store key \(path) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read it: run chmod 400 \(path)"
+            )
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .key("cannot read the store key \(path): check its owner and mode")
+        }
+        var bytes = [UInt8](data)
+        switch self {
+        case .keyFile:
+            guard bytes.count == StoreCipher.keyLength else {
+                StoreCipher.wipe(&bytes)
+                throw .key(
+                    "the store key \(path) must hold exactly 32 bytes: create one with `bearerd keygen --out \(path)`"
+                )
+            }
+        case .passphraseFile:
+            while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+            guard bytes.count >= 12 else {
+                StoreCipher.wipe(&bytes)
+                throw .key("the store passphrase in \(path) is shorter than 12 characters")
+            }
+        }
+        return bytes
+    }
+
+    /// Writes a new random key to `path` with mode 0400; refuses to replace an existing file.
+    public static func generate(to path: String) throws(StoreError) {
+        var key = try StoreCipher.randomBytes(StoreCipher.keyLength)
+        defer { StoreCipher.wipe(&key) }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
+        guard descriptor >= 0 else {
+            throw .io("cannot create \(path): \(String(cString: strerror(errno))) (an existing key is never replaced)")
+        }
+        defer { close(descriptor) }
+        let written = key.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == key.count, fsync(descriptor) == 0 else {
+            throw .io("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

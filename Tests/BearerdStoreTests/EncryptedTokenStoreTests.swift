@@ -1,0 +1,172 @@
+import BearerdAuth
+import BearerdTestSupport
+import BearerdTokens
+import Foundation
+import Testing
+
+@testable import BearerdStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("Encrypted token store")
+struct EncryptedTokenStoreTests {
+    let directory: TemporaryDirectory
+    let keyFile: String
+    let storePath: String
+    let tokens = StoredTokens(
+        refreshToken: Secret("refresh-secret-0123"),
+        accessToken: BearerToken("access-secret-4567"),
+        accessExpiresAt: Date(timeIntervalSince1970: 1_800_000_600)
+    )
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+        self.keyFile = self.directory.path + "/store.key"
+        try StoreKey.generate(to: self.keyFile)
+        self.storePath = self.directory.path + "/tokens.store"
+    }
+
+    func store(key: StoreKey? = nil) throws -> EncryptedTokenStore {
+        try EncryptedTokenStore(path: self.storePath, key: key ?? .keyFile(self.keyFile))
+    }
+
+    func bytes() throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: self.storePath))) }
+
+    func files() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: self.directory.path).sorted()
+    }
+
+    @Test func aSavedStoreReadsBackInANewProcessLifetime() throws {
+        #expect(try self.store().load() == nil, "no file: not logged in")
+        try self.store().save(self.tokens)
+        #expect(try self.store().load() == self.tokens)
+        var info = stat()
+        #expect(stat(self.storePath, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(try self.files() == ["store.key", "tokens.store", "tokens.store.lock"], "no temp file is left")
+        let text = String(decoding: try self.bytes(), as: UTF8.self)
+        #expect(!text.contains("refresh-secret") && !text.contains("access-secret"), "tokens are encrypted at rest")
+    }
+
+    @Test func everyWriteUsesAFreshNonce() throws {
+        let store = try self.store()
+        try store.save(self.tokens)
+        let first = try self.bytes()
+        try store.save(self.tokens)
+        #expect(first != (try self.bytes()))
+    }
+
+    @Test func aFlippedByteAnywhereIsRejectedAndTheFileKeptAside() throws {
+        try self.store().save(self.tokens)
+        let original = try self.bytes()
+        let store = try self.store()
+        for index in original.indices {
+            var damaged = original
+            damaged[index] ^= 0x01
+            try Data(damaged).write(to: URL(fileURLWithPath: self.storePath))
+            chmod(self.storePath, 0o600)
+            do {
+                _ = try store.load()
+                Issue.record("byte \(index) flipped and the store still loaded")
+            } catch let error as StoreError {
+                // The key check (and the key kind, byte 9) tell a wrong key, which leaves the file
+                // alone; anything else is damage.
+                let expected: StoreError.Code = index == 9 || (35..<51).contains(index) ? .wrongKey : .corrupted
+                #expect(error.code == expected, "byte \(index): \(error)")
+            }
+            for file in try self.files() where file.contains(".corrupt-") {
+                #expect(try Data(contentsOf: URL(fileURLWithPath: self.directory.path + "/" + file)) == Data(damaged))
+                try FileManager.default.removeItem(atPath: self.directory.path + "/" + file)
+            }
+        }
+    }
+
+    @Test(arguments: [0, 7, 40, 70, 90])
+    func aTruncatedFileIsMovedAsideNeverDeleted(keep: Int) throws {
+        try self.store().save(self.tokens)
+        let cut = Array(try self.bytes().prefix(keep))
+        try Data(cut).write(to: URL(fileURLWithPath: self.storePath))
+        #expect {
+            _ = try self.store().load()
+        } throws: { error in
+            (error as? StoreError)?.code == .corrupted && "\(error)".contains("log in again")
+        }
+        let aside = try #require(try self.files().first { $0.hasPrefix("tokens.store.corrupt-") })
+        #expect(try Data(contentsOf: URL(fileURLWithPath: self.directory.path + "/" + aside)) == Data(cut))
+        #expect(try self.store().load() == nil)
+    }
+
+    @Test func aWrongKeyIsAClearErrorAndLeavesTheFileAlone() throws {
+        try self.store().save(self.tokens)
+        let before = try self.bytes()
+        let otherKey = self.directory.path + "/other.key"
+        try StoreKey.generate(to: otherKey)
+        #expect {
+            _ = try self.store(key: .keyFile(otherKey)).load()
+        } throws: { error in
+            (error as? StoreError)?.code == .wrongKey && "\(error)".contains("does not match")
+        }
+        #expect(try self.bytes() == before)
+        #expect(try self.store().load() == self.tokens)
+    }
+
+    @Test func aPassphraseWorksThroughScrypt() throws {
+        let passphrase = try self.directory.write("correct horse battery staple\n", to: "passphrase")
+        do {
+            let store = try self.store(key: .passphraseFile(passphrase))
+            try store.save(self.tokens)
+            try store.save(self.tokens)
+        }
+        #expect(try self.store(key: .passphraseFile(passphrase)).load() == self.tokens)
+        let wrong = try self.directory.write("incorrect horse battery staple", to: "wrong")
+        #expect(throws: StoreError.self) { _ = try self.store(key: .passphraseFile(wrong)).load() }
+        #expect(throws: StoreError.self) { _ = try self.store().load() }
+    }
+
+    @Test func keysAndStoresOthersMayReadAreRefused() throws {
+        chmod(self.keyFile, 0o440)
+        #expect {
+            _ = try self.store()
+        } throws: { error in
+            (error as? StoreError)?.code == .permissions && "\(error)".contains("chmod 400")
+        }
+        chmod(self.keyFile, 0o400)
+        try self.store().save(self.tokens)
+        chmod(self.storePath, 0o644)
+        #expect {
+            _ = try self.store().load()
+        } throws: { error in
+            (error as? StoreError)?.code == .permissions
+        }
+    }
+
+    @Test func aSecondDaemonOnTheSameStoreIsRefusedNamingTheHolder() throws {
+        do {
+            let first = try self.store()
+            #expect {
+                _ = try self.store()
+            } throws: { error in
+                (error as? StoreError)?.code == .inUse && "\(error)".contains("pid \(getpid())")
+            }
+            withExtendedLifetime(first) {}
+        }
+        // Released with its holder.
+        #expect(throws: Never.self) { _ = try self.store() }
+    }
+
+    @Test func keygenWritesThirtyTwoBytesOwnerReadOnlyAndNeverReplacesAKey() throws {
+        var info = stat()
+        #expect(stat(self.keyFile, &info) == 0 && info.st_mode & 0o777 == 0o400)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: self.keyFile)).count == 32)
+        #expect(throws: StoreError.self) { try StoreKey.generate(to: self.keyFile) }
+    }
+
+    @Test func wipeRemovesTheFile() throws {
+        let store = try self.store()
+        try store.save(self.tokens)
+        try store.wipe()
+        #expect(try store.load() == nil)
+        try store.wipe()
+    }
+}
