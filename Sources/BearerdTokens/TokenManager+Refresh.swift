@@ -129,6 +129,7 @@ extension TokenManager {
                 "the token server rejected the refresh token; the stored tokens are wiped: run `bearerd login`",
                 metadata: ["status": "\(status)", "error": "\(code)"]
             )
+            self.unsaved = nil
             do {
                 try self.store.wipe()
             } catch {
@@ -196,16 +197,26 @@ extension TokenManager {
     }
 
     private func save(_ session: Session) {
+        self.unsaved = StoredTokens(
+            refreshToken: session.refreshToken,
+            accessToken: session.access,
+            accessExpiresAt: session.expiresAt
+        )
+        self.saveUnsaved()
+    }
+
+    /// Writes tokens that are not on disk yet. On failure (disk full, read-only) they stay in
+    /// memory, serving requests, and the scheduler tries again.
+    func saveUnsaved() {
+        guard let tokens = self.unsaved else { return }
         do {
-            try self.store.save(
-                StoredTokens(
-                    refreshToken: session.refreshToken,
-                    accessToken: session.access,
-                    accessExpiresAt: session.expiresAt
-                )
-            )
+            try self.store.save(tokens)
+            self.unsaved = nil
         } catch {
-            self.logger.error("cannot save the tokens; they stay in memory", metadata: ["error": "\(error)"])
+            self.logger.error(
+                "cannot save the tokens; they stay in memory and bearerd retries the write",
+                metadata: ["error": "\(error)", "retry_in_s": "\(Int(Self.saveRetryInterval))"]
+            )
         }
     }
 

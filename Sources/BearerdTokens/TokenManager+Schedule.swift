@@ -21,16 +21,21 @@ extension TokenManager {
     /// When the scheduler should look next (`nil`: only after a change), and the state
     /// generation that answer belongs to.
     func schedule() -> (Date?, Int) {
-        switch self.state {
-        case .ready(let session): (session.refreshAt, self.generation)
-        case .waiting(_, let retryAt, _): (retryAt, self.generation)
-        case .refreshing: (nil, self.generation)
-        case .loggedOut: (self.source.hasClientGrant ? self.clock.now : nil, self.generation)
-        }
+        let due: Date? =
+            switch self.state {
+            case .ready(let session): session.refreshAt
+            case .waiting(_, let retryAt, _): retryAt
+            case .refreshing: nil
+            case .loggedOut: self.source.hasClientGrant ? self.clock.now : nil
+            }
+        guard self.unsaved != nil else { return (due, self.generation) }
+        let retrySave = self.clock.now.addingTimeInterval(Self.saveRetryInterval)
+        return (min(due ?? retrySave, retrySave), self.generation)
     }
 
     /// Refreshes if a refresh or a retry is due.
     func timerFired() async {
+        self.saveUnsaved()
         let now = self.clock.now
         switch self.state {
         case .ready(let session) where now >= session.refreshAt:

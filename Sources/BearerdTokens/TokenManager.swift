@@ -69,6 +69,9 @@ public actor TokenManager: TokenProvider {
     var generation = 0
     var changeWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     var nextWaiterID = 0
+    /// Tokens a failed write could not put on disk; written again every `saveRetryInterval`.
+    var unsaved: StoredTokens?
+    static let saveRetryInterval: TimeInterval = 5
 
     /// Starts from the store, or from `seed` (`auth.refresh_token_file`) when the store is empty.
     public init(

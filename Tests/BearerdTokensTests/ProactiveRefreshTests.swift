@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdTestSupport
 import Foundation
+import Logging
 import Synchronization
 import Testing
 
@@ -83,5 +84,74 @@ extension RefreshPolicy {
     func refreshTime(received: Date, lifetime: Double, random: Double) -> Double {
         self.refreshTime(receivedAt: received, expiresAt: received.addingTimeInterval(lifetime), random: random)
             .timeIntervalSince(received)
+    }
+}
+
+/// A store whose writes fail until told otherwise (a full or read-only disk).
+final class FlakyStore: TokenStore {
+    let inner = MemoryTokenStore()
+    let failing = Mutex(true)
+    let attempts = Mutex(0)
+
+    func load() throws -> StoredTokens? { try self.inner.load() }
+    func wipe() throws { try self.inner.wipe() }
+
+    func save(_ tokens: StoredTokens) throws {
+        self.attempts.withLock { $0 += 1 }
+        if self.failing.withLock({ $0 }) { throw TokenBodyError("No space left on device") }
+        try self.inner.save(tokens)
+    }
+}
+
+@Suite("Tokens that cannot be written", .timeLimit(.minutes(1)))
+struct UnsavedTokensTests {
+    @Test func aFailedWriteKeepsServingFromMemoryAndIsRetried() async throws {
+        let store = FlakyStore()
+        let clock = ManualTokenClock()
+        let endpoint = FakeTokenEndpoint { _, index in
+            FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)", expiresIn: 600)
+        }
+        let manager = TokenManager(
+            source: TokenHarness.source,
+            transport: endpoint,
+            store: store,
+            seed: Secret("seed"),
+            clock: clock,
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        )
+        let scheduler = Task { await manager.runScheduler() }
+        defer { scheduler.cancel() }
+        try await clock.waitForSleepers()
+        #expect(manager.currentToken() == BearerToken("access-0"), "serving from memory")
+        #expect(try store.load() == nil)
+        clock.advance(by: .seconds(5))
+        try await clock.waitForSleepers()
+        #expect(store.attempts.withLock { $0 } == 2, "retried after 5 s")
+        store.failing.withLock { $0 = false }
+        clock.advance(by: .seconds(5))
+        try await clock.waitForSleepers()
+        #expect(try store.load()?.refreshToken == Secret("refresh-0"))
+        #expect(endpoint.requests.count == 1, "no refresh was needed to get the tokens on disk")
+    }
+
+    @Test func aValidStoredAccessTokenIsUsedAtOnceWithoutARefresh() async throws {
+        let clock = ManualTokenClock()
+        let endpoint = FakeTokenEndpoint { _, _ in TokenHTTPResponse(status: 500) }
+        let manager = TokenManager(
+            source: TokenHarness.source,
+            transport: endpoint,
+            store: MemoryTokenStore(
+                StoredTokens(
+                    refreshToken: Secret("r"),
+                    accessToken: BearerToken("stored-access"),
+                    accessExpiresAt: clock.now.addingTimeInterval(600)
+                )
+            ),
+            clock: clock,
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        )
+        #expect(manager.currentToken() == BearerToken("stored-access"))
+        #expect(try await manager.token() == BearerToken("stored-access"))
+        #expect(endpoint.requests.isEmpty)
     }
 }
