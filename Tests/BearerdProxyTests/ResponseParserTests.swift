@@ -142,3 +142,54 @@ struct ResponseParserTests {
         #expect(throws: UpstreamResponseError.self) { _ = try Self.parse(huge, step: 64 * 1024) }
     }
 }
+
+@Suite("Parsing upstream responses: random input")
+struct ResponseParserRandomTests {
+    /// Random bytes, and random mutations of valid responses, in random splits: the parser
+    /// returns parts or throws, never crashes, never hangs, and never hands out more body bytes
+    /// than it was given.
+    @Test func randomInputNeverCrashesTheParser() {
+        var generator = SystemRandomNumberGenerator()
+        let seeds = [
+            ResponseParserTests.chunked,
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            "HTTP/1.0 200 OK\r\n\r\nuntil close",
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+        ]
+        for round in 0..<5000 {
+            var bytes: [UInt8]
+            if round % 2 == 0 {
+                bytes = (0..<Int.random(in: 0..<200, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
+            } else {
+                bytes = Array(seeds[round % seeds.count].utf8)
+                for _ in 0..<Int.random(in: 1...4, using: &generator) where !bytes.isEmpty {
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(
+                        in: 0...255,
+                        using: &generator
+                    )
+                }
+            }
+            var parser = ResponseParser()
+            parser.expectResponse(toHEAD: round % 7 == 0)
+            var pending = ByteBuffer()
+            var input = ByteBuffer(bytes: bytes)
+            var bodyBytes = 0
+            reading: while input.readableBytes > 0 {
+                var read = input.readSlice(length: min(Int.random(in: 1...64, using: &generator), input.readableBytes))!
+                pending.writeBuffer(&read)
+                do {
+                    while let part = try parser.next(from: &pending) {
+                        if case .body(let body) = part { bodyBytes += body.readableBytes }
+                        if case .end = part { break reading }
+                    }
+                } catch {
+                    break reading
+                }
+                pending.discardReadBytes()
+            }
+            #expect(bodyBytes <= bytes.count)
+        }
+    }
+}
