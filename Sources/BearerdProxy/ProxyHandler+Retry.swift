@@ -4,8 +4,9 @@ import NIOCore
 import NIOHTTP1
 
 /// A 401 held back from the client while the token provider decides whether the request is
-/// sent again with a new token.
-struct HeldResponse {
+/// sent again with a new token. A class: the data path asks "is one held?" for every response
+/// part, and that must be a pointer check, not a copy of a head.
+final class HeldResponse {
     /// A held 401 body larger than this goes to the client as it is, without a retry.
     static let maxBody = 64 * 1024
 
@@ -15,6 +16,10 @@ struct HeldResponse {
     var ended = false
     /// `nil` until the provider answers; then the token to retry with, or `.some(nil)`: no retry.
     var decision: BearerToken??
+
+    init(head: ResponseHead) {
+        self.head = head
+    }
 }
 
 extension ProxyHandler {
