@@ -24,16 +24,8 @@ enum HeaderName {
     /// Headers that apply to one connection only (RFC 9110 §7.6.1), plus the legacy
     /// `Proxy-Connection`. They never cross the proxy in either direction.
     static func isHopByHop(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 2: return equals(name, "te")
-        case 7: return equals(name, "trailer") || equals(name, "upgrade")
-        case 10: return equals(name, "connection") || equals(name, "keep-alive")
-        case 16: return equals(name, "proxy-connection")
-        case 17: return equals(name, "transfer-encoding")
-        case 18: return equals(name, "proxy-authenticate")
-        case 19: return equals(name, "proxy-authorization")
-        default: return false
-        }
+        var name = name
+        return name.withUTF8 { bytes in Self.isHopByHop(UnsafeRawBufferPointer(bytes), 0..<bytes.count) }
     }
 
     /// The header names a message's `Connection` header lists beyond the usual `keep-alive` and
@@ -133,7 +125,7 @@ extension HeaderName {
 }
 
 extension HeaderName {
-    /// ``isHopByHop(_:)`` for a name in a parsed head.
+    /// ``isHopByHop(_:)`` for a name in a parsed head (the one list of hop-by-hop names).
     static func isHopByHop(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
         switch name.count {
         case 2: return equals(raw, name, "te")

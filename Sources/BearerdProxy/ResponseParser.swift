@@ -45,11 +45,6 @@ struct ResponseParser {
         self.state = .idle
     }
 
-    var isIdle: Bool {
-        if case .idle = self.state { return true }
-        return false
-    }
-
     /// The body ends where the connection does (no Content-Length, not chunked).
     var endsAtClose: Bool {
         if case .untilClose = self.state { return true }

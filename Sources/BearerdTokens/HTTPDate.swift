@@ -3,19 +3,20 @@ import Foundation
 /// IMF-fixdate (RFC 9110 §5.6.7), as in `Date` and `Retry-After` headers.
 enum HTTPDate {
     static func parse(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
+        Self.formatter().date(from: text.trimmingCharacters(in: .whitespaces))
     }
 
     static func format(_ date: Date) -> String {
+        Self.formatter().string(from: date)
+    }
+
+    /// A new one per use: `DateFormatter` is not safe to share across threads.
+    private static func formatter() -> DateFormatter {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
+        return formatter
     }
 
     /// `Retry-After`: delay-seconds or an HTTP-date, as a delay from `now` (never negative).
