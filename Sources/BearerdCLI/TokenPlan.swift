@@ -33,7 +33,9 @@ enum TokenPlan {
                         ?? .clientSecretBasic,
                     scopes: oauth2.scopes,
                     extraParameters: oauth2.extraParameters.map { ($0.name, $0.value) },
-                    clientCredentials: oauth2.clientCredentials
+                    clientCredentials: oauth2.clientCredentials,
+                    revocationURL: oauth2.revocationURL,
+                    deviceAuthorizationURL: oauth2.deviceAuthorizationURL
                 )
             )
         case .json(let json):
@@ -48,7 +50,9 @@ enum TokenPlan {
                     accessTokenPointer: json.accessTokenPointer,
                     refreshTokenPointer: json.refreshTokenPointer,
                     expiresInPointer: json.expiresInPointer,
-                    expiresAtPointer: json.expiresAtPointer
+                    expiresAtPointer: json.expiresAtPointer,
+                    logoutURL: json.logoutURL,
+                    logoutBody: json.logoutBody
                 )
             )
         }

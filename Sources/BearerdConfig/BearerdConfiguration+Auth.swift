@@ -23,6 +23,11 @@ extension BearerdConfiguration {
             public var extraParameters: [Pair]
             /// `auth.client_credentials`: the client itself may get a token.
             public var clientCredentials: Bool
+            /// `auth.revocation_url`: RFC 7009 endpoint for `bearerd logout` (else discovered).
+            public var revocationURL: String?
+            /// `auth.device_authorization_url`: RFC 8628 endpoint for `bearerd login --device`
+            /// (else discovered).
+            public var deviceAuthorizationURL: String?
         }
 
         /// `auth.json.*`: a custom JSON token API.
@@ -37,6 +42,9 @@ extension BearerdConfiguration {
             public var refreshTokenPointer: String?
             public var expiresInPointer: String?
             public var expiresAtPointer: String?
+            /// `auth.json.logout_url` and its body template, for `bearerd logout`.
+            public var logoutURL: String?
+            public var logoutBody: String
         }
 
         /// A name and a value (`audience=https://api`, `X-Amz-Target: …`).

@@ -22,6 +22,8 @@ public struct BearerdConfiguration: Sendable {
     public var auth: Auth
     /// Where tokens are kept.
     public var store: Store
+    /// The admin socket the CLI talks to.
+    public var admin: Admin
     /// Logging.
     public var log: Log
 
@@ -74,6 +76,12 @@ public struct BearerdConfiguration: Sendable {
 
         /// Whether tokens are kept on disk (a key is configured) or in memory only.
         public var isEncryptedOnDisk: Bool { self.keyFile != nil || self.passphraseFile != nil }
+    }
+
+    /// `admin.*`
+    public struct Admin: Sendable {
+        /// `admin.socket`, resolved: the unix socket `login`, `logout`, `status` and `token` use.
+        public var socket: String
     }
 
     /// `log.*`

@@ -70,7 +70,12 @@ extension ConfigBuilder {
         if tokenURL != nil && issuer != nil {
             self.issue("auth.issuer", "set auth.token_url or auth.issuer, not both")
         }
-        for (key, value) in [("auth.token_url", tokenURL), ("auth.issuer", issuer)] {
+        let revocationURL = self.string("auth.revocation_url")
+        let deviceURL = self.string("auth.device_authorization_url")
+        for (key, value) in [
+            ("auth.token_url", tokenURL), ("auth.issuer", issuer), ("auth.revocation_url", revocationURL),
+            ("auth.device_authorization_url", deviceURL),
+        ] {
             if let value,
                 !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil
             {
@@ -101,14 +106,20 @@ extension ConfigBuilder {
             clientAuthentication: authentication,
             scopes: self.reader.stringArray(forKey: "auth.scopes") ?? [],
             extraParameters: self.pairs("auth.extra_params", separator: "=", example: "audience=https://api.example"),
-            clientCredentials: self.bool("auth.client_credentials", default: false)
+            clientCredentials: self.bool("auth.client_credentials", default: false),
+            revocationURL: revocationURL,
+            deviceAuthorizationURL: deviceURL
         )
     }
 
     private mutating func json() -> BearerdConfiguration.Auth.JSON {
         let refreshURL = self.string("auth.json.refresh_url") ?? ""
         let loginURL = self.string("auth.json.login_url")
-        for (key, value) in [("auth.json.refresh_url", refreshURL), ("auth.json.login_url", loginURL ?? "https://x")] {
+        let logoutURL = self.string("auth.json.logout_url")
+        for (key, value) in [
+            ("auth.json.refresh_url", refreshURL), ("auth.json.login_url", loginURL ?? "https://x"),
+            ("auth.json.logout_url", logoutURL ?? "https://x"),
+        ] {
             if !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil {
                 self.issue(key, "must be an http or https URL (got \"\(value)\")")
             }
@@ -116,6 +127,10 @@ extension ConfigBuilder {
         let refreshBody = self.string("auth.json.refresh_body") ?? #"{"refreshToken":"{{refresh_token}}"}"#
         if !refreshBody.contains("{{refresh_token}}") {
             self.issue("auth.json.refresh_body", "must contain {{refresh_token}}")
+        }
+        let logoutBody = self.string("auth.json.logout_body") ?? refreshBody
+        if !logoutBody.contains("{{refresh_token}}") && !logoutBody.contains("{{access_token}}") {
+            self.issue("auth.json.logout_body", "must contain {{refresh_token}} or {{access_token}}")
         }
         let loginBody = self.string("auth.json.login_body") ?? #"{"email":"{{username}}","password":"{{password}}"}"#
         if !loginBody.contains("{{password}}") { self.issue("auth.json.login_body", "must contain {{password}}") }
@@ -140,7 +155,9 @@ extension ConfigBuilder {
             accessTokenPointer: (pointers["auth.json.access_token"] ?? nil) ?? "/session/token",
             refreshTokenPointer: pointers["auth.json.refresh_token"] ?? nil,
             expiresInPointer: pointers["auth.json.expires_in"] ?? nil,
-            expiresAtPointer: pointers["auth.json.expires_at"] ?? nil
+            expiresAtPointer: pointers["auth.json.expires_at"] ?? nil,
+            logoutURL: logoutURL,
+            logoutBody: logoutBody
         )
     }
 

@@ -40,4 +40,20 @@ extension ConfigBuilder {
             profile: profile
         )
     }
+
+    /// `admin.socket`: by default in systemd's `RuntimeDirectory=`, else /run/bearerd; a relative
+    /// path is taken from there too.
+    mutating func admin() -> BearerdConfiguration.Admin {
+        let runtimeDirectory = self.environment["RUNTIME_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+        let base = runtimeDirectory ?? "/run/bearerd"
+        var socket = base + "/admin.sock"
+        if let raw = self.string("admin.socket") {
+            socket = raw.hasPrefix("/") ? raw : (runtimeDirectory ?? self.baseDirectory) + "/" + raw
+        }
+        // sun_path holds 108 bytes with its terminating NUL.
+        if socket.utf8.count > 107 {
+            self.issue("admin.socket", "\(socket) is longer than a unix socket path may be (107 bytes)")
+        }
+        return BearerdConfiguration.Admin(socket: socket)
+    }
 }

@@ -39,6 +39,7 @@ struct ConfigBuilder {
             proxy: self.proxy(),
             auth: self.auth(),
             store: self.store(),
+            admin: self.admin(),
             log: self.log()
         )
         return upstream == nil ? nil : configuration

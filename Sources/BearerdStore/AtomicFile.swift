@@ -43,12 +43,6 @@ enum AtomicFile {
         try Self.syncDirectory(directory)
     }
 
-    /// Removes a file (gone already is fine) durably.
-    static func remove(_ path: String) throws(StoreError) {
-        guard unlink(path) == 0 || errno == ENOENT else { throw Self.failure("remove", path) }
-        try Self.syncDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
-    }
-
     static func syncDirectory(_ directory: String) throws(StoreError) {
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Self.failure("open", directory) }

@@ -83,11 +83,6 @@ public final class EncryptedTokenStore: TokenStore {
         let header = format.header
         let sealed = try StoreCipher.seal(plaintext, key: key, nonce: nonce, aad: header)
         try AtomicFile.write(header + nonce + sealed, to: self.path)
-
-    }
-
-    public func wipe() throws {
-        try AtomicFile.remove(self.path)
     }
 
     // MARK: Keys
@@ -158,23 +153,55 @@ public final class EncryptedTokenStore: TokenStore {
         return .corrupted(self.path, why: why, movedTo: moved ? aside : nil)
     }
 
-    /// What is encrypted: the tokens as JSON.
+    /// What is encrypted: the tokens as JSON, the user's session and the client token apart.
+    /// Files written before the two were apart hold the user's session at the top level.
     private struct Payload: Codable {
+        var user: Session?
+        var client: Session?
         var refreshToken: String?
         var accessToken: String?
         var accessExpiresAt: Double?
 
         init(_ tokens: StoredTokens) {
-            self.refreshToken = tokens.refreshToken?.value
-            self.accessToken = tokens.accessToken?.value
-            self.accessExpiresAt = tokens.accessExpiresAt?.timeIntervalSince1970
+            self.user = tokens.user.map(Session.init)
+            self.client = tokens.client.map(Session.init)
         }
 
         var tokens: StoredTokens {
-            StoredTokens(
+            let legacy = Session(refreshToken: self.refreshToken, accessToken: self.accessToken, accessExpiresAt: self.accessExpiresAt, scope: nil)
+            let user = self.user ?? (legacy.refreshToken == nil && legacy.accessToken == nil ? nil : legacy)
+            return StoredTokens(user: user?.stored, client: self.client?.stored)
+        }
+    }
+
+    private struct Session: Codable {
+        var refreshToken: String?
+        var accessToken: String?
+        var accessExpiresAt: Double?
+        var scope: String?
+
+        init(refreshToken: String?, accessToken: String?, accessExpiresAt: Double?, scope: String?) {
+            self.refreshToken = refreshToken
+            self.accessToken = accessToken
+            self.accessExpiresAt = accessExpiresAt
+            self.scope = scope
+        }
+
+        init(_ session: StoredSession) {
+            self.init(
+                refreshToken: session.refreshToken?.value,
+                accessToken: session.accessToken?.value,
+                accessExpiresAt: session.accessExpiresAt?.timeIntervalSince1970,
+                scope: session.scope
+            )
+        }
+
+        var stored: StoredSession {
+            StoredSession(
                 refreshToken: self.refreshToken.map(Secret.init),
                 accessToken: self.accessToken.flatMap { BearerToken.isValidTokenValue($0) ? BearerToken($0) : nil },
-                accessExpiresAt: self.accessExpiresAt.map(Date.init(timeIntervalSince1970:))
+                accessExpiresAt: self.accessExpiresAt.map(Date.init(timeIntervalSince1970:)),
+                scope: self.scope
             )
         }
     }

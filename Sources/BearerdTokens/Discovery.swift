@@ -1,6 +1,13 @@
 import Foundation
 
-/// Finds a token endpoint from an issuer: OpenID Connect Discovery 1.0, then RFC 8414 (both
+/// What an authorization server says about itself (RFC 8414 §2), as far as bearerd uses it.
+struct ServerMetadata: Sendable, Equatable {
+    var tokenEndpoint: String
+    var revocationEndpoint: String?
+    var deviceAuthorizationEndpoint: String?
+}
+
+/// Finds a server's endpoints from an issuer: OpenID Connect Discovery 1.0, then RFC 8414 (both
 /// the form appended to the issuer, which many servers use, and the RFC's inserted form).
 enum Discovery {
     static func candidates(issuer: String) -> [String] {
@@ -13,7 +20,7 @@ enum Discovery {
         return urls
     }
 
-    static func tokenEndpoint(issuer: String, transport: any TokenTransport) async throws -> String {
+    static func metadata(issuer: String, transport: any TokenTransport) async throws -> ServerMetadata {
         var problems: [String] = []
         for url in Self.candidates(issuer: issuer) {
             let response: TokenHTTPResponse
@@ -29,16 +36,26 @@ enum Discovery {
                 problems.append("\(url): HTTP \(response.status)")
                 continue
             }
-            guard let endpoint = JSONValue.parse(response.body)?["token_endpoint"]?.stringValue,
-                endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://")
-            else {
+            let document = JSONValue.parse(response.body)
+            guard let endpoint = Self.url(document?["token_endpoint"]) else {
                 problems.append("\(url): no token_endpoint in the metadata")
                 continue
             }
-            return endpoint
+            return ServerMetadata(
+                tokenEndpoint: endpoint,
+                revocationEndpoint: Self.url(document?["revocation_endpoint"]),
+                deviceAuthorizationEndpoint: Self.url(document?["device_authorization_endpoint"])
+            )
         }
         throw TokenSourceError(
             "cannot discover the token endpoint of \(issuer) (\(problems.joined(separator: "; "))); set auth.token_url instead"
         )
+    }
+
+    private static func url(_ value: JSONValue?) -> String? {
+        guard let text = value?.stringValue, text.hasPrefix("https://") || text.hasPrefix("http://") else {
+            return nil
+        }
+        return text
     }
 }

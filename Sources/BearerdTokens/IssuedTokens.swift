@@ -10,12 +10,21 @@ public struct IssuedTokens: Sendable {
     public var lifetime: Duration?
     /// An absolute expiry the response gave (custom JSON APIs' `expiresAt`).
     public var expiresAt: Date?
+    /// The scope granted, when the response named it (RFC 6749 §5.1 `scope`).
+    public var scope: String?
 
-    public init(accessToken: BearerToken, refreshToken: Secret?, lifetime: Duration?, expiresAt: Date? = nil) {
+    public init(
+        accessToken: BearerToken,
+        refreshToken: Secret?,
+        lifetime: Duration?,
+        expiresAt: Date? = nil,
+        scope: String? = nil
+    ) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.lifetime = lifetime
         self.expiresAt = expiresAt
+        self.scope = scope
     }
 }
 

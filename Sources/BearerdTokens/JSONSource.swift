@@ -21,6 +21,9 @@ public struct JSONSource: TokenSource {
         public var expiresInPointer: String?
         /// An absolute expiry: RFC 3339, or seconds (or milliseconds) since 1970.
         public var expiresAtPointer: String?
+        /// The API's logout, and its body template (`{{refresh_token}}`, `{{access_token}}`).
+        public var logoutURL: String?
+        public var logoutBody: String
 
         public init(
             loginURL: String? = nil,
@@ -32,7 +35,9 @@ public struct JSONSource: TokenSource {
             accessTokenPointer: String = "/session/token",
             refreshTokenPointer: String? = "/session/refreshToken",
             expiresInPointer: String? = nil,
-            expiresAtPointer: String? = "/session/expiresAt"
+            expiresAtPointer: String? = "/session/expiresAt",
+            logoutURL: String? = nil,
+            logoutBody: String = #"{"refreshToken":"{{refresh_token}}"}"#
         ) {
             self.loginURL = loginURL
             self.refreshURL = refreshURL
@@ -44,6 +49,8 @@ public struct JSONSource: TokenSource {
             self.refreshTokenPointer = refreshTokenPointer
             self.expiresInPointer = expiresInPointer
             self.expiresAtPointer = expiresAtPointer
+            self.logoutURL = logoutURL
+            self.logoutBody = logoutBody
         }
     }
 
@@ -113,6 +120,28 @@ public struct JSONSource: TokenSource {
             lifetime: lifetime,
             expiresAt: expiresAt
         )
+    }
+
+    public func revocationRequest(
+        refreshToken: Secret?,
+        accessToken: BearerToken?,
+        transport: any TokenTransport
+    ) async throws -> TokenHTTPRequest? {
+        guard let url = self.settings.logoutURL else { return nil }
+        var values: [String: String] = [:]
+        if let refreshToken { values["refresh_token"] = refreshToken.value }
+        if let accessToken { values["access_token"] = accessToken.value }
+        return self.request(url, Self.fill(self.settings.logoutBody, values))
+    }
+
+    public func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+        throw TokenSourceError(
+            "a JSON token API has no device login: run `bearerd login` with a user name and password instead"
+        )
+    }
+
+    public func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
+        throw TokenSourceError("a JSON token API has no device login")
     }
 
     private func request(_ url: String, _ body: String) -> TokenHTTPRequest {

@@ -1,8 +1,10 @@
+import BearerdAuth
 import Foundation
 import Synchronization
 
-/// A standard OAuth 2.0 token endpoint (RFC 6749): refresh_token, client_credentials and
-/// password grants; client authentication by HTTP Basic, form fields, or none (public client).
+/// A standard OAuth 2.0 token endpoint (RFC 6749): refresh_token, client_credentials, password
+/// and device code (RFC 8628) grants, and revocation (RFC 7009); client authentication by HTTP
+/// Basic, form fields, or none (public client).
 public final class OAuth2Source: TokenSource {
     public enum Endpoint: Sendable, Equatable {
         case tokenURL(String)
@@ -26,6 +28,10 @@ public final class OAuth2Source: TokenSource {
         public var extraParameters: [(String, String)]
         /// Whether the client itself may get a token (client_credentials).
         public var clientCredentials: Bool
+        /// RFC 7009 revocation endpoint; discovered with an issuer when not set.
+        public var revocationURL: String?
+        /// RFC 8628 device authorization endpoint; discovered with an issuer when not set.
+        public var deviceAuthorizationURL: String?
 
         public init(
             endpoint: Endpoint,
@@ -34,7 +40,9 @@ public final class OAuth2Source: TokenSource {
             clientAuthentication: ClientAuthentication = .clientSecretBasic,
             scopes: [String] = [],
             extraParameters: [(String, String)] = [],
-            clientCredentials: Bool = false
+            clientCredentials: Bool = false,
+            revocationURL: String? = nil,
+            deviceAuthorizationURL: String? = nil
         ) {
             self.endpoint = endpoint
             self.clientID = clientID
@@ -43,11 +51,13 @@ public final class OAuth2Source: TokenSource {
             self.scopes = scopes
             self.extraParameters = extraParameters
             self.clientCredentials = clientCredentials
+            self.revocationURL = revocationURL
+            self.deviceAuthorizationURL = deviceAuthorizationURL
         }
     }
 
     private let settings: Settings
-    private let discovered = Mutex<String?>(nil)
+    private let discovered = Mutex<ServerMetadata?>(nil)
 
     public init(settings: Settings) {
         self.settings = settings
@@ -80,14 +90,63 @@ public final class OAuth2Source: TokenSource {
         try OAuth2TokenResponse.parse(body)
     }
 
+    public func revocationRequest(
+        refreshToken: Secret?,
+        accessToken: BearerToken?,
+        transport: any TokenTransport
+    ) async throws -> TokenHTTPRequest? {
+        // RFC 7009 §2.1: revoking the refresh token revokes the access tokens issued with it.
+        let fields: [(String, String)]
+        if let refreshToken {
+            fields = [("token", refreshToken.value), ("token_type_hint", "refresh_token")]
+        } else if let accessToken {
+            fields = [("token", accessToken.value), ("token_type_hint", "access_token")]
+        } else {
+            return nil
+        }
+        var url = self.settings.revocationURL
+        if url == nil, case .issuer(let issuer) = self.settings.endpoint {
+            url = try await self.metadata(issuer, transport).revocationEndpoint
+        }
+        guard let url else { return nil }
+        return self.request(url, fields, withScope: false)
+    }
+
+    public func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+        var url = self.settings.deviceAuthorizationURL
+        if url == nil, case .issuer(let issuer) = self.settings.endpoint {
+            url = try await self.metadata(issuer, transport).deviceAuthorizationEndpoint
+        }
+        guard let url else {
+            throw TokenSourceError(
+                "the token server names no device authorization endpoint: set auth.device_authorization_url, or log in with a user name and password"
+            )
+        }
+        return self.request(url, [], withScope: true)
+    }
+
+    public func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
+        try await self.request(
+            [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode.value)],
+            transport
+        )
+    }
+
     private func request(
         _ grant: [(String, String)],
         _ transport: any TokenTransport
     ) async throws
         -> TokenHTTPRequest
     {
+        self.request(try await self.tokenURL(transport), grant, withScope: true)
+    }
+
+    /// A form POST to `url` with the client's authentication.
+    private func request(_ url: String, _ grant: [(String, String)], withScope: Bool) -> TokenHTTPRequest {
         var fields = grant
-        if !self.settings.scopes.isEmpty { fields.append(("scope", self.settings.scopes.joined(separator: " "))) }
+        if withScope, !self.settings.scopes.isEmpty {
+            fields.append(("scope", self.settings.scopes.joined(separator: " ")))
+        }
         fields += self.settings.extraParameters
         var headers = [
             ("content-type", "application/x-www-form-urlencoded"),
@@ -106,23 +165,22 @@ public final class OAuth2Source: TokenSource {
         case .none:
             fields.append(("client_id", self.settings.clientID))
         }
-        return TokenHTTPRequest(
-            url: try await self.tokenURL(transport),
-            headers: headers,
-            body: FormEncoding.encode(fields)
-        )
+        return TokenHTTPRequest(url: url, headers: headers, body: FormEncoding.encode(fields))
     }
 
     /// The token endpoint, discovered once when only the issuer is configured.
     func tokenURL(_ transport: any TokenTransport) async throws -> String {
         switch self.settings.endpoint {
-        case .tokenURL(let url):
-            return url
-        case .issuer(let issuer):
-            if let url = self.discovered.withLock({ $0 }) { return url }
-            let url = try await Discovery.tokenEndpoint(issuer: issuer, transport: transport)
-            self.discovered.withLock { $0 = url }
-            return url
+        case .tokenURL(let url): url
+        case .issuer(let issuer): try await self.metadata(issuer, transport).tokenEndpoint
         }
+    }
+
+    /// The issuer's metadata, discovered once.
+    private func metadata(_ issuer: String, _ transport: any TokenTransport) async throws -> ServerMetadata {
+        if let metadata = self.discovered.withLock({ $0 }) { return metadata }
+        let metadata = try await Discovery.metadata(issuer: issuer, transport: transport)
+        self.discovered.withLock { $0 = metadata }
+        return metadata
     }
 }

@@ -29,7 +29,8 @@ enum OAuth2TokenResponse {
         return IssuedTokens(
             accessToken: BearerToken(access),
             refreshToken: refresh,
-            lifetime: try Self.seconds(object["expires_in"], name: "expires_in").map { Duration.seconds($0) }
+            lifetime: try Self.seconds(object["expires_in"], name: "expires_in").map { Duration.seconds($0) },
+            scope: object["scope"]?.stringValue.flatMap { $0.isEmpty || $0.utf8.count > 1024 ? nil : $0 }
         )
     }
 

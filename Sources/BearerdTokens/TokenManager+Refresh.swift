@@ -7,7 +7,7 @@ extension TokenManager {
     /// Joins the refresh in flight, or starts one and waits for it.
     func refresh(reason: String) async {
         if case .refreshing(_, let task) = self.state {
-            await task.value
+            _ = await task.value
             return
         }
         let session = self.currentSession
@@ -20,30 +20,35 @@ extension TokenManager {
             self.transition(to: .loggedOut(reason: "no refresh token: run `bearerd login`"))
             return
         }
-        self.start(grant, previous: session, reason: reason)
-        if case .refreshing(_, let task) = self.state { await task.value }
+        _ = await self.start(grant, previous: session, reason: reason)?.value
     }
 
-    /// Enters `.refreshing` with the task that sends `grant`, unless the breaker says wait.
-    func start(_ grant: Grant, previous: Session?, reason: String) {
+    /// Enters `.refreshing` with the task that sends `grant` and returns it, unless the breaker
+    /// says wait (then `nil`, and the state says why).
+    @discardableResult
+    func start(_ grant: Grant, previous: Session?, reason: String) -> Task<ExchangeResult, Never>? {
         let now = self.clock.now
         self.attempts.removeAll { now.timeIntervalSince($0) >= 60 }
         if self.attempts.count >= self.policy.maxRefreshesPerMinute, let oldest = self.attempts.first {
             let why =
                 "more than \(self.policy.maxRefreshesPerMinute) refresh attempts in a minute (auth.max_refreshes_per_minute)"
             self.logger.warning("token refresh held back", metadata: ["reason": "\(why)"])
-            self.transition(to: .waiting(previous, retryAt: oldest.addingTimeInterval(60), reason: why))
-            return
+            self.lastOutcome = why
+            if !grant.isLogin {
+                self.transition(to: .waiting(previous, retryAt: oldest.addingTimeInterval(60), reason: why))
+            }
+            return nil
         }
         self.attempts.append(now)
         let task = Task { await self.perform(grant, previous: previous, reason: reason) }
         self.transition(to: .refreshing(previous, task))
+        return task
     }
 
     /// The body of the one task of a refresh: ask, then apply the answer exactly once.
-    private func perform(_ grant: Grant, previous: Session?, reason: String) async {
+    private func perform(_ grant: Grant, previous: Session?, reason: String) async -> ExchangeResult {
         let outcome = await Self.exchange(grant, source: self.source, transport: self.transport, clock: self.clock)
-        self.apply(outcome, grant: grant, previous: previous, reason: reason)
+        return self.apply(outcome, grant: grant, previous: previous, reason: reason)
     }
 
     /// Talks to the token endpoint, off the actor.
@@ -56,7 +61,8 @@ extension TokenManager {
         do {
             let request: TokenHTTPRequest
             switch grant {
-            case .refreshToken(let token): request = try await source.refreshRequest(token, transport: transport)
+            case .refreshToken(let token), .importedRefreshToken(let token):
+                request = try await source.refreshRequest(token, transport: transport)
             case .clientCredentials: request = try await source.clientCredentialsRequest(transport: transport)
             case .password(let username, let password):
                 request = try await source.passwordRequest(username: username, password: password, transport: transport)
@@ -68,41 +74,32 @@ extension TokenManager {
         }
     }
 
-    private func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: String) {
+    private func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: String) -> ExchangeResult {
         let now = self.clock.now
         switch outcome {
         case .issued(let issued, let serverDate):
-            let kind: Session.Kind = if case .clientCredentials = grant { .client } else { .user }
-            let rotated = issued.refreshToken != nil
             var refreshToken = issued.refreshToken
-            if refreshToken == nil, case .refreshToken(let old) = grant { refreshToken = old }
-            let session = self.session(
-                issued,
-                kind: kind,
-                refreshToken: refreshToken,
-                receivedAt: now,
-                serverDate: serverDate
-            )
-            self.consecutiveFailures = 0
-            self.lastOutcome = nil
-            if kind == .user { self.save(session) }
-            self.logger.info(
-                "token refreshed",
-                metadata: [
-                    "grant": "\(grant.name)", "reason": "\(reason)",
-                    "expires_in_s": "\(Int(session.expiresAt.timeIntervalSince(now)))",
-                    "next_refresh_in_s": "\(Int(session.refreshAt.timeIntervalSince(now)))",
-                    "refresh_token_rotated": "\(rotated)",
-                ]
-            )
-            self.transition(to: .ready(session))
+            if refreshToken == nil {
+                switch grant {
+                case .refreshToken(let old), .importedRefreshToken(let old): refreshToken = old
+                case .clientCredentials, .password: break
+                }
+            }
+            let kind: Session.Kind = if case .clientCredentials = grant { .client } else { .user }
+            self.install(issued, kind: kind, refreshToken: refreshToken, serverDate: serverDate, grant: grant.name, reason: reason)
+            return .issued
         case .rejected(let status, let error):
-            self.rejected(status: status, error: error, grant: grant, previous: previous)
+            return self.rejected(status: status, error: error, grant: grant, previous: previous)
         case .unavailable(let why, let retryAfter):
+            self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(why)")
+            self.lastOutcome = why
+            if grant.isLogin {
+                self.logger.warning("login failed", metadata: ["grant": "\(grant.name)", "reason": "\(why)"])
+                self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
+                return .failed("the token server is unavailable: \(why); try again later")
+            }
             self.consecutiveFailures += 1
             let delay = retryAfter ?? self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
-            let retryAt = now.addingTimeInterval(delay.seconds)
-            self.lastOutcome = why
             self.logger.warning(
                 "token refresh failed; keeping the tokens and retrying",
                 metadata: [
@@ -110,18 +107,51 @@ extension TokenManager {
                     "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
                 ]
             )
-            if case .password = grant {
-                self.transition(to: previous.map { .ready($0) } ?? .loggedOut(reason: "login failed: \(why)"))
-            } else {
-                self.transition(
-                    to: .waiting(previous, retryAt: retryAt, reason: "the token server is unavailable: \(why)")
+            self.transition(
+                to: .waiting(
+                    previous,
+                    retryAt: now.addingTimeInterval(delay.seconds),
+                    reason: "the token server is unavailable: \(why)"
                 )
-            }
+            )
+            return .failed("the token server is unavailable: \(why)")
         }
     }
 
-    /// A 4xx: the credentials are no good. The only path that wipes stored tokens.
-    private func rejected(status: Int, error: String?, grant: Grant, previous: Session?) {
+    /// Takes what the server issued as the session in use, on disk before it is used.
+    func install(
+        _ issued: IssuedTokens,
+        kind: Session.Kind,
+        refreshToken: Secret?,
+        serverDate: Date?,
+        grant: String,
+        reason: String
+    ) {
+        let now = self.clock.now
+        let session = self.session(issued, kind: kind, refreshToken: refreshToken, receivedAt: now, serverDate: serverDate)
+        self.consecutiveFailures = 0
+        self.lastOutcome = nil
+        self.lastRefresh = LastRefresh(at: now, grant: grant, result: "ok")
+        switch kind {
+        case .user: self.stored.user = session.stored
+        case .client: self.stored.client = session.stored
+        }
+        self.persist()
+        self.logger.info(
+            "token refreshed",
+            metadata: [
+                "grant": "\(grant)", "reason": "\(reason)", "session": "\(kind.rawValue)",
+                "expires_in_s": "\(Int(session.expiresAt.timeIntervalSince(now)))",
+                "next_refresh_in_s": "\(Int(session.refreshAt.timeIntervalSince(now)))",
+                "refresh_token_rotated": "\(issued.refreshToken != nil)",
+            ]
+        )
+        self.transition(to: .ready(session))
+    }
+
+    /// A 4xx: the credentials are no good. The only path that drops stored tokens, and only the
+    /// user's: the client token stays.
+    private func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> ExchangeResult {
         let code = error ?? "HTTP \(status)"
         switch grant {
         case .refreshToken:
@@ -129,20 +159,22 @@ extension TokenManager {
                 "the token server rejected the refresh token; the stored tokens are wiped: run `bearerd login`",
                 metadata: ["status": "\(status)", "error": "\(code)"]
             )
-            self.unsaved = nil
-            do {
-                try self.store.wipe()
-            } catch {
-                self.logger.error("cannot wipe the token store", metadata: ["error": "\(error)"])
-            }
-            self.snapshot.withLock { $0 = nil }
             self.lastOutcome = "the token server rejected the refresh token (\(code))"
+            self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
+            if previous?.kind == .client { self.stored.client = nil } else { self.stored.user = nil }
+            self.persist()
             self.transition(
-                to: .loggedOut(reason: "the token server rejected the session (\(code)): run `bearerd login`")
+                to: self.fallback(reason: "the token server rejected the session (\(code)): run `bearerd login`")
             )
-        case .password:
-            self.lastOutcome = "the token server refused the login (\(code)): check the user name and password"
-            self.transition(to: previous.map { .ready($0) } ?? .loggedOut(reason: self.lastOutcome!))
+            return .failed(self.lastOutcome!)
+        case .password, .importedRefreshToken:
+            let what = if case .password = grant { "the login (\(code)): check the user name and password" } else {
+                "this refresh token (\(code)): it is expired, revoked or for another client"
+            }
+            self.lastOutcome = "the token server refused \(what)"
+            self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
+            return .failed(self.lastOutcome!)
         case .clientCredentials:
             // Nothing stored to wipe; back off so a disabled client is not hammered.
             self.consecutiveFailures += 1
@@ -151,8 +183,20 @@ extension TokenManager {
                 "the token server rejected the client credentials (\(code)): check auth.client_id and the client secret"
             self.logger.error("client token refused", metadata: ["status": "\(status)", "error": "\(code)"])
             self.lastOutcome = why
+            self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
             self.transition(to: .waiting(nil, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
+            return .failed(why)
         }
+    }
+
+    /// What is left without a user session: the stored client token while it is usable, else
+    /// logged out (the scheduler then asks for a client token when there is a client grant).
+    func fallback(reason: String) -> State {
+        if let client = self.stored.client {
+            let session = Session(restoring: client, kind: .client, now: self.clock.now, policy: self.policy)
+            if session.access != nil { return .ready(session) }
+        }
+        return .loggedOut(reason: reason)
     }
 
     /// A session from what the server issued: expiry is the earliest of JWT `exp` (corrected
@@ -192,26 +236,24 @@ extension TokenManager {
             expiresAt: expiresAt,
             usableUntil: self.policy.usableUntil(receivedAt: receivedAt, expiresAt: expiresAt),
             refreshAt: self.policy.refreshTime(receivedAt: receivedAt, expiresAt: expiresAt, random: self.random()),
-            refreshToken: refreshToken
+            refreshToken: refreshToken,
+            scope: issued.scope
         )
     }
 
-    private func save(_ session: Session) {
-        self.unsaved = StoredTokens(
-            refreshToken: session.refreshToken,
-            accessToken: session.access,
-            accessExpiresAt: session.expiresAt
-        )
-        self.saveUnsaved()
+    /// Writes `stored`. On failure (disk full, read-only) the tokens stay in memory, serving
+    /// requests, and the scheduler tries again.
+    func persist() {
+        self.storeBehind = true
+        self.writeStore()
     }
 
-    /// Writes tokens that are not on disk yet. On failure (disk full, read-only) they stay in
-    /// memory, serving requests, and the scheduler tries again.
-    func saveUnsaved() {
-        guard let tokens = self.unsaved else { return }
+    /// Writes `stored` if it is not on disk yet.
+    func writeStore() {
+        guard self.storeBehind else { return }
         do {
-            try self.store.save(tokens)
-            self.unsaved = nil
+            try self.store.save(self.stored)
+            self.storeBehind = false
         } catch {
             self.logger.error(
                 "cannot save the tokens; they stay in memory and bearerd retries the write",

@@ -28,14 +28,14 @@ extension TokenManager {
             case .refreshing: nil
             case .loggedOut: self.source.hasClientGrant ? self.clock.now : nil
             }
-        guard self.unsaved != nil else { return (due, self.generation) }
+        guard self.storeBehind else { return (due, self.generation) }
         let retrySave = self.clock.now.addingTimeInterval(Self.saveRetryInterval)
         return (min(due ?? retrySave, retrySave), self.generation)
     }
 
     /// Refreshes if a refresh or a retry is due.
     func timerFired() async {
-        self.saveUnsaved()
+        self.writeStore()
         let now = self.clock.now
         switch self.state {
         case .ready(let session) where now >= session.refreshAt:

@@ -13,7 +13,7 @@ import Synchronization
 public actor TokenManager: TokenProvider {
     /// The tokens in hand.
     struct Session: Sendable {
-        enum Kind: Sendable {
+        enum Kind: String, Sendable {
             case user
             case client
         }
@@ -25,6 +25,59 @@ public actor TokenManager: TokenProvider {
         var usableUntil: Date
         var refreshAt: Date
         var refreshToken: Secret?
+        var scope: String?
+
+        /// What the store keeps of it.
+        var stored: StoredSession {
+            StoredSession(
+                refreshToken: self.refreshToken,
+                accessToken: self.access,
+                accessExpiresAt: self.access == nil ? nil : self.expiresAt,
+                scope: self.scope
+            )
+        }
+
+        /// A session read back from the store: a still-valid access token is used as it is (no
+        /// refresh at boot); an expired one is refreshed at once.
+        init(restoring stored: StoredSession, kind: Kind, now: Date, policy: RefreshPolicy) {
+            let expiresAt = stored.accessExpiresAt ?? now
+            // Kept until it really expires: usable while the token server is down (`.waiting`).
+            let access = expiresAt > now ? stored.accessToken : nil
+            let usableUntil = access == nil ? now : expiresAt.addingTimeInterval(-policy.leeway.seconds)
+            self.init(
+                kind: kind,
+                access: access,
+                expiresAt: expiresAt,
+                usableUntil: usableUntil,
+                refreshAt: usableUntil > now ? expiresAt.addingTimeInterval(-policy.minimumMargin.seconds) : now,
+                refreshToken: stored.refreshToken,
+                scope: stored.scope
+            )
+        }
+
+        init(
+            kind: Kind,
+            access: BearerToken?,
+            expiresAt: Date,
+            usableUntil: Date,
+            refreshAt: Date,
+            refreshToken: Secret?,
+            scope: String? = nil
+        ) {
+            self.kind = kind
+            self.access = access
+            self.expiresAt = expiresAt
+            self.usableUntil = usableUntil
+            self.refreshAt = refreshAt
+            self.refreshToken = refreshToken
+            self.scope = scope
+        }
+    }
+
+    /// How one exchange with the token endpoint ended, for the caller that asked for it.
+    enum ExchangeResult: Sendable {
+        case issued
+        case failed(String)
     }
 
     enum State {
@@ -32,7 +85,7 @@ public actor TokenManager: TokenProvider {
         case loggedOut(reason: String)
         case ready(Session)
         /// The one refresh in flight; callers await the task, then look at the state again.
-        case refreshing(Session?, Task<Void, Never>)
+        case refreshing(Session?, Task<ExchangeResult, Never>)
         /// The last attempt failed without rejecting the tokens: retry at `retryAt`.
         case waiting(Session?, retryAt: Date, reason: String)
     }
@@ -41,14 +94,32 @@ public actor TokenManager: TokenProvider {
         case refreshToken(Secret)
         case clientCredentials
         case password(username: String, password: Secret)
+        /// `bearerd login --refresh-token-stdin`: sent like a refresh, judged like a login (a
+        /// refusal keeps the session in hand).
+        case importedRefreshToken(Secret)
 
         var name: String {
             switch self {
             case .refreshToken: "refresh_token"
             case .clientCredentials: "client_credentials"
             case .password: "password"
+            case .importedRefreshToken: "imported_refresh_token"
             }
         }
+
+        var isLogin: Bool {
+            switch self {
+            case .password, .importedRefreshToken: true
+            case .refreshToken, .clientCredentials: false
+            }
+        }
+    }
+
+    /// The last exchange with the token endpoint, for `bearerd status`.
+    struct LastRefresh: Sendable {
+        var at: Date
+        var grant: String
+        var result: String
     }
 
     let source: any TokenSource
@@ -66,14 +137,19 @@ public actor TokenManager: TokenProvider {
     var attempts: [Date] = []
     var skewWarned = false
     var lastOutcome: String?
+    var lastRefresh: LastRefresh?
     var generation = 0
     var changeWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     var nextWaiterID = 0
-    /// Tokens a failed write could not put on disk; written again every `saveRetryInterval`.
-    var unsaved: StoredTokens?
+    /// What the store should hold: the user's session and the client token, apart.
+    var stored: StoredTokens
+    /// Whether `stored` is not on disk yet (a write failed); written again every
+    /// `saveRetryInterval`.
+    var storeBehind = false
     static let saveRetryInterval: TimeInterval = 5
 
-    /// Starts from the store, or from `seed` (`auth.refresh_token_file`) when the store is empty.
+    /// Starts from the store: the user's session, else `seed` (`auth.refresh_token_file`) when
+    /// there is no store yet, else the client token (with a client grant).
     public init(
         source: any TokenSource,
         transport: any TokenTransport,
@@ -91,32 +167,31 @@ public actor TokenManager: TokenProvider {
         self.clock = clock
         self.logger = logger
         self.random = random
-        var stored: StoredTokens?
+        var loaded: StoredTokens?
         do {
-            stored = try store.load()
+            loaded = try store.load()
         } catch {
             logger.error("cannot read the token store; starting without it", metadata: ["error": "\(error)"])
         }
+        var stored = loaded ?? StoredTokens()
+        if stored.user?.isEmpty == true { stored.user = nil }
+        if stored.client?.isEmpty == true || !source.hasClientGrant { stored.client = nil }
+        self.stored = stored
         let now = clock.now
-        if let stored, stored.refreshToken != nil || stored.accessToken != nil {
-            let expiresAt = stored.accessExpiresAt ?? now
-            let session = Session(
-                kind: .user,
-                access: stored.accessToken,
-                expiresAt: expiresAt,
-                usableUntil: stored.accessToken == nil ? now : expiresAt.addingTimeInterval(-policy.leeway.seconds),
-                refreshAt: stored.accessToken == nil
-                    ? now : expiresAt.addingTimeInterval(-policy.minimumMargin.seconds),
-                refreshToken: stored.refreshToken
-            )
-            self.state = .ready(session)
-            if let access = session.access { self.snapshot.withLock { $0 = (access, session.usableUntil) } }
-        } else if let seed {
+        if let user = stored.user {
+            self.state = .ready(Session(restoring: user, kind: .user, now: now, policy: policy))
+        } else if loaded == nil, let seed {
+            // Only an empty store is seeded: after a logout or a rejection the seed is spent.
             self.state = .ready(
                 Session(kind: .user, access: nil, expiresAt: now, usableUntil: now, refreshAt: now, refreshToken: seed)
             )
+        } else if let client = stored.client {
+            self.state = .ready(Session(restoring: client, kind: .client, now: now, policy: policy))
         } else {
             self.state = .loggedOut(reason: "no token: run `bearerd login`")
+        }
+        if case .ready(let session) = self.state, let access = session.access {
+            self.snapshot.withLock { $0 = (access, session.usableUntil) }
         }
     }
 
@@ -136,7 +211,7 @@ public actor TokenManager: TokenProvider {
                 if let access = session.access, now < session.usableUntil { return access }
                 await self.refresh(reason: "expired")
             case .refreshing(_, let task):
-                await task.value
+                _ = await task.value
             case .waiting(let session, let retryAt, let reason):
                 // While the token server fails, the token is used until it really expires.
                 if let session, let access = session.access, now < session.expiresAt { return access }
@@ -162,7 +237,7 @@ public actor TokenManager: TokenProvider {
             return self.currentToken()
         }
         if case .refreshing(_, let task) = self.state {
-            await task.value
+            _ = await task.value
         } else {
             self.logger.notice("the upstream rejected the current token; refreshing it")
             await self.refresh(reason: "upstream_401")
@@ -171,18 +246,6 @@ public actor TokenManager: TokenProvider {
             return access
         }
         return nil
-    }
-
-    // MARK: Logging in and out
-
-    /// Logs in with the password grant, through the same critical section as refreshes.
-    public func logIn(username: String, password: Secret) async throws {
-        while case .refreshing(_, let task) = self.state { await task.value }
-        self.start(.password(username: username, password: password), previous: nil, reason: "login")
-        if case .refreshing(_, let task) = self.state { await task.value }
-        guard case .ready(let session) = self.state, session.kind == .user else {
-            throw TokenUnavailableError.notLoggedIn(self.lastOutcome ?? "the token server did not log you in")
-        }
     }
 
     // MARK: State helpers

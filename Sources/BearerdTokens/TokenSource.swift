@@ -1,3 +1,5 @@
+import BearerdAuth
+
 /// Knows one token API: builds its requests and reads its successful answers. Errors are
 /// classified the same way for every source (``TokenResponseClassifier``).
 public protocol TokenSource: Sendable {
@@ -20,6 +22,20 @@ public protocol TokenSource: Sendable {
 
     /// Reads a 2xx answer.
     func parseIssued(_ body: [UInt8]) throws -> IssuedTokens
+
+    /// Revokes a session at the server (`bearerd logout`): RFC 7009 or the API's own logout.
+    /// `nil` when no such endpoint is configured or discovered.
+    func revocationRequest(
+        refreshToken: Secret?,
+        accessToken: BearerToken?,
+        transport: any TokenTransport
+    ) async throws -> TokenHTTPRequest?
+
+    /// Starts an RFC 8628 device authorization (`bearerd login --device`).
+    func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
+
+    /// Polls the token endpoint for a device authorization's tokens.
+    func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
 }
 
 /// A token source cannot even build its request (for example, discovery failed).

@@ -2,25 +2,53 @@ import BearerdAuth
 import Foundation
 import Synchronization
 
-/// Tokens worth keeping across restarts.
-public struct StoredTokens: Sendable, Equatable {
+/// One session's tokens, as kept across restarts.
+public struct StoredSession: Sendable, Equatable {
     public var refreshToken: Secret?
     public var accessToken: BearerToken?
     public var accessExpiresAt: Date?
+    /// The scope the server granted, when it said.
+    public var scope: String?
 
-    public init(refreshToken: Secret?, accessToken: BearerToken? = nil, accessExpiresAt: Date? = nil) {
+    public init(
+        refreshToken: Secret? = nil,
+        accessToken: BearerToken? = nil,
+        accessExpiresAt: Date? = nil,
+        scope: String? = nil
+    ) {
         self.refreshToken = refreshToken
         self.accessToken = accessToken
         self.accessExpiresAt = accessExpiresAt
+        self.scope = scope
+    }
+
+    var isEmpty: Bool { self.refreshToken == nil && self.accessToken == nil }
+}
+
+/// Everything the store holds: the user's session and the client's own token
+/// (`client_credentials`), kept apart so that `bearerd logout` wipes the one and keeps the other.
+public struct StoredTokens: Sendable, Equatable {
+    public var user: StoredSession?
+    public var client: StoredSession?
+
+    public init(user: StoredSession? = nil, client: StoredSession? = nil) {
+        self.user = user
+        self.client = client
+    }
+
+    /// A user session alone.
+    public init(refreshToken: Secret?, accessToken: BearerToken? = nil, accessExpiresAt: Date? = nil) {
+        self.init(
+            user: StoredSession(refreshToken: refreshToken, accessToken: accessToken, accessExpiresAt: accessExpiresAt)
+        )
     }
 }
 
-/// Where the user's tokens are kept. The token engine saves after every refresh and wipes only
-/// when the token server rejected them.
+/// Where tokens are kept. The token engine saves the whole content after every change: a
+/// refresh, a login, a logout, or a rejection by the token server (which drops the user part).
 public protocol TokenStore: Sendable {
     func load() throws -> StoredTokens?
     func save(_ tokens: StoredTokens) throws
-    func wipe() throws
 }
 
 /// Keeps tokens in memory only: a restart starts again from `auth.refresh_token_file`.
@@ -33,5 +61,4 @@ public final class MemoryTokenStore: TokenStore {
 
     public func load() throws -> StoredTokens? { self.tokens.withLock { $0 } }
     public func save(_ tokens: StoredTokens) throws { self.tokens.withLock { $0 = tokens } }
-    public func wipe() throws { self.tokens.withLock { $0 = nil } }
 }

@@ -161,12 +161,4 @@ struct EncryptedTokenStoreTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: self.keyFile)).count == 32)
         #expect(throws: StoreError.self) { try StoreKey.generate(to: self.keyFile) }
     }
-
-    @Test func wipeRemovesTheFile() throws {
-        let store = try self.store()
-        try store.save(self.tokens)
-        try store.wipe()
-        #expect(try store.load() == nil)
-        try store.wipe()
-    }
 }

@@ -55,6 +55,9 @@ public final class ManualTokenClock: TokenClock {
         }
     }
 
+    /// The earliest deadline a task sleeps until.
+    public var nextDeadline: Date? { self.state.withLock { $0.sleepers.map(\.deadline).min() } }
+
     /// Moves time forward and wakes every sleeper whose deadline has come.
     public func advance(by duration: Duration) {
         let (seconds, attoseconds) = duration.components

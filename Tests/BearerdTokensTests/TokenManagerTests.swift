@@ -69,7 +69,7 @@ struct TokenManagerTests {
         }
         let sent = harness.endpoint.requests.map { FakeTokenEndpoint.form($0)["refresh_token"] ?? "" }
         #expect(sent == ["seed-refresh-token-0001", "refresh-0", "refresh-0"])
-        #expect(try harness.store.load()?.refreshToken == Secret("refresh-2"))
+        #expect(try harness.store.load()?.user?.refreshToken == Secret("refresh-2"))
     }
 
     @Test(arguments: [
@@ -89,7 +89,7 @@ struct TokenManagerTests {
         } throws: { error in
             (error as? TokenUnavailableError)?.errorName == "not_logged_in" && "\(error)".contains("bearerd login")
         }
-        #expect(try harness.store.load() == nil)
+        #expect(try harness.store.load()?.user == nil)
         #expect(harness.logText.contains(code))
         #expect(!harness.logText.contains("stored-refresh-token-77"))
         #expect(!harness.logText.contains("client-secret-value-0042"))
@@ -222,12 +222,12 @@ struct TokenManagerTests {
             return FakeTokenEndpoint.tokens(access: "alice-access", refresh: "alice-refresh")
         }
         await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
-        await #expect(throws: TokenUnavailableError.self) {
+        await #expect(throws: LoginError.self) {
             try await harness.manager.logIn(username: "alice", password: Secret("wrong"))
         }
         try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
         #expect(try await harness.manager.token() == BearerToken("alice-access"))
-        #expect(try harness.store.load()?.refreshToken == Secret("alice-refresh"))
+        #expect(try harness.store.load()?.user?.refreshToken == Secret("alice-refresh"))
         #expect(!harness.logText.contains("alice-pass") && !harness.logText.contains("alice-refresh"))
     }
 }

@@ -1,0 +1,162 @@
+import BearerdAuth
+import Foundation
+import Logging
+
+/// How `bearerd logout` went.
+public struct LogoutResult: Sendable, Codable, Equatable {
+    /// Whether there was a user session to end.
+    public var loggedOut: Bool
+    /// Whether the token server confirmed the revocation.
+    public var revoked: Bool
+    /// What happened, for a person.
+    public var detail: String
+
+    enum CodingKeys: String, CodingKey {
+        case loggedOut = "logged_out"
+        case revoked
+        case detail
+    }
+}
+
+extension TokenManager {
+    /// Logs in with the password grant (or a JSON API's sign-in), through the same critical
+    /// section as refreshes. A refusal keeps the session in hand.
+    public func logIn(username: String, password: Secret) async throws(LoginError) {
+        try await self.logIn(.password(username: username, password: password))
+    }
+
+    /// Logs in with a refresh token from elsewhere (`--refresh-token-stdin`): it is exchanged at
+    /// once, so a bad one is refused now and the one stored is the server's fresh answer.
+    public func logIn(refreshToken: Secret) async throws(LoginError) {
+        try await self.logIn(.importedRefreshToken(refreshToken))
+    }
+
+    private func logIn(_ grant: Grant) async throws(LoginError) {
+        while case .refreshing(_, let task) = self.state { _ = await task.value }
+        guard let task = self.start(grant, previous: self.currentSession, reason: "login") else {
+            throw LoginError("login held back: \(self.lastOutcome ?? "too many token requests"); try again in a minute")
+        }
+        if case .failed(let why) = await task.value { throw LoginError(why) }
+    }
+
+    /// Logs in with the device authorization grant (RFC 8628): asks for a code, hands it to
+    /// `prompt` (for the person to enter at the server's page), then polls at the server's
+    /// interval — five seconds slower after each `slow_down` — until the person approves,
+    /// refuses, or the code expires. Cancelling the task stops the polling.
+    public func logInWithDevice(prompt: @Sendable (DevicePrompt) async -> Void) async throws(LoginError) {
+        let authorization: DeviceAuthorization
+        do {
+            let request = try await self.source.deviceAuthorizationRequest(transport: self.transport)
+            let response = try await self.transport.send(request)
+            guard response.status == 200 else {
+                let code = TokenResponseClassifier.errorCode(response.body).map { " (\($0))" } ?? ""
+                throw TokenSourceError("the device authorization endpoint answered \(response.status)\(code)")
+            }
+            authorization = try DeviceAuthorization.parse(response.body)
+        } catch {
+            throw LoginError("cannot start a device login: \(error)")
+        }
+        await prompt(authorization.prompt)
+        let deadline = self.clock.now.addingTimeInterval(TimeInterval(authorization.prompt.expiresIn))
+        var interval = authorization.interval
+        while true {
+            let next = self.clock.now.addingTimeInterval(TimeInterval(interval))
+            guard next < deadline else {
+                throw LoginError("the code expired before it was approved: run `bearerd login --device` again")
+            }
+            do {
+                try await self.clock.sleep(until: next)
+            } catch {
+                throw LoginError("the device login was cancelled")
+            }
+            let outcome = await Self.poll(authorization.deviceCode, source: self.source, transport: self.transport, clock: self.clock)
+            switch outcome {
+            case .issued(let issued, let serverDate):
+                while case .refreshing(_, let task) = self.state { _ = await task.value }
+                self.install(
+                    issued,
+                    kind: .user,
+                    refreshToken: issued.refreshToken,
+                    serverDate: serverDate,
+                    grant: "device_code",
+                    reason: "login"
+                )
+                return
+            case .rejected(_, "authorization_pending"):
+                continue
+            case .rejected(_, "slow_down"):
+                interval += 5
+            case .rejected(_, "access_denied"):
+                throw LoginError("the device login was refused at the server")
+            case .rejected(_, "expired_token"):
+                throw LoginError("the code expired before it was approved: run `bearerd login --device` again")
+            case .rejected(let status, let error):
+                throw LoginError("the token server refused the device login (\(error ?? "HTTP \(status)"))")
+            case .unavailable(let why, _):
+                // RFC 8628 §3.5: back off on errors that are not answers.
+                interval = min(interval * 2, 60)
+                self.logger.warning("device login poll failed; polling more slowly", metadata: ["reason": "\(why)"])
+            }
+        }
+    }
+
+    private nonisolated static func poll(
+        _ deviceCode: Secret,
+        source: any TokenSource,
+        transport: any TokenTransport,
+        clock: any TokenClock
+    ) async -> TokenOutcome {
+        do {
+            let request = try await source.deviceTokenRequest(deviceCode: deviceCode, transport: transport)
+            let response = try await transport.send(request)
+            return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
+        } catch {
+            return .unavailable(reason: "cannot reach the token endpoint: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// Ends the user's session: the tokens are dropped here first (a crash afterwards cannot
+    /// bring them back), then revoked at the server (RFC 7009, or the API's logout). The client
+    /// token stays.
+    public func logOut() async -> LogoutResult {
+        while case .refreshing(_, let task) = self.state { _ = await task.value }
+        guard let session = self.currentSession, session.kind == .user else {
+            return LogoutResult(loggedOut: false, revoked: false, detail: "not logged in: nothing to log out")
+        }
+        self.stored.user = nil
+        self.persist()
+        self.consecutiveFailures = 0
+        self.lastOutcome = nil
+        self.transition(to: self.fallback(reason: "logged out: run `bearerd login`"))
+        let (revoked, detail) = await Self.revoke(session, source: self.source, transport: self.transport)
+        self.logger.notice("logged out", metadata: ["revoked": "\(revoked)", "detail": "\(detail)"])
+        return LogoutResult(loggedOut: true, revoked: revoked, detail: detail)
+    }
+
+    private nonisolated static func revoke(
+        _ session: Session,
+        source: any TokenSource,
+        transport: any TokenTransport
+    ) async -> (Bool, String) {
+        let stays = "the session may stay valid at the token server until it expires"
+        do {
+            guard
+                let request = try await source.revocationRequest(
+                    refreshToken: session.refreshToken,
+                    accessToken: session.access,
+                    transport: transport
+                )
+            else {
+                return (false, "no revocation endpoint is configured or discovered (auth.revocation_url): \(stays)")
+            }
+            let response = try await transport.send(request)
+            guard (200..<300).contains(response.status) else {
+                let code = TokenResponseClassifier.errorCode(response.body).map { ", \($0)" } ?? ""
+                return (false, "the token server did not revoke the session (HTTP \(response.status)\(code)): \(stays)")
+            }
+            return (true, "the token server revoked the session")
+        } catch {
+            return (false, "cannot reach the revocation endpoint (\(error)): \(stays)")
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import BearerdAuth
+import Foundation
+
+/// What `bearerd status` shows: the state of the session and of its refreshes. It holds no
+/// token, by construction: no field can carry one.
+public struct TokenStatus: Sendable, Codable, Equatable {
+    /// `ready`, `refreshing`, `waiting` (the token server failed; retrying) or `logged_out`.
+    public var state: String
+    /// `user` or `client`, when there is a session.
+    public var session: String?
+    /// The access token's `sub`, when it is a JWT.
+    public var subject: String?
+    public var scope: String?
+    public var expiresAt: Date?
+    public var nextRefreshAt: Date?
+    public var lastRefreshAt: Date?
+    public var lastRefreshGrant: String?
+    /// `ok`, `rejected (CODE)` or `failed: WHY`.
+    public var lastRefreshResult: String?
+    public var failuresInARow: Int
+    /// Why there is no token, or why refreshes fail.
+    public var detail: String?
+    /// Whether the last change is not on disk yet (the store could not be written).
+    public var storeBehind: Bool
+    /// When this status was taken: times left are counted from here.
+    public var now: Date
+
+    enum CodingKeys: String, CodingKey {
+        case state, session, subject, scope, detail, now
+        case expiresAt = "expires_at"
+        case nextRefreshAt = "next_refresh_at"
+        case lastRefreshAt = "last_refresh_at"
+        case lastRefreshGrant = "last_refresh_grant"
+        case lastRefreshResult = "last_refresh_result"
+        case failuresInARow = "failures_in_a_row"
+        case storeBehind = "store_behind"
+    }
+
+    /// Seconds until the access token expires (negative once it has).
+    public var expiresIn: Int? {
+        self.expiresAt.map { Int($0.timeIntervalSince(self.now).rounded(.down)) }
+    }
+
+    /// JSON with RFC 3339 times, as the admin socket and `status --json` write it.
+    public static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}
+
+extension TokenManager {
+    public func status() -> TokenStatus {
+        let now = self.clock.now
+        var status = TokenStatus(
+            state: "",
+            failuresInARow: self.consecutiveFailures,
+            storeBehind: self.storeBehind,
+            now: now
+        )
+        switch self.state {
+        case .ready(let session):
+            status.state = "ready"
+            status.nextRefreshAt = session.refreshAt
+        case .refreshing:
+            status.state = "refreshing"
+        case .waiting(_, let retryAt, let reason):
+            status.state = "waiting"
+            status.nextRefreshAt = retryAt
+            status.detail = reason
+        case .loggedOut(let reason):
+            status.state = "logged_out"
+            status.detail = reason
+        }
+        if let session = self.currentSession {
+            status.session = session.kind.rawValue
+            status.scope = session.scope
+            if let access = session.access {
+                status.subject = JWTClaims.subject(of: access.value)
+                status.expiresAt = session.expiresAt
+            }
+        }
+        if let last = self.lastRefresh {
+            status.lastRefreshAt = last.at
+            status.lastRefreshGrant = last.grant
+            status.lastRefreshResult = last.result
+        }
+        return status
+    }
+}

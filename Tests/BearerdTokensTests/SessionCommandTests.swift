@@ -1,0 +1,139 @@
+import BearerdAuth
+import BearerdTestSupport
+import Foundation
+import Testing
+
+@testable import BearerdTokens
+
+/// The engine behind `bearerd login`, `logout` and `status`.
+@Suite("Login, logout and status", .timeLimit(.minutes(1)))
+struct SessionCommandTests {
+    static let source = OAuth2Source(
+        settings: .init(
+            endpoint: .tokenURL("https://auth.example/token"),
+            clientID: "app",
+            clientSecret: Secret("client-secret-value-0042"),
+            clientCredentials: true,
+            revocationURL: "https://auth.example/revoke",
+            deviceAuthorizationURL: "https://auth.example/device"
+        )
+    )
+
+    /// Answers a client_credentials grant with a client token, a password grant with a user
+    /// session, and a revocation with `revocation`.
+    static func server(revocation: Int = 200) -> FakeTokenEndpoint.Respond {
+        { request, index in
+            if request.url.hasSuffix("/revoke") { return TokenHTTPResponse(status: revocation) }
+            switch FakeTokenEndpoint.form(request)["grant_type"] {
+            case "client_credentials": return FakeTokenEndpoint.tokens(access: "client-access-\(index)")
+            case "password": return FakeTokenEndpoint.tokens(access: "user-access-\(index)", refresh: "user-refresh-\(index)")
+            default: return FakeTokenEndpoint.json(#"{"error":"invalid_grant"}"#, status: 400)
+            }
+        }
+    }
+
+    @Test func logoutRevokesTheRefreshTokenWipesTheUserAndKeepsTheClientToken() async throws {
+        let harness = TokenHarness(source: Self.source, seed: nil, respond: Self.server())
+        #expect(try await harness.manager.token().value.hasPrefix("client-access"))
+        try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
+        let userToken = try await harness.manager.token()
+        #expect(userToken.value.hasPrefix("user-access"))
+        #expect(try harness.store.load()?.client?.accessToken?.value.hasPrefix("client-access") == true)
+
+        let result = await harness.manager.logOut()
+        #expect(result == LogoutResult(loggedOut: true, revoked: true, detail: "the token server revoked the session"))
+        let revocation = try #require(harness.endpoint.requests.last)
+        #expect(revocation.url == "https://auth.example/revoke")
+        #expect(FakeTokenEndpoint.form(revocation)["token"] == "user-refresh-1")
+        #expect(FakeTokenEndpoint.form(revocation)["token_type_hint"] == "refresh_token")
+        let stored = try #require(try harness.store.load())
+        #expect(stored.user == nil)
+        #expect(stored.client?.accessToken?.value.hasPrefix("client-access") == true)
+        // The client token in hand is used again, without a new request.
+        let before = harness.endpoint.requests.count
+        #expect(try await harness.manager.token().value.hasPrefix("client-access"))
+        #expect(harness.endpoint.requests.count == before)
+        #expect(await harness.manager.logOut().loggedOut == false)
+        #expect(!harness.logText.contains("user-refresh") && !harness.logText.contains("alice-pass"))
+    }
+
+    @Test(arguments: [503, 400])
+    func aFailedRevocationStillLogsOutAndSaysSo(status: Int) async throws {
+        let harness = TokenHarness(source: Self.source, seed: nil, respond: Self.server(revocation: status))
+        try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
+        let result = await harness.manager.logOut()
+        #expect(result.loggedOut && !result.revoked)
+        #expect(result.detail.contains("HTTP \(status)") && result.detail.contains("until it expires"))
+        #expect(try harness.store.load()?.user == nil)
+    }
+
+    @Test func withoutARevocationEndpointLogoutSaysTheServerSessionStays() async throws {
+        let harness = TokenHarness { _, index in FakeTokenEndpoint.tokens(access: "a-\(index)", refresh: "r-\(index)") }
+        _ = try await harness.manager.token()
+        let result = await harness.manager.logOut()
+        #expect(result.loggedOut && !result.revoked && result.detail.contains("auth.revocation_url"))
+        #expect(harness.endpoint.requests.count == 1, "nothing sent to a revocation endpoint nobody named")
+        await #expect(throws: TokenUnavailableError.notLoggedIn("logged out: run `bearerd login`")) {
+            try await harness.manager.token()
+        }
+    }
+
+    @Test func aRejectedRefreshTokenDropsTheUserAndFallsBackToTheStoredClientToken() async throws {
+        let clientExpiry = Date(timeIntervalSince1970: 1_800_000_000 + 3600)
+        let stored = StoredTokens(
+            user: StoredSession(refreshToken: Secret("user-refresh-old")),
+            client: StoredSession(accessToken: BearerToken("client-stored"), accessExpiresAt: clientExpiry)
+        )
+        let harness = TokenHarness(source: Self.source, stored: stored, respond: Self.server())
+        #expect(try await harness.manager.token() == BearerToken("client-stored"))
+        #expect(harness.endpoint.requests.count == 1, "one refresh, rejected; the client token needed none")
+        let after = try #require(try harness.store.load())
+        #expect(after.user == nil && after.client?.accessToken == BearerToken("client-stored"))
+    }
+
+    @Test func theSeedOnlyFillsAnEmptyStore() async throws {
+        // A store that exists but holds no user session (after a logout): the seed is spent.
+        let harness = TokenHarness(stored: StoredTokens(), respond: Self.server())
+        await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
+        #expect(harness.endpoint.requests.isEmpty)
+    }
+
+    @Test func anImportedRefreshTokenIsExchangedAtOnceAndARefusalKeepsTheSession() async throws {
+        let harness = TokenHarness(seed: nil) { request, index in
+            FakeTokenEndpoint.form(request)["refresh_token"] == "good-import"
+                ? FakeTokenEndpoint.tokens(access: "imported-access", refresh: "rotated-\(index)")
+                : FakeTokenEndpoint.json(#"{"error":"invalid_grant"}"#, status: 400)
+        }
+        try await harness.manager.logIn(refreshToken: Secret("good-import"))
+        #expect(try await harness.manager.token() == BearerToken("imported-access"))
+        #expect(try harness.store.load()?.user?.refreshToken == Secret("rotated-0"))
+        await #expect(throws: LoginError.self) { try await harness.manager.logIn(refreshToken: Secret("bad-import")) }
+        #expect(try await harness.manager.token() == BearerToken("imported-access"))
+        #expect(try harness.store.load()?.user?.refreshToken == Secret("rotated-0"), "a refused import wipes nothing")
+        #expect(!harness.logText.contains("good-import") && !harness.logText.contains("rotated-0"))
+    }
+
+    @Test func statusTellsTheStateAndNeverATokenOrSecret() async throws {
+        let access = jwt(#"{"sub":"alice@example.com","exp":1800003600}"#)
+        let harness = TokenHarness { _, _ in
+            FakeTokenEndpoint.json(
+                #"{"access_token":"\#(access)","token_type":"Bearer","refresh_token":"rt-secret-99","expires_in":3600,"scope":"read write"}"#
+            )
+        }
+        var status = await harness.manager.status()
+        #expect(status.state == "ready" && status.session == "user" && status.expiresAt == nil)
+        _ = try await harness.manager.token()
+        harness.clock.advance(by: .seconds(100))
+        status = await harness.manager.status()
+        #expect(status.state == "ready" && status.session == "user")
+        #expect(status.subject == "alice@example.com" && status.scope == "read write")
+        #expect(status.expiresIn == 3500)
+        #expect(status.lastRefreshResult == "ok" && status.lastRefreshGrant == "refresh_token")
+        #expect(harness.offset(status.nextRefreshAt).map { $0 > 3000 && $0 < 3600 } == true)
+        let json = String(decoding: try TokenStatus.encoder().encode(status), as: UTF8.self)
+        for secret in [access, "rt-secret-99", "seed-refresh-token-0001", "client-secret-value-0042"] {
+            #expect(!json.contains(secret) && !"\(status)".contains(secret))
+        }
+        #expect(try TokenStatus.decoder().decode(TokenStatus.self, from: Data(json.utf8)) == status)
+    }
+}
