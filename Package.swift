@@ -89,6 +89,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The admin socket: login, logout, status and token through the running daemon.
+        .target(
+            name: "BearerdAdmin",
+            dependencies: [
+                "BearerdAuth",
+                "BearerdTokens",
+                "BearerdProxy",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // Wiring and the command line.
         .target(
             name: "BearerdCLI",
@@ -98,12 +113,15 @@ let package = Package(
                 "BearerdProxy",
                 "BearerdTokens",
                 "BearerdStore",
+                "BearerdAdmin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

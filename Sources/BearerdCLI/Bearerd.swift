@@ -10,7 +10,10 @@ public struct Bearerd: AsyncParsableCommand {
             request to the configured upstream with `Authorization: Bearer <token>`.
             """,
         version: BearerdVersion.string,
-        subcommands: [ServeCommand.self, CheckConfigCommand.self, KeygenCommand.self, VersionCommand.self]
+        subcommands: [
+            ServeCommand.self, LoginCommand.self, LogoutCommand.self, StatusCommand.self, TokenCommand.self,
+            CheckConfigCommand.self, KeygenCommand.self, VersionCommand.self,
+        ]
     )
 
     public init() {}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BearerdAdmin
 import BearerdAuth
 import BearerdConfig
 import BearerdProxy
@@ -44,9 +45,11 @@ struct ServeCommand: AsyncParsableCommand {
         let tokens: any TokenProvider
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         var transport: HTTPClientTokenTransport?
+        let backend: AdminAPI.Backend
         switch prepared.tokens {
         case .staticToken(let provider):
             tokens = provider
+            backend = .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
         case .engine(let source, let seed, let policy, let caFile, let timeout):
             do {
                 transport = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout)
@@ -71,8 +74,25 @@ struct ServeCommand: AsyncParsableCommand {
                 logger: logger
             )
             tokens = manager
+            backend = .engine(manager)
             services.append(.init(service: TokenRefreshService(manager: manager)))
         }
+        let adminSocket = prepared.configuration.admin.socket
+        if let problem = Self.prepareDirectory(of: adminSocket) {
+            try? await transport?.shutdown()
+            StandardError.emit("bearerd: admin.socket: \(problem)")
+            throw ExitCode(78)
+        }
+        services.append(
+            .init(
+                service: AdminServer(
+                    path: adminSocket,
+                    api: AdminAPI(backend: backend, logger: logger),
+                    group: group,
+                    logger: logger
+                )
+            )
+        )
         let server = ProxyServer(
             configuration: prepared.configuration,
             settings: prepared.settings,
@@ -123,6 +143,23 @@ struct ServeCommand: AsyncParsableCommand {
             logger.error("the token store is damaged; starting logged out", metadata: ["error": "\(error)"])
         }
         return store
+    }
+
+    /// Creates the admin socket's directory, owner-only, when it is missing (systemd's
+    /// `RuntimeDirectory=` makes it otherwise). Returns what is wrong, if anything.
+    static func prepareDirectory(of socket: String) -> String? {
+        let directory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
+        if FileManager.default.fileExists(atPath: directory) { return nil }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+            return nil
+        } catch {
+            return "cannot create \(directory): \(error.localizedDescription); create it or set admin.socket"
+        }
     }
 
     /// A logger for the steps before the config (and so the log level) is known.

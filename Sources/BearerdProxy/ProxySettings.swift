@@ -85,7 +85,7 @@ public struct ProxySettings: Sendable {
 public struct ProxySetupError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public var message: String
-    init(_ message: String) { self.message = message }
+    public init(_ message: String) { self.message = message }
     public var description: String { self.message }
 }
 

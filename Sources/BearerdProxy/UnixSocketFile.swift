@@ -10,52 +10,67 @@ import Glibc
 import Darwin
 #endif
 
-/// File-system steps around a listening unix socket.
-enum UnixSocketFile {
+/// File-system steps around a listening unix socket (the proxy's, and the admin socket).
+public enum UnixSocketFile {
     /// A name next to `path` to bind first, so mode and group are set before the socket appears
     /// under its real name (no window in which it has a wider mode).
-    static func temporaryPath(for path: String) -> String {
+    public static func temporaryPath(for path: String) -> String {
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         let directory = path[..<slash]
-        return "\(directory)/.bearerd-\(getpid()).sock"
+        let name = path[path.index(after: slash)...].prefix(40)
+        return "\(directory)/.\(name).bearerd-\(getpid())"
     }
 
-    /// Refuses to take over a path that is not a socket, or a socket another process still serves.
-    static func checkReplaceable(_ path: String) throws {
+    /// Refuses to take over a path that is not a socket, or a socket another process still
+    /// serves. `key` is the config key the path came from.
+    public static func checkReplaceable(_ path: String, key: String = "listen") throws {
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
         guard (info.st_mode & S_IFMT) == S_IFSOCK else {
-            throw ProxySetupError("listen: \(path) exists and is not a socket; remove it or choose another path")
+            throw ProxySetupError("\(key): \(path) exists and is not a socket; remove it or choose another path")
         }
         if Self.isServed(path) {
             throw ProxySetupError(
-                "listen: another process is listening on unix:\(path); stop it or choose another path"
+                "\(key): another process is listening on unix:\(path); stop it or choose another path"
             )
         }
     }
 
     /// Sets mode and group on the bound temporary socket, then renames it into place.
-    static func publish(temporary: String, final path: String, mode: UInt32, group: UInt32?) throws {
+    public static func publish(
+        temporary: String,
+        final path: String,
+        mode: UInt32,
+        group: UInt32?,
+        key: String = "listen"
+    ) throws {
         if chmod(temporary, mode_t(mode)) != 0 {
-            throw ProxySetupError("listen: cannot set mode \(String(mode, radix: 8)) on \(path): \(Self.lastError())")
+            throw ProxySetupError("\(key): cannot set mode \(String(mode, radix: 8)) on \(path): \(Self.lastError())")
         }
         if let group, chown(temporary, uid_t.max, gid_t(group)) != 0 {
             throw ProxySetupError("socket_group: cannot give \(path) to group \(group): \(Self.lastError())")
         }
         if rename(temporary, path) != 0 {
-            throw ProxySetupError("listen: cannot create \(path): \(Self.lastError())")
+            throw ProxySetupError("\(key): cannot create \(path): \(Self.lastError())")
         }
     }
 
     /// Removes the socket file at shutdown.
-    static func remove(_ path: String) {
+    public static func remove(_ path: String) {
         var info = stat()
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
     }
 
-    private static func isServed(_ path: String) -> Bool {
+    /// Whether a process accepts connections on the socket at `path`.
+    public static func isServed(_ path: String) -> Bool {
+        Self.connectError(path) == 0
+    }
+
+    /// 0 when a connection to the socket at `path` succeeds, else the `errno` of the attempt
+    /// (`ENOENT`: no socket; `ECONNREFUSED`: nobody listens; `EACCES`: not allowed).
+    public static func connectError(_ path: String) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
+        guard descriptor >= 0 else { return errno }
         defer { close(descriptor) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -63,11 +78,12 @@ enum UnixSocketFile {
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (offset, byte) in path.utf8.prefix(capacity - 1).enumerated() { raw[offset] = byte }
         }
-        return withUnsafePointer(to: &address) { pointer in
+        let connected = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
             }
         }
+        return connected ? 0 : errno
     }
 
     private static func lastError() -> String {

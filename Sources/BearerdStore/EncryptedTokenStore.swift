@@ -168,7 +168,13 @@ public final class EncryptedTokenStore: TokenStore {
         }
 
         var tokens: StoredTokens {
-            let legacy = Session(refreshToken: self.refreshToken, accessToken: self.accessToken, accessExpiresAt: self.accessExpiresAt, scope: nil)
+            let legacy = Session(
+                refreshToken: self.refreshToken,
+                accessToken: self.accessToken,
+                accessExpiresAt: self.accessExpiresAt,
+                scope: nil,
+                receivedAt: nil
+            )
             let user = self.user ?? (legacy.refreshToken == nil && legacy.accessToken == nil ? nil : legacy)
             return StoredTokens(user: user?.stored, client: self.client?.stored)
         }
@@ -179,12 +185,14 @@ public final class EncryptedTokenStore: TokenStore {
         var accessToken: String?
         var accessExpiresAt: Double?
         var scope: String?
+        var receivedAt: Double?
 
-        init(refreshToken: String?, accessToken: String?, accessExpiresAt: Double?, scope: String?) {
+        init(refreshToken: String?, accessToken: String?, accessExpiresAt: Double?, scope: String?, receivedAt: Double?) {
             self.refreshToken = refreshToken
             self.accessToken = accessToken
             self.accessExpiresAt = accessExpiresAt
             self.scope = scope
+            self.receivedAt = receivedAt
         }
 
         init(_ session: StoredSession) {
@@ -192,7 +200,8 @@ public final class EncryptedTokenStore: TokenStore {
                 refreshToken: session.refreshToken?.value,
                 accessToken: session.accessToken?.value,
                 accessExpiresAt: session.accessExpiresAt?.timeIntervalSince1970,
-                scope: session.scope
+                scope: session.scope,
+                receivedAt: session.receivedAt?.timeIntervalSince1970
             )
         }
 
@@ -201,7 +210,8 @@ public final class EncryptedTokenStore: TokenStore {
                 refreshToken: self.refreshToken.map(Secret.init),
                 accessToken: self.accessToken.flatMap { BearerToken.isValidTokenValue($0) ? BearerToken($0) : nil },
                 accessExpiresAt: self.accessExpiresAt.map(Date.init(timeIntervalSince1970:)),
-                scope: self.scope
+                scope: self.scope,
+                receivedAt: self.receivedAt.map(Date.init(timeIntervalSince1970:))
             )
         }
     }

@@ -237,7 +237,8 @@ extension TokenManager {
             usableUntil: self.policy.usableUntil(receivedAt: receivedAt, expiresAt: expiresAt),
             refreshAt: self.policy.refreshTime(receivedAt: receivedAt, expiresAt: expiresAt, random: self.random()),
             refreshToken: refreshToken,
-            scope: issued.scope
+            scope: issued.scope,
+            receivedAt: receivedAt
         )
     }
 

@@ -26,6 +26,7 @@ public actor TokenManager: TokenProvider {
         var refreshAt: Date
         var refreshToken: Secret?
         var scope: String?
+        var receivedAt: Date?
 
         /// What the store keeps of it.
         var stored: StoredSession {
@@ -33,7 +34,8 @@ public actor TokenManager: TokenProvider {
                 refreshToken: self.refreshToken,
                 accessToken: self.access,
                 accessExpiresAt: self.access == nil ? nil : self.expiresAt,
-                scope: self.scope
+                scope: self.scope,
+                receivedAt: self.access == nil ? nil : self.receivedAt
             )
         }
 
@@ -43,15 +45,20 @@ public actor TokenManager: TokenProvider {
             let expiresAt = stored.accessExpiresAt ?? now
             // Kept until it really expires: usable while the token server is down (`.waiting`).
             let access = expiresAt > now ? stored.accessToken : nil
-            let usableUntil = access == nil ? now : expiresAt.addingTimeInterval(-policy.leeway.seconds)
+            // Margins as when it arrived (capped by its lifetime); without that time, the
+            // configured ones.
+            let receivedAt = stored.receivedAt ?? expiresAt.addingTimeInterval(-policy.defaultLifetime.seconds)
+            let usableUntil = access == nil ? now : policy.usableUntil(receivedAt: receivedAt, expiresAt: expiresAt)
+            let refreshAt = policy.refreshTime(receivedAt: receivedAt, expiresAt: expiresAt, random: 0.5)
             self.init(
                 kind: kind,
                 access: access,
                 expiresAt: expiresAt,
                 usableUntil: usableUntil,
-                refreshAt: usableUntil > now ? expiresAt.addingTimeInterval(-policy.minimumMargin.seconds) : now,
+                refreshAt: usableUntil > now ? min(refreshAt, usableUntil) : now,
                 refreshToken: stored.refreshToken,
-                scope: stored.scope
+                scope: stored.scope,
+                receivedAt: stored.receivedAt
             )
         }
 
@@ -62,7 +69,8 @@ public actor TokenManager: TokenProvider {
             usableUntil: Date,
             refreshAt: Date,
             refreshToken: Secret?,
-            scope: String? = nil
+            scope: String? = nil,
+            receivedAt: Date? = nil
         ) {
             self.kind = kind
             self.access = access
@@ -71,6 +79,7 @@ public actor TokenManager: TokenProvider {
             self.refreshAt = refreshAt
             self.refreshToken = refreshToken
             self.scope = scope
+            self.receivedAt = receivedAt
         }
     }
 

@@ -24,9 +24,18 @@ public struct TokenStatus: Sendable, Codable, Equatable {
     public var storeBehind: Bool
     /// When this status was taken: times left are counted from here.
     public var now: Date
+    /// Whether a daemon answered (filled in by the CLI).
+    public var daemon: String?
+
+    public init(state: String, failuresInARow: Int = 0, storeBehind: Bool = false, now: Date) {
+        self.state = state
+        self.failuresInARow = failuresInARow
+        self.storeBehind = storeBehind
+        self.now = now
+    }
 
     enum CodingKeys: String, CodingKey {
-        case state, session, subject, scope, detail, now
+        case state, session, subject, scope, detail, now, daemon
         case expiresAt = "expires_at"
         case nextRefreshAt = "next_refresh_at"
         case lastRefreshAt = "last_refresh_at"

@@ -9,17 +9,21 @@ public struct StoredSession: Sendable, Equatable {
     public var accessExpiresAt: Date?
     /// The scope the server granted, when it said.
     public var scope: String?
+    /// When the access token arrived: with the expiry, its lifetime, which sets the margins.
+    public var receivedAt: Date?
 
     public init(
         refreshToken: Secret? = nil,
         accessToken: BearerToken? = nil,
         accessExpiresAt: Date? = nil,
-        scope: String? = nil
+        scope: String? = nil,
+        receivedAt: Date? = nil
     ) {
         self.refreshToken = refreshToken
         self.accessToken = accessToken
         self.accessExpiresAt = accessExpiresAt
         self.scope = scope
+        self.receivedAt = receivedAt
     }
 
     var isEmpty: Bool { self.refreshToken == nil && self.accessToken == nil }

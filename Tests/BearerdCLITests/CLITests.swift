@@ -13,7 +13,10 @@ struct CLITests {
         #expect(result.stdout.hasPrefix("bearerd "))
     }
 
-    @Test(arguments: [["--help"], ["serve", "--help"], ["check-config", "--help"], ["version", "--help"]])
+    @Test(arguments: [
+        ["--help"], ["serve", "--help"], ["check-config", "--help"], ["version", "--help"], ["login", "--help"],
+        ["logout", "--help"], ["status", "--help"], ["token", "--help"],
+    ])
     func everyCommandHasHelp(arguments: [String]) async throws {
         let result = try await BearerdProcess.run(arguments)
         #expect(result.status == 0)
@@ -82,6 +85,8 @@ struct CLITests {
               url: http://127.0.0.1:\(upstream.port)/api
             auth:
               static_token_file: \(token)
+            admin:
+              socket: \(directory.path)/admin.sock
             log:
               level: trace
               access_query: true

@@ -12,8 +12,8 @@ public final class BearerdProcess: Sendable {
         return testBinary.deletingLastPathComponent().appendingPathComponent("bearerd").path
     }
 
-    /// Starts `bearerd` with `arguments`.
-    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `bearerd` with `arguments`; `input`, when given, is its standard input.
+    public init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable)
         process.arguments = arguments
@@ -24,7 +24,8 @@ public final class BearerdProcess: Sendable {
         let stderr = Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
+        let stdin = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         let output = self.output
         self.process = process
         stdout.fileHandleForReading.readabilityHandler = { handle in
@@ -36,6 +37,10 @@ public final class BearerdProcess: Sendable {
             output.append(stderr: text)
         }
         try process.run()
+        if let input {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+        }
     }
 
     /// A test that fails before it stops the process must not leave it running.
@@ -74,11 +79,12 @@ public final class BearerdProcess: Sendable {
     /// Runs `bearerd` to completion.
     public static func run(
         _ arguments: [String],
-        environment: [String: String] = [:]
+        environment: [String: String] = [:],
+        input: String? = nil
     ) async throws -> (
         status: Int32, stdout: String, stderr: String
     ) {
-        let process = try BearerdProcess(arguments, environment: environment)
+        let process = try BearerdProcess(arguments, environment: environment, input: input)
         let status = try await process.wait()
         return (status, process.stdout, process.stderr)
     }

@@ -1,0 +1,155 @@
+import BearerdAuth
+import BearerdTokens
+import Foundation
+import Logging
+import NIOHTTP1
+
+/// What the admin socket answers, without the socket: each route is a call into the token
+/// engine. The daemon serves it (``AdminServer``); the tests call it directly too.
+public struct AdminAPI: Sendable {
+    /// Where tokens come from.
+    public enum Backend: Sendable {
+        case engine(TokenManager)
+        /// `auth.static_token_file`: a token to show, no session to manage.
+        case staticToken(any TokenProvider, path: String)
+    }
+
+    /// An answer with a JSON body.
+    public struct Response: Sendable {
+        public var status: HTTPResponseStatus
+        public var body: Data
+    }
+
+    /// Request bodies larger than this are refused (413).
+    public static let maxBody = 64 * 1024
+
+    let backend: Backend
+    let logger: Logger
+
+    public init(backend: Backend, logger: Logger) {
+        self.backend = backend
+        self.logger = logger
+    }
+
+    /// Whether `method path` is the streaming device login (``deviceLogin(send:)``).
+    public static func isDeviceLogin(method: HTTPMethod, path: String) -> Bool {
+        method == .POST && Self.route(path) == "/v1/login/device"
+    }
+
+    public func respond(method: HTTPMethod, path: String, body: Data) async -> Response {
+        switch (method, Self.route(path)) {
+        case (.GET, "/v1/status"): return .init(status: .ok, body: AdminMessages.encode(await self.status()))
+        case (.GET, "/v1/token"): return await self.token()
+        case (.POST, "/v1/login"): return await self.login(body)
+        case (.POST, "/v1/logout"): return await self.logout()
+        case (_, "/v1/status"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"), (_, "/v1/login/device"):
+            return Self.failure(.methodNotAllowed, "method_not_allowed", "\(method) is not allowed on \(Self.route(path))")
+        default:
+            return Self.failure(
+                .notFound,
+                "not_found",
+                "no such admin route: use /v1/status, /v1/token, /v1/login, /v1/login/device or /v1/logout"
+            )
+        }
+    }
+
+    /// `POST /v1/login/device`: sends the prompt, then the outcome, one JSON line each.
+    public func deviceLogin(send: @escaping @Sendable (Data) async throws -> Void) async {
+        guard case .engine(let manager) = self.backend else {
+            try? await send(Self.line(AdminMessages.DeviceEvent(failure: Self.noSession)))
+            return
+        }
+        do {
+            try await manager.logInWithDevice { prompt in
+                try? await send(Self.line(AdminMessages.DeviceEvent(prompt: prompt)))
+            }
+            try? await send(Self.line(AdminMessages.DeviceEvent(status: await manager.status())))
+        } catch {
+            let failure = AdminMessages.Failure(error: "login_failed", message: error.message)
+            try? await send(Self.line(AdminMessages.DeviceEvent(failure: failure)))
+        }
+    }
+
+    // MARK: Routes
+
+    func status() async -> TokenStatus {
+        switch self.backend {
+        case .engine(let manager):
+            return await manager.status()
+        case .staticToken(_, let path):
+            var status = TokenStatus(state: "static", failuresInARow: 0, storeBehind: false, now: Date())
+            status.detail = "the token is read from auth.static_token_file (\(path)): there is no session to manage"
+            return status
+        }
+    }
+
+    private func token() async -> Response {
+        do {
+            let token: BearerToken
+            switch self.backend {
+            case .engine(let manager): token = try await manager.token()
+            case .staticToken(let provider, _): token = try await provider.token()
+            }
+            return .init(status: .ok, body: AdminMessages.encode(AdminMessages.Token(accessToken: token.value)))
+        } catch let error as TokenUnavailableError {
+            let status: HTTPResponseStatus = error.errorName == "not_logged_in" ? .conflict : .serviceUnavailable
+            return Self.failure(status, error.errorName, error.message)
+        } catch {
+            return Self.failure(.serviceUnavailable, "token_unavailable", "\(error)")
+        }
+    }
+
+    private func login(_ body: Data) async -> Response {
+        guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
+        guard let login = try? JSONDecoder().decode(AdminMessages.Login.self, from: body) else {
+            return Self.failure(.badRequest, "bad_request", "the body must be a JSON login: {\"method\":\"password\",...}")
+        }
+        do {
+            switch login.method {
+            case .password:
+                guard let username = login.username, let password = login.password, !password.isEmpty else {
+                    return Self.failure(.badRequest, "bad_request", "a password login needs username and password")
+                }
+                try await manager.logIn(username: username, password: Secret(password))
+            case .refreshToken:
+                guard let token = login.refreshToken, !token.isEmpty else {
+                    return Self.failure(.badRequest, "bad_request", "an import needs refresh_token")
+                }
+                try await manager.logIn(refreshToken: Secret(token))
+            }
+        } catch {
+            self.logger.warning("login failed", metadata: ["method": "\(login.method.rawValue)", "reason": "\(error.message)"])
+            return Self.failure(.forbidden, "login_failed", error.message)
+        }
+        self.logger.notice("logged in", metadata: ["method": "\(login.method.rawValue)"])
+        return .init(status: .ok, body: AdminMessages.encode(await manager.status()))
+    }
+
+    private func logout() async -> Response {
+        guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
+        return .init(status: .ok, body: AdminMessages.encode(await manager.logOut()))
+    }
+
+    // MARK: Helpers
+
+    static let noSession = AdminMessages.Failure(
+        error: "no_session",
+        message: "the token is read from auth.static_token_file: there is no session to log in to or out of"
+    )
+
+    private static func route(_ path: String) -> String {
+        String(path.prefix { $0 != "?" })
+    }
+
+    private static func failure(_ status: HTTPResponseStatus, _ failure: AdminMessages.Failure) -> Response {
+        .init(status: status, body: AdminMessages.encode(failure))
+    }
+
+    static func failure(_ status: HTTPResponseStatus, _ error: String, _ message: String) -> Response {
+        Self.failure(status, AdminMessages.Failure(error: error, message: message))
+    }
+
+    private static func line(_ event: AdminMessages.DeviceEvent) -> Data {
+        AdminMessages.encode(event) + Data("\n".utf8)
+    }
+}

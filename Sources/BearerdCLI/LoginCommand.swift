@@ -1,0 +1,90 @@
+import ArgumentParser
+import BearerdAdmin
+import NIOHTTP1
+import BearerdTokens
+import Foundation
+import Synchronization
+
+/// `bearerd login`: a password (or a JSON API's sign-in), an imported refresh token, or the
+/// device grant; through the running daemon.
+struct LoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Log in, so that bearerd has a session to keep fresh.",
+        discussion: """
+            By default asks for a user name and a password (the password without echo) and \
+            sends them once to the token endpoint (the password grant, or auth.json.login_url). \
+            --device uses the OAuth 2.0 device grant (RFC 8628) for headless hosts: it prints a \
+            URL and a code to enter in a browser anywhere. --refresh-token-stdin imports a \
+            refresh token obtained elsewhere. The login goes through the running daemon; with no \
+            daemon, it is written to the store directly.
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+    @Option(help: "The user name (asked for when missing).") var username: String?
+    @Flag(help: "Read the password from the first line of standard input.") var passwordStdin = false
+    @Flag(help: "Read a refresh token from the first line of standard input and import it.")
+    var refreshTokenStdin = false
+    @Flag(help: "Log in with the device grant (RFC 8628): approve in a browser elsewhere.") var device = false
+
+    func validate() throws {
+        if [self.passwordStdin || self.username != nil, self.refreshTokenStdin, self.device].filter({ $0 }).count > 1 {
+            throw ValidationError("choose one of a password login, --refresh-token-stdin and --device")
+        }
+    }
+
+    func run() async throws {
+        try await SessionCommand.run(configPath: self.options.path) { channel in
+            if self.device {
+                try await Self.device(channel)
+                return
+            }
+            let login: AdminMessages.Login
+            if self.refreshTokenStdin {
+                let token = try Terminal.firstLineOfStandardInput(what: "refresh token")
+                login = AdminMessages.Login(method: .refreshToken, refreshToken: token)
+            } else {
+                let username = try self.username ?? Terminal.ask("User name: ", secret: false)
+                let password =
+                    try self.passwordStdin
+                    ? Terminal.firstLineOfStandardInput(what: "password") : Terminal.ask("Password: ", secret: true)
+                guard !username.isEmpty, !password.isEmpty else {
+                    throw CommandFailure("a user name and a password are needed")
+                }
+                login = AdminMessages.Login(method: .password, username: username, password: password)
+            }
+            let status = try await channel.request(.POST, "/v1/login", body: login, as: TokenStatus.self)
+            print("logged in" + Self.summary(status))
+        }
+    }
+
+    private static func device(_ channel: any AdminChannel) async throws {
+        let outcome = Mutex<Result<TokenStatus, AdminMessages.Failure>?>(nil)
+        try await channel.deviceLogin { line in
+            guard let event = try? TokenStatus.decoder().decode(AdminMessages.DeviceEvent.self, from: line) else { return }
+            if let prompt = event.prompt {
+                var text = "To log in, open \(prompt.verificationURI) in a browser and enter the code \(prompt.userCode)"
+                if let complete = prompt.verificationURIComplete { text += "\n(or open \(complete))" }
+                text += "\nThe code expires in \(StatusText.span(prompt.expiresIn)). Waiting…"
+                StandardError.emit(text)
+            }
+            if let status = event.status { outcome.withLock { $0 = .success(status) } }
+            if let failure = event.failure { outcome.withLock { $0 = .failure(failure) } }
+        }
+        switch outcome.withLock({ $0 }) {
+        case .success(let status): print("logged in" + Self.summary(status))
+        case .failure(let failure): throw CommandFailure(failure.message)
+        case nil: throw CommandFailure("the daemon ended the device login without an answer; see its log")
+        }
+    }
+
+    private static func summary(_ status: TokenStatus) -> String {
+        var parts: [String] = []
+        if let subject = status.subject { parts.append("as \(subject)") }
+        if let expiresAt = status.expiresAt {
+            parts.append("token valid for \(StatusText.span(max(0, Int(expiresAt.timeIntervalSince(status.now)))))")
+        }
+        return parts.isEmpty ? "" : " (" + parts.joined(separator: ", ") + ")"
+    }
+}

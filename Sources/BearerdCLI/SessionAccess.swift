@@ -1,0 +1,96 @@
+import BearerdAdmin
+import BearerdAuth
+import BearerdConfig
+import BearerdProxy
+import BearerdStore
+import BearerdTokens
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Picks how a CLI verb reaches the engine: the daemon when one answers on `admin.socket`,
+/// otherwise the store directly, under the same lock a daemon takes.
+enum SessionAccess {
+    static func open(configPath: String) async throws -> any AdminChannel {
+        let logger = Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .warning, journald: false) }
+        let prepared: Prepared
+        switch Startup.prepare(configPath: configPath, logger: logger) {
+        case .success(let value): prepared = value
+        case .failure(let failure): throw CommandFailure(failure.report, exitCode: 78)
+        }
+        let socket = prepared.configuration.admin.socket
+        switch UnixSocketFile.connectError(socket) {
+        case 0:
+            return SocketAdminChannel(socket: socket)
+        case EACCES, EPERM:
+            throw CommandFailure(
+                "the admin socket \(socket) is not yours to use: run this as the daemon's user (or root)"
+            )
+        default:
+            return try Self.inProcess(prepared, logger: logger)
+        }
+    }
+
+    /// The engine in this process, on the store under its lock.
+    private static func inProcess(_ prepared: Prepared, logger: Logger) throws -> any AdminChannel {
+        let socket = prepared.configuration.admin.socket
+        switch prepared.tokens {
+        case .staticToken(let provider):
+            let path = prepared.configuration.auth.staticTokenFile ?? ""
+            return InProcessAdminChannel(
+                api: AdminAPI(backend: .staticToken(provider, path: path), logger: logger),
+                onClose: {}
+            )
+        case .engine(let source, let seed, let policy, let caFile, let timeout):
+            guard prepared.configuration.store.isEncryptedOnDisk else {
+                throw CommandFailure(
+                    "no daemon answers on \(socket), and this config keeps tokens in memory only (no store.key_file or store.passphrase_file): start `bearerd serve` first, or configure a store key"
+                )
+            }
+            let store: any TokenStore
+            do {
+                store = try ServeCommand.openStore(prepared.configuration.store, logger: logger)
+            } catch let error as StoreError where error.code == .inUse {
+                throw CommandFailure(
+                    "\(error.description.components(separatedBy: ": stop it first").first ?? ""), but no daemon answers on the admin socket \(socket): check that this command and the daemon use the same config (admin.socket)"
+                )
+            } catch {
+                throw CommandFailure("\(error)", exitCode: 78)
+            }
+            let transport: HTTPClientTokenTransport
+            do {
+                transport = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout)
+            } catch {
+                throw CommandFailure("cannot set up the token client: \(error)", exitCode: 78)
+            }
+            let manager = TokenManager(
+                source: source,
+                transport: transport,
+                store: store,
+                seed: seed,
+                policy: policy,
+                logger: logger
+            )
+            return InProcessAdminChannel(api: AdminAPI(backend: .engine(manager), logger: logger)) {
+                try? await transport.shutdown()
+                withExtendedLifetime(store) {}
+            }
+        }
+    }
+}
+
+/// A verb that did not do its job: the message for the person, and the exit code.
+struct CommandFailure: Error, CustomStringConvertible {
+    var message: String
+    var exitCode: Int32
+
+    init(_ message: String, exitCode: Int32 = 1) {
+        self.message = message
+        self.exitCode = exitCode
+    }
+
+    var description: String { self.message }
+}

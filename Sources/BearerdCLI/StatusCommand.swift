@@ -1,0 +1,74 @@
+import ArgumentParser
+import BearerdTokens
+import NIOHTTP1
+import Foundation
+
+/// `bearerd status`: the session's state; never a token.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the session: state, subject, expiry, refreshes. Never a token.",
+        discussion: """
+            Asks the running daemon over admin.socket; with no daemon, reads the store. Exits 0 \
+            when a token can be had, 3 when logged out, 1 on an error.
+            """
+    )
+
+    @OptionGroup var options: ConfigOption
+    @Flag(help: "Print JSON (RFC 3339 times).") var json = false
+
+    func run() async throws {
+        try await SessionCommand.run(configPath: self.options.path) { channel in
+            var status = try await channel.request(.GET, "/v1/status", as: TokenStatus.self)
+            status.daemon = channel.daemon
+            if self.json {
+                print(String(decoding: try TokenStatus.encoder().encode(status), as: UTF8.self))
+            } else {
+                print(StatusText.render(status), terminator: "")
+            }
+            if status.state == "logged_out" { throw ExitCode(3) }
+        }
+    }
+}
+
+/// `status` for a person: one fact per line, times with how far away they are.
+enum StatusText {
+    static func render(_ status: TokenStatus) -> String {
+        var lines: [(String, String)] = []
+        if let daemon = status.daemon { lines.append(("daemon", daemon)) }
+        lines.append(("state", status.state.replacingOccurrences(of: "_", with: " ")))
+        if let detail = status.detail { lines.append(("detail", detail)) }
+        if let session = status.session { lines.append(("session", session)) }
+        if let subject = status.subject { lines.append(("subject", subject)) }
+        if let scope = status.scope { lines.append(("scope", scope)) }
+        if let expiresAt = status.expiresAt { lines.append(("token expires", Self.time(expiresAt, now: status.now))) }
+        if let next = status.nextRefreshAt { lines.append(("next refresh", Self.time(next, now: status.now))) }
+        if let last = status.lastRefreshAt {
+            let result = [status.lastRefreshResult, status.lastRefreshGrant.map { "(\($0))" }].compactMap { $0 }
+            lines.append(("last refresh", Self.time(last, now: status.now) + ", " + result.joined(separator: " ")))
+        }
+        lines.append(("failures", "\(status.failuresInARow) in a row"))
+        if status.storeBehind { lines.append(("store", "the last change is not on disk yet; bearerd retries the write")) }
+        let width = (lines.map(\.0.count).max() ?? 0) + 2
+        return lines.map { name, value in
+            (name + ":").padding(toLength: width, withPad: " ", startingAt: 0) + value + "\n"
+        }.joined()
+    }
+
+    /// `2026-11-22T09:00:00Z (in 4m 10s)` or `(… ago)`.
+    static func time(_ date: Date, now: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        let seconds = Int(date.timeIntervalSince(now).rounded())
+        let span = Self.span(abs(seconds))
+        return formatter.string(from: date) + (seconds >= 0 ? " (in \(span))" : " (\(span) ago)")
+    }
+
+    static func span(_ seconds: Int) -> String {
+        switch seconds {
+        case ..<60: "\(seconds)s"
+        case ..<3600: "\(seconds / 60)m \(seconds % 60)s"
+        case ..<86400: "\(seconds / 3600)h \(seconds % 3600 / 60)m"
+        default: "\(seconds / 86400)d \(seconds % 86400 / 3600)h"
+        }
+    }
+}
