@@ -173,7 +173,8 @@ public final class EncryptedTokenStore: TokenStore {
                 accessToken: self.accessToken,
                 accessExpiresAt: self.accessExpiresAt,
                 scope: nil,
-                receivedAt: nil
+                receivedAt: nil,
+                refreshSentAt: nil
             )
             let user = self.user ?? (legacy.refreshToken == nil && legacy.accessToken == nil ? nil : legacy)
             return StoredTokens(user: user?.stored, client: self.client?.stored)
@@ -186,13 +187,22 @@ public final class EncryptedTokenStore: TokenStore {
         var accessExpiresAt: Double?
         var scope: String?
         var receivedAt: Double?
+        var refreshSentAt: Double?
 
-        init(refreshToken: String?, accessToken: String?, accessExpiresAt: Double?, scope: String?, receivedAt: Double?) {
+        init(
+            refreshToken: String?,
+            accessToken: String?,
+            accessExpiresAt: Double?,
+            scope: String?,
+            receivedAt: Double?,
+            refreshSentAt: Double?
+        ) {
             self.refreshToken = refreshToken
             self.accessToken = accessToken
             self.accessExpiresAt = accessExpiresAt
             self.scope = scope
             self.receivedAt = receivedAt
+            self.refreshSentAt = refreshSentAt
         }
 
         init(_ session: StoredSession) {
@@ -201,7 +211,8 @@ public final class EncryptedTokenStore: TokenStore {
                 accessToken: session.accessToken?.value,
                 accessExpiresAt: session.accessExpiresAt?.timeIntervalSince1970,
                 scope: session.scope,
-                receivedAt: session.receivedAt?.timeIntervalSince1970
+                receivedAt: session.receivedAt?.timeIntervalSince1970,
+                refreshSentAt: session.refreshSentAt?.timeIntervalSince1970
             )
         }
 
@@ -211,7 +222,8 @@ public final class EncryptedTokenStore: TokenStore {
                 accessToken: self.accessToken.flatMap { BearerToken.isValidTokenValue($0) ? BearerToken($0) : nil },
                 accessExpiresAt: self.accessExpiresAt.map(Date.init(timeIntervalSince1970:)),
                 scope: self.scope,
-                receivedAt: self.receivedAt.map(Date.init(timeIntervalSince1970:))
+                receivedAt: self.receivedAt.map(Date.init(timeIntervalSince1970:)),
+                refreshSentAt: self.refreshSentAt.map(Date.init(timeIntervalSince1970:))
             )
         }
     }

@@ -40,6 +40,14 @@ extension TokenManager {
             return nil
         }
         self.attempts.append(now)
+        if case .refreshToken = grant, let previous {
+            // On disk before the refresh token leaves: see `StoredSession.refreshSentAt`.
+            switch previous.kind {
+            case .user: self.stored.user?.refreshSentAt = now
+            case .client: self.stored.client?.refreshSentAt = now
+            }
+            self.persist()
+        }
         let task = Task { await self.perform(grant, previous: previous, reason: reason) }
         self.transition(to: .refreshing(previous, task))
         return task

@@ -55,7 +55,7 @@ public actor TokenManager: TokenProvider {
                 access: access,
                 expiresAt: expiresAt,
                 usableUntil: usableUntil,
-                refreshAt: usableUntil > now ? min(refreshAt, usableUntil) : now,
+                refreshAt: usableUntil > now && stored.refreshSentAt == nil ? min(refreshAt, usableUntil) : now,
                 refreshToken: stored.refreshToken,
                 scope: stored.scope,
                 receivedAt: stored.receivedAt
@@ -187,6 +187,12 @@ public actor TokenManager: TokenProvider {
         if stored.client?.isEmpty == true || !source.hasClientGrant { stored.client = nil }
         self.stored = stored
         let now = clock.now
+        if let sent = (stored.user ?? stored.client)?.refreshSentAt {
+            logger.notice(
+                "bearerd stopped while a refresh was in flight; refreshing again at once, within the token server's grace period for the previous refresh token",
+                metadata: ["sent_s_ago": "\(Int(now.timeIntervalSince(sent)))"]
+            )
+        }
         if let user = stored.user {
             self.state = .ready(Session(restoring: user, kind: .user, now: now, policy: policy))
         } else if loaded == nil, let seed {

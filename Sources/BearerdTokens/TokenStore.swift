@@ -11,19 +11,26 @@ public struct StoredSession: Sendable, Equatable {
     public var scope: String?
     /// When the access token arrived: with the expiry, its lifetime, which sets the margins.
     public var receivedAt: Date?
+    /// Set, and on disk, before the refresh token is sent; cleared by the answer. Found set at
+    /// start, it means bearerd stopped with a refresh in flight: the server may have rotated the
+    /// refresh token already, so the refresh is repeated at once, while a server's grace period
+    /// for the previous refresh token (DOT, Auth0, Okta) still honours it.
+    public var refreshSentAt: Date?
 
     public init(
         refreshToken: Secret? = nil,
         accessToken: BearerToken? = nil,
         accessExpiresAt: Date? = nil,
         scope: String? = nil,
-        receivedAt: Date? = nil
+        receivedAt: Date? = nil,
+        refreshSentAt: Date? = nil
     ) {
         self.refreshToken = refreshToken
         self.accessToken = accessToken
         self.accessExpiresAt = accessExpiresAt
         self.scope = scope
         self.receivedAt = receivedAt
+        self.refreshSentAt = refreshSentAt
     }
 
     var isEmpty: Bool { self.refreshToken == nil && self.accessToken == nil }

@@ -125,7 +125,8 @@ struct UnsavedTokensTests {
         #expect(try store.load() == nil)
         clock.advance(by: .seconds(5))
         try await clock.waitForSleepers()
-        #expect(store.attempts.withLock { $0 } == 2, "retried after 5 s")
+        // The refresh-in-flight mark before sending, the answer, then the retry after 5 s.
+        #expect(store.attempts.withLock { $0 } == 3, "retried after 5 s")
         store.failing.withLock { $0 = false }
         clock.advance(by: .seconds(5))
         try await clock.waitForSleepers()

@@ -1,6 +1,8 @@
 import BearerdAuth
 import BearerdTestSupport
 import Foundation
+import Logging
+import Synchronization
 import Testing
 
 @testable import BearerdTokens
@@ -135,5 +137,54 @@ struct SessionCommandTests {
             #expect(!json.contains(secret) && !"\(status)".contains(secret))
         }
         #expect(try TokenStatus.decoder().decode(TokenStatus.self, from: Data(json.utf8)) == status)
+    }
+}
+
+@Suite("A refresh in flight when bearerd stopped", .timeLimit(.minutes(1)))
+struct RefreshInFlightTests {
+    @Test func theMarkIsOnDiskBeforeTheRefreshTokenLeavesAndClearedByTheAnswer() async throws {
+        let seen = Mutex<StoredSession?>(nil)
+        let store = MemoryTokenStore(
+            StoredTokens(refreshToken: Secret("rt-1"), accessToken: BearerToken("at-1"), accessExpiresAt: Date(timeIntervalSince1970: 1_800_000_010))
+        )
+        let endpoint = FakeTokenEndpoint { _, _ in
+            seen.withLock { $0 = try? store.load()?.user }
+            return FakeTokenEndpoint.tokens(access: "at-2", refresh: "rt-2")
+        }
+        let manager = TokenManager(
+            source: TokenHarness.source,
+            transport: endpoint,
+            store: store,
+            clock: ManualTokenClock(),
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+        )
+        await manager.refresh(reason: "test")
+        let during = try #require(seen.withLock { $0 })
+        #expect(during.refreshToken == Secret("rt-1") && during.refreshSentAt != nil)
+        let after = try #require(try store.load()?.user)
+        #expect(after.refreshToken == Secret("rt-2") && after.refreshSentAt == nil)
+    }
+
+    @Test func foundAtStartItRefreshesAtOnceEvenWithAValidAccessToken() async throws {
+        let clock = ManualTokenClock()
+        let stored = StoredSession(
+            refreshToken: Secret("rt-1"),
+            accessToken: BearerToken("at-1"),
+            accessExpiresAt: clock.now.addingTimeInterval(3000),
+            receivedAt: clock.now.addingTimeInterval(-600),
+            refreshSentAt: clock.now.addingTimeInterval(-1)
+        )
+        let harness = TokenHarness(stored: StoredTokens(user: stored)) { _, _ in
+            FakeTokenEndpoint.tokens(access: "at-2", refresh: "rt-2")
+        }
+        #expect(await harness.manager.status().nextRefreshAt == harness.clock.now)
+        #expect(harness.logText.contains("refresh was in flight"))
+        // Without the mark, the same valid token is used with no refresh at boot.
+        var calm = stored
+        calm.refreshSentAt = nil
+        let quiet = TokenHarness(stored: StoredTokens(user: calm)) { _, _ in FakeTokenEndpoint.tokens(access: "x") }
+        #expect(try await quiet.manager.token() == BearerToken("at-1"))
+        #expect(quiet.endpoint.requests.isEmpty)
+        #expect(await quiet.manager.status().nextRefreshAt.map { $0 > quiet.clock.now.addingTimeInterval(2000) } == true)
     }
 }

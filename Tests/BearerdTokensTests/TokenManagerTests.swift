@@ -109,7 +109,7 @@ struct TokenManagerTests {
             #expect(retryAt.timeIntervalSince(harness.clock.now) == 0.5 * pow(2, Double(failures - 1)))
             harness.clock.advance(to: retryAt)
         }
-        #expect(try harness.store.load() == stored)
+        #expect(try harness.store.load()?.user?.refreshToken == Secret("stored-refresh-token-77"))
     }
 
     @Test func whileTheServerFailsTheTokenIsUsedUntilItReallyExpires() async throws {
@@ -134,7 +134,9 @@ struct TokenManagerTests {
         let stored = StoredTokens(refreshToken: Secret("stored-refresh-token-77"))
         let harness = TokenHarness(stored: stored) { _, _ in throw Refused() }
         await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
-        #expect(try harness.store.load() == stored)
+        #expect(try harness.store.load()?.user?.refreshToken == Secret("stored-refresh-token-77"))
+        // No answer, so the server may have rotated it: the next start refreshes at once.
+        #expect(try harness.store.load()?.user?.refreshSentAt != nil)
     }
 
     @Test func retryAfterIsHonoured() async throws {
