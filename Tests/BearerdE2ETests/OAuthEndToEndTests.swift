@@ -58,6 +58,8 @@ struct OAuthEndToEndTests {
             store:
               path: \(directory.path)/tokens.store
               key_file: \(directory.path)/store.key
+            admin:
+              socket: \(directory.path)/admin.sock
             log:
               access: false
             """,

@@ -6,6 +6,8 @@ import NIOHTTP1
 public struct OAuthServer: Sendable {
     public let port: Int
     public let ttl: Int
+    /// Script options beyond port and TTL (`--grace`, `--token-delay`, `--token-marks`).
+    public let options: [String]
 
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
     public var tokenURL: String { self.baseURL + "/o/token/" }
@@ -16,16 +18,16 @@ public struct OAuthServer: Sendable {
     }
 
     /// Starts it on a free port with access tokens that live `ttl` seconds.
-    public static func start(ttl: Int) async throws -> OAuthServer {
+    public static func start(ttl: Int, options: [String] = []) async throws -> OAuthServer {
         let port = try RefusingPort().port  // free now; released when the value goes
-        let server = OAuthServer(port: port, ttl: ttl)
+        let server = OAuthServer(port: port, ttl: ttl, options: options)
         try await server.start()
         return server
     }
 
     /// Starts it (again: the database, and so every issued token, is kept).
     public func start() async throws {
-        try await Self.script(["start", "--port", String(self.port), "--ttl", String(self.ttl)])
+        try await Self.script(["start", "--port", String(self.port), "--ttl", String(self.ttl)] + self.options)
     }
 
     public func stop() async throws {

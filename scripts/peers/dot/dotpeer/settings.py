@@ -9,7 +9,7 @@ SECRET_KEY = "bearerd-test-peer-only"
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "oauth2_provider"]
-MIDDLEWARE = []
+MIDDLEWARE = ["dotpeer.slowtoken.SlowTokenMiddleware"] if os.environ.get("DOT_TOKEN_DELAY_MS") or os.environ.get("DOT_TOKEN_MARKS") else []
 ROOT_URLCONF = "dotpeer.urls"
 USE_TZ = True
 DATABASES = {"default": {
@@ -26,7 +26,10 @@ OAUTH2_PROVIDER = {
     "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("DOT_ACCESS_TTL", "30")),
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
-    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 0,
+    # 0 by default: a reused refresh token always revokes the family. The crash trials set a grace
+    # period, as Auth0, Okta and DOT deployments do, so a client that died before it received a
+    # rotated token may resend the previous one once.
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": int(os.environ.get("DOT_GRACE", "0")),
     "SCOPES": {"read": "read", "write": "write"},
     "DEFAULT_SCOPES": ["read", "write"],
     "PKCE_REQUIRED": False,
