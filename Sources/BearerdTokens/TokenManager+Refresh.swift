@@ -41,10 +41,13 @@ extension TokenManager {
         }
         self.attempts.append(now)
         if case .refreshToken = grant, let previous {
-            // On disk before the refresh token leaves: see `StoredSession.refreshSentAt`.
+            // On disk before the refresh token leaves: see `StoredSession.refreshSentAt`. A seed
+            // (auth.refresh_token_file) goes into the store here too.
+            var marked = previous.stored
+            marked.refreshSentAt = now
             switch previous.kind {
-            case .user: self.stored.user?.refreshSentAt = now
-            case .client: self.stored.client?.refreshSentAt = now
+            case .user: self.stored.user = marked
+            case .client: self.stored.client = marked
             }
             self.persist()
         }

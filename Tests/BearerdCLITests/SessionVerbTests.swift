@@ -112,6 +112,18 @@ struct SessionVerbTests {
         var info = stat()
         #expect(stat(directory.path + "/run/admin.sock", &info) == 0 && info.st_mode & 0o777 == 0o600)
 
+        if getuid() == 0 {
+            // SO_PEERCRED: even with the socket opened to everyone by mistake, another user's
+            // connection is closed unanswered.
+            let socket = directory.path + "/run/admin.sock"
+            chmod(directory.path + "/run", 0o755)
+            chmod(socket, 0o666)
+            #expect(try Self.answerBytes(to: socket, asUID: 65534) == "0")
+            #expect(try Self.answerBytes(to: socket, asUID: 0) != "0")
+            chmod(socket, 0o600)
+            chmod(directory.path + "/run", 0o700)
+        }
+
         var result = try await bearerd(["status"], nil)
         #expect(result.status == 3 && result.stdout.contains("daemon:   running (admin socket"))
         // The store is the daemon's: a second daemon is refused, naming it.
@@ -156,6 +168,31 @@ struct SessionVerbTests {
         await upstream.stop()
         await oauth.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// How many bytes a `GET /v1/status` on `socket` gets back when sent as `uid`.
+    static func answerBytes(to socket: String, asUID uid: Int) throws -> String {
+        let script = """
+            import os, socket
+            os.setgid(\(uid)); os.setuid(\(uid))
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(5)
+            s.connect("\(socket)")
+            s.sendall(b"GET /v1/status HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            try:
+                print(len(s.recv(4096)))
+            except ConnectionResetError:
+                print(0)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        process.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func waitFor(_ condition: () -> Bool) async throws {

@@ -165,6 +165,19 @@ struct RefreshInFlightTests {
         #expect(after.refreshToken == Secret("rt-2") && after.refreshSentAt == nil)
     }
 
+    @Test func aSeedWhoseFirstRefreshFailsIsKeptInTheStoreNotSpent() async throws {
+        let harness = TokenHarness { _, _ in TokenHTTPResponse(status: 503) }
+        await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
+        let stored = try #require(try harness.store.load()?.user)
+        #expect(stored.refreshToken == Secret("seed-refresh-token-0001") && stored.refreshSentAt != nil)
+        // The next start, on that store, sends the same refresh token again.
+        let again = TokenHarness(stored: try harness.store.load(), seed: nil) { _, _ in
+            FakeTokenEndpoint.tokens(access: "at-1", refresh: "rt-1")
+        }
+        #expect(try await again.manager.token() == BearerToken("at-1"))
+        #expect(FakeTokenEndpoint.form(again.endpoint.requests[0])["refresh_token"] == "seed-refresh-token-0001")
+    }
+
     @Test func foundAtStartItRefreshesAtOnceEvenWithAValidAccessToken() async throws {
         let clock = ManualTokenClock()
         let stored = StoredSession(
