@@ -158,26 +158,25 @@ public final class EncryptedTokenStore: TokenStore {
     private struct Payload: Codable {
         var user: Session?
         var client: Session?
-        var refreshToken: String?
-        var accessToken: String?
-        var accessExpiresAt: Double?
 
         init(_ tokens: StoredTokens) {
             self.user = tokens.user.map(Session.init)
             self.client = tokens.client.map(Session.init)
         }
 
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.user = try container.decodeIfPresent(Session.self, forKey: .user)
+            self.client = try container.decodeIfPresent(Session.self, forKey: .client)
+            if self.user == nil, self.client == nil, let legacy = try? Session(from: decoder),
+                legacy.refreshToken != nil || legacy.accessToken != nil
+            {
+                self.user = legacy
+            }
+        }
+
         var tokens: StoredTokens {
-            let legacy = Session(
-                refreshToken: self.refreshToken,
-                accessToken: self.accessToken,
-                accessExpiresAt: self.accessExpiresAt,
-                scope: nil,
-                receivedAt: nil,
-                refreshSentAt: nil
-            )
-            let user = self.user ?? (legacy.refreshToken == nil && legacy.accessToken == nil ? nil : legacy)
-            return StoredTokens(user: user?.stored, client: self.client?.stored)
+            StoredTokens(user: self.user?.stored, client: self.client?.stored)
         }
     }
 
@@ -189,31 +188,13 @@ public final class EncryptedTokenStore: TokenStore {
         var receivedAt: Double?
         var refreshSentAt: Double?
 
-        init(
-            refreshToken: String?,
-            accessToken: String?,
-            accessExpiresAt: Double?,
-            scope: String?,
-            receivedAt: Double?,
-            refreshSentAt: Double?
-        ) {
-            self.refreshToken = refreshToken
-            self.accessToken = accessToken
-            self.accessExpiresAt = accessExpiresAt
-            self.scope = scope
-            self.receivedAt = receivedAt
-            self.refreshSentAt = refreshSentAt
-        }
-
         init(_ session: StoredSession) {
-            self.init(
-                refreshToken: session.refreshToken?.value,
-                accessToken: session.accessToken?.value,
-                accessExpiresAt: session.accessExpiresAt?.timeIntervalSince1970,
-                scope: session.scope,
-                receivedAt: session.receivedAt?.timeIntervalSince1970,
-                refreshSentAt: session.refreshSentAt?.timeIntervalSince1970
-            )
+            self.refreshToken = session.refreshToken?.value
+            self.accessToken = session.accessToken?.value
+            self.accessExpiresAt = session.accessExpiresAt?.timeIntervalSince1970
+            self.scope = session.scope
+            self.receivedAt = session.receivedAt?.timeIntervalSince1970
+            self.refreshSentAt = session.refreshSentAt?.timeIntervalSince1970
         }
 
         var stored: StoredSession {

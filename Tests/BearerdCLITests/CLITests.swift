@@ -94,7 +94,7 @@ struct CLITests {
             to: "b.yaml"
         )
         let bearerd = try BearerdProcess(["serve", "--config", config])
-        try await waitFor { bearerd.stderr.contains("msg=listening") }
+        try await waitUntil { bearerd.stderr.contains("msg=listening") }
         let port = try #require(Self.listeningPort(in: bearerd.stderr))
 
         try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
@@ -117,7 +117,7 @@ struct CLITests {
                 try await client.send(.GET, "/slow")
             }
         }
-        try await waitFor { upstream.requests.contains { $0.head.uri == "/api/slow" } }
+        try await waitUntil { upstream.requests.contains { $0.head.uri == "/api/slow" } }
         bearerd.signal(SIGTERM)
         let response = try await slow.value
         #expect(response.status == 200)
@@ -136,14 +136,5 @@ struct CLITests {
     static func listeningPort(in logs: String) -> Int? {
         guard let range = logs.range(of: "addresses=127.0.0.1:") else { return nil }
         return Int(logs[range.upperBound...].prefix { $0.isNumber })
-    }
-
-    func waitFor(_ condition: () -> Bool) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(15)
-        while !condition() {
-            guard clock.now < deadline else { throw TestClientError("condition not met within 15 s") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
     }
 }

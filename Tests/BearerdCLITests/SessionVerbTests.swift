@@ -102,7 +102,7 @@ struct SessionVerbTests {
         let directory = try TemporaryDirectory()
         let config = try Self.config(directory, oauth: oauth, upstream: upstream.port)
         let daemon = try BearerdProcess(["serve", "-c", config])
-        try await waitFor { daemon.stderr.contains("msg=listening") }
+        try await waitUntil { daemon.stderr.contains("msg=listening") }
         let port = try #require(CLITests.listeningPort(in: daemon.stderr))
         let bearerd = { (arguments: [String], input: String?) in
             try await BearerdProcess.run(arguments + ["-c", config], input: input)
@@ -132,7 +132,7 @@ struct SessionVerbTests {
 
         result = try await bearerd(["login", "--username", "alice", "--password-stdin"], "alice-pass\n")
         #expect(result.status == 0, "\(result.stderr)")
-        try await waitFor { daemon.stderr.contains(#"msg="logged in""#) }
+        try await waitUntil { daemon.stderr.contains(#"msg="logged in""#) }
         try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
             let answer = try await client.send(.GET, "/hello")
             #expect(answer.status == 200)
@@ -193,14 +193,5 @@ struct SessionVerbTests {
         process.waitUntilExit()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    func waitFor(_ condition: () -> Bool) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(15)
-        while !condition() {
-            guard clock.now < deadline else { throw TestClientError("condition not met within 15 s") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
     }
 }

@@ -87,7 +87,7 @@ struct CrashTrialsTests {
         var failures: [Int: Int] = [:]
         for trial in 1...Self.trials + 1 {
             let bearerd = try BearerdProcess(["serve", "--config", config])
-            try await Self.waitFor(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
+            try await waitUntil(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
             let port = try #require(OAuthEndToEndTests.listeningPort(in: bearerd.stderr))
             let statuses = StatusCounts()
             let load = Self.load(port: port, group: group, statuses: statuses)
@@ -95,11 +95,11 @@ struct CrashTrialsTests {
             // refresh was in flight) and requests are answered 200, with no new login.
             let served: Bool
             do {
-                try await Self.waitFor(.seconds(15)) {
+                try await waitUntil(.seconds(15)) {
                     bearerd.stderr.contains("msg=\"token refreshed\"") || bearerd.stderr.contains("rejected")
                 }
                 let before = statuses.counts.withLock { $0[200, default: 0] }
-                try await Self.waitFor(.seconds(15)) {
+                try await waitUntil(.seconds(15)) {
                     bearerd.stderr.contains("rejected") || statuses.counts.withLock { $0[200, default: 0] } > before
                 }
                 served = !bearerd.stderr.contains("rejected")
@@ -125,7 +125,7 @@ struct CrashTrialsTests {
             }
             // The next token request reaches DOT: kill inside its window.
             let before = Self.lines(marks)
-            try await Self.waitFor(.seconds(15)) { Self.lines(marks) > before }
+            try await waitUntil(.seconds(15)) { Self.lines(marks) > before }
             let offset = Int.random(in: 0...Self.windowMS)
             try await Task.sleep(for: .milliseconds(offset))
             bearerd.signal(SIGKILL)
@@ -175,14 +175,5 @@ struct CrashTrialsTests {
 
     static func log(_ text: String) {
         FileHandle.standardError.write(Data("crash trials: \(text)\n".utf8))
-    }
-
-    static func waitFor(_ limit: Duration, _ condition: () async -> Bool) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while await !condition() {
-            guard clock.now < deadline else { throw TestClientError("condition not met within \(limit)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
     }
 }

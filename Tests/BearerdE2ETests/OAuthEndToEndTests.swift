@@ -66,7 +66,7 @@ struct OAuthEndToEndTests {
             to: "bearerd.yaml"
         )
         let bearerd = try BearerdProcess(["serve", "--config", config])
-        try await waitFor(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
+        try await waitUntil(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
         let port = try #require(Self.listeningPort(in: bearerd.stderr))
         Self.log("bearerd listening on \(port); \(Self.clients) clients for \(Self.duration)")
 
@@ -112,7 +112,7 @@ struct OAuthEndToEndTests {
         // 3. It comes back: requests succeed again, with no new login.
         Self.log("starting the token server again")
         try await server.start()
-        try await waitFor(.seconds(60)) {
+        try await waitUntil(.seconds(60), every: .milliseconds(200)) {
             (try? await self.get(port: port, group: group).status) == 200
         }
 
@@ -125,9 +125,9 @@ struct OAuthEndToEndTests {
         // long ago (sending it again would revoke the session), and no new login is needed.
         Self.log("restarting bearerd on its encrypted store")
         let restarted = try BearerdProcess(["serve", "--config", config])
-        try await waitFor(.seconds(15)) { restarted.stderr.contains("msg=listening") }
+        try await waitUntil(.seconds(15)) { restarted.stderr.contains("msg=listening") }
         let newPort = try #require(Self.listeningPort(in: restarted.stderr))
-        try await waitFor(.seconds(30)) {
+        try await waitUntil(.seconds(30), every: .milliseconds(200)) {
             (try? await self.get(port: newPort, group: group).status) == 200
         }
         restarted.signal(SIGTERM)
@@ -148,15 +148,6 @@ struct OAuthEndToEndTests {
     static func listeningPort(in logs: String) -> Int? {
         guard let range = logs.range(of: "addresses=127.0.0.1:") else { return nil }
         return Int(logs[range.upperBound...].prefix { $0.isNumber })
-    }
-
-    func waitFor(_ limit: Duration, _ condition: () async -> Bool) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while await !condition() {
-            guard clock.now < deadline else { throw TestClientError("condition not met within \(limit)") }
-            try await Task.sleep(for: .milliseconds(200))
-        }
     }
 }
 

@@ -16,9 +16,18 @@ struct EncryptedTokenStoreTests {
     let keyFile: String
     let storePath: String
     let tokens = StoredTokens(
-        refreshToken: Secret("refresh-secret-0123"),
-        accessToken: BearerToken("access-secret-4567"),
-        accessExpiresAt: Date(timeIntervalSince1970: 1_800_000_600)
+        user: StoredSession(
+            refreshToken: Secret("refresh-secret-0123"),
+            accessToken: BearerToken("access-secret-4567"),
+            accessExpiresAt: Date(timeIntervalSince1970: 1_800_000_600),
+            scope: "read write",
+            receivedAt: Date(timeIntervalSince1970: 1_800_000_000),
+            refreshSentAt: Date(timeIntervalSince1970: 1_800_000_500)
+        ),
+        client: StoredSession(
+            accessToken: BearerToken("client-access-secret-89"),
+            accessExpiresAt: Date(timeIntervalSince1970: 1_800_003_600)
+        )
     )
 
     init() throws {
@@ -47,6 +56,23 @@ struct EncryptedTokenStoreTests {
         #expect(try self.files() == ["store.key", "tokens.store", "tokens.store.lock"], "no temp file is left")
         let text = String(decoding: try self.bytes(), as: UTF8.self)
         #expect(!text.contains("refresh-secret") && !text.contains("access-secret"), "tokens are encrypted at rest")
+        #expect(!text.contains("read write") && !text.contains("client"), "so is everything else")
+    }
+
+    @Test func aFileFromBeforeUserAndClientWereApartReadsAsTheUsersSession() throws {
+        let key = [UInt8](try Data(contentsOf: URL(fileURLWithPath: self.keyFile)))
+        let header = StoreFormat(kdf: .key, keyCheck: try StoreFormat.keyCheck(key), profile: "default").header
+        let nonce = try StoreCipher.randomBytes(StoreCipher.nonceLength)
+        let old = #"{"refreshToken":"old-refresh","accessToken":"old-access","accessExpiresAt":1800000600}"#
+        let sealed = try StoreCipher.seal(Array(old.utf8), key: key, nonce: nonce, aad: header)
+        try Data(header + nonce + sealed).write(to: URL(fileURLWithPath: self.storePath))
+        chmod(self.storePath, 0o600)
+        let expected = StoredTokens(
+            refreshToken: Secret("old-refresh"),
+            accessToken: BearerToken("old-access"),
+            accessExpiresAt: Date(timeIntervalSince1970: 1_800_000_600)
+        )
+        #expect(try self.store().load() == expected)
     }
 
     @Test func everyWriteUsesAFreshNonce() throws {
