@@ -43,7 +43,11 @@ public struct AdminAPI: Sendable {
         case (.POST, "/v1/login"): return await self.login(body)
         case (.POST, "/v1/logout"): return await self.logout()
         case (_, "/v1/status"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"), (_, "/v1/login/device"):
-            return Self.failure(.methodNotAllowed, "method_not_allowed", "\(method) is not allowed on \(Self.route(path))")
+            return Self.failure(
+                .methodNotAllowed,
+                "method_not_allowed",
+                "\(method) is not allowed on \(Self.route(path))"
+            )
         default:
             return Self.failure(
                 .notFound,
@@ -102,7 +106,11 @@ public struct AdminAPI: Sendable {
     private func login(_ body: Data) async -> Response {
         guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
         guard let login = try? JSONDecoder().decode(AdminMessages.Login.self, from: body) else {
-            return Self.failure(.badRequest, "bad_request", "the body must be a JSON login: {\"method\":\"password\",...}")
+            return Self.failure(
+                .badRequest,
+                "bad_request",
+                "the body must be a JSON login: {\"method\":\"password\",...}"
+            )
         }
         do {
             switch login.method {
@@ -118,7 +126,10 @@ public struct AdminAPI: Sendable {
                 try await manager.logIn(refreshToken: Secret(token))
             }
         } catch {
-            self.logger.warning("login failed", metadata: ["method": "\(login.method.rawValue)", "reason": "\(error.message)"])
+            self.logger.warning(
+                "login failed",
+                metadata: ["method": "\(login.method.rawValue)", "reason": "\(error.message)"]
+            )
             return Self.failure(.forbidden, "login_failed", error.message)
         }
         self.logger.notice("logged in", metadata: ["method": "\(login.method.rawValue)"])

@@ -46,14 +46,24 @@ public struct AdminServer: Service {
                         return try Connection(wrappingChannelSynchronously: channel)
                     }
                 }
-            try UnixSocketFile.publish(temporary: temporary, final: self.path, mode: 0o600, group: nil, key: "admin.socket")
-        } catch let error as ProxySetupError {
-            throw error
         } catch {
             UnixSocketFile.remove(temporary)
             throw ProxySetupError(
                 "admin.socket: cannot listen on \(self.path): \(error); check that its directory exists and bearerd may write there"
             )
+        }
+        do {
+            try UnixSocketFile.publish(
+                temporary: temporary,
+                final: self.path,
+                mode: 0o600,
+                group: nil,
+                key: "admin.socket"
+            )
+        } catch {
+            try? await server.channel.close()
+            UnixSocketFile.remove(temporary)
+            throw error
         }
         self.logger.info("admin socket ready", metadata: ["path": "\(self.path)"])
         defer { UnixSocketFile.remove(self.path) }

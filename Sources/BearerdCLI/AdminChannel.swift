@@ -32,7 +32,10 @@ extension AdminChannel {
         do {
             return try TokenStatus.decoder().decode(Answer.self, from: answer)
         } catch {
-            throw AdminMessages.Failure(error: "admin_error", message: "cannot read the daemon's answer to \(path): \(error)")
+            throw AdminMessages.Failure(
+                error: "admin_error",
+                message: "cannot read the daemon's answer to \(path): \(error)"
+            )
         }
     }
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import BearerdAdmin
-import NIOHTTP1
 import BearerdTokens
 import Foundation
+import NIOHTTP1
 import Synchronization
 
 /// `bearerd login`: a password (or a JSON API's sign-in), an imported refresh token, or the
@@ -62,9 +62,12 @@ struct LoginCommand: AsyncParsableCommand {
     private static func device(_ channel: any AdminChannel) async throws {
         let outcome = Mutex<Result<TokenStatus, AdminMessages.Failure>?>(nil)
         try await channel.deviceLogin { line in
-            guard let event = try? TokenStatus.decoder().decode(AdminMessages.DeviceEvent.self, from: line) else { return }
+            guard let event = try? TokenStatus.decoder().decode(AdminMessages.DeviceEvent.self, from: line) else {
+                return
+            }
             if let prompt = event.prompt {
-                var text = "To log in, open \(prompt.verificationURI) in a browser and enter the code \(prompt.userCode)"
+                var text =
+                    "To log in, open \(prompt.verificationURI) in a browser and enter the code \(prompt.userCode)"
                 if let complete = prompt.verificationURIComplete { text += "\n(or open \(complete))" }
                 text += "\nThe code expires in \(StatusText.span(prompt.expiresIn)). Waiting…"
                 StandardError.emit(text)

@@ -15,7 +15,9 @@ import Glibc
 /// otherwise the store directly, under the same lock a daemon takes.
 enum SessionAccess {
     static func open(configPath: String) async throws -> any AdminChannel {
-        let logger = Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .warning, journald: false) }
+        // Errors only: what a verb did or why it failed is its own output.
+        let logger = Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .error, journald: false)
+        }
         let prepared: Prepared
         switch Startup.prepare(configPath: configPath, logger: logger) {
         case .success(let value): prepared = value

@@ -1,7 +1,7 @@
 import ArgumentParser
 import BearerdTokens
-import NIOHTTP1
 import Foundation
+import NIOHTTP1
 
 /// `bearerd status`: the session's state; never a token.
 struct StatusCommand: AsyncParsableCommand {
@@ -48,7 +48,9 @@ enum StatusText {
             lines.append(("last refresh", Self.time(last, now: status.now) + ", " + result.joined(separator: " ")))
         }
         lines.append(("failures", "\(status.failuresInARow) in a row"))
-        if status.storeBehind { lines.append(("store", "the last change is not on disk yet; bearerd retries the write")) }
+        if status.storeBehind {
+            lines.append(("store", "the last change is not on disk yet; bearerd retries the write"))
+        }
         let width = (lines.map(\.0.count).max() ?? 0) + 2
         return lines.map { name, value in
             (name + ":").padding(toLength: width, withPad: " ", startingAt: 0) + value + "\n"

@@ -62,6 +62,7 @@ struct DeviceAuthorization: Sendable {
 
     /// Safe to print on a terminal: no control characters.
     private static func printable(_ text: String, limit: Int) -> Bool {
-        !text.isEmpty && text.utf8.count <= limit && text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
+        !text.isEmpty && text.utf8.count <= limit
+            && text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
     }
 }

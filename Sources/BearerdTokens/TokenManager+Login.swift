@@ -69,7 +69,12 @@ extension TokenManager {
             } catch {
                 throw LoginError("the device login was cancelled")
             }
-            let outcome = await Self.poll(authorization.deviceCode, source: self.source, transport: self.transport, clock: self.clock)
+            let outcome = await Self.poll(
+                authorization.deviceCode,
+                source: self.source,
+                transport: self.transport,
+                clock: self.clock
+            )
             switch outcome {
             case .issued(let issued, let serverDate):
                 while case .refreshing(_, let task) = self.state { _ = await task.value }

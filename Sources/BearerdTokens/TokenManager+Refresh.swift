@@ -97,7 +97,14 @@ extension TokenManager {
                 }
             }
             let kind: Session.Kind = if case .clientCredentials = grant { .client } else { .user }
-            self.install(issued, kind: kind, refreshToken: refreshToken, serverDate: serverDate, grant: grant.name, reason: reason)
+            self.install(
+                issued,
+                kind: kind,
+                refreshToken: refreshToken,
+                serverDate: serverDate,
+                grant: grant.name,
+                reason: reason
+            )
             return .issued
         case .rejected(let status, let error):
             return self.rejected(status: status, error: error, grant: grant, previous: previous)
@@ -139,7 +146,13 @@ extension TokenManager {
         reason: String
     ) {
         let now = self.clock.now
-        let session = self.session(issued, kind: kind, refreshToken: refreshToken, receivedAt: now, serverDate: serverDate)
+        let session = self.session(
+            issued,
+            kind: kind,
+            refreshToken: refreshToken,
+            receivedAt: now,
+            serverDate: serverDate
+        )
         self.consecutiveFailures = 0
         self.lastOutcome = nil
         self.lastRefresh = LastRefresh(at: now, grant: grant, result: "ok")
@@ -179,9 +192,10 @@ extension TokenManager {
             )
             return .failed(self.lastOutcome!)
         case .password, .importedRefreshToken:
-            let what = if case .password = grant { "the login (\(code)): check the user name and password" } else {
-                "this refresh token (\(code)): it is expired, revoked or for another client"
-            }
+            let what =
+                if case .password = grant { "the login (\(code)): check the user name and password" } else {
+                    "this refresh token (\(code)): it is expired, revoked or for another client"
+                }
             self.lastOutcome = "the token server refused \(what)"
             self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))

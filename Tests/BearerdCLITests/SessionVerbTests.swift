@@ -140,7 +140,9 @@ struct SessionVerbTests {
         #expect(upstream.requests.last?.head.headers["authorization"] == ["Bearer fake-access-1"])
 
         result = try await bearerd(["status", "--json"], nil)
-        #expect(result.stdout.contains(#""state":"ready""#) && result.stdout.contains(#""last_refresh_grant":"password""#))
+        #expect(
+            result.stdout.contains(#""state":"ready""#) && result.stdout.contains(#""last_refresh_grant":"password""#)
+        )
         Self.expectNoSecret(result.stdout + result.stderr)
         result = try await bearerd(["token"], nil)
         #expect(result.stdout == "fake-access-1\n")

@@ -54,7 +54,12 @@ struct CrashTrialsTests {
         try await group.shutdownGracefully()
     }
 
-    func trials(_ server: OAuthServer, directory: TemporaryDirectory, marks: String, group: any EventLoopGroup) async throws {
+    func trials(
+        _ server: OAuthServer,
+        directory: TemporaryDirectory,
+        marks: String,
+        group: any EventLoopGroup
+    ) async throws {
         #expect(try await BearerdProcess.run(["keygen", "--out", directory.path + "/store.key"]).status == 0)
         let config = try directory.write(
             """

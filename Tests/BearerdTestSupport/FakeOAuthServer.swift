@@ -76,7 +76,9 @@ public final class FakeOAuthServer: Sendable {
                 return Self.issue(&state, lifetime: lifetime, refresh: false)
             case "urn:ietf:params:oauth:grant-type:device_code" where form["device_code"] == "fake-device-code":
                 state.devicePolls += 1
-                if state.devicePolls < 2 { return Self.json(#"{"error":"authorization_pending"}"#, status: .badRequest) }
+                if state.devicePolls < 2 {
+                    return Self.json(#"{"error":"authorization_pending"}"#, status: .badRequest)
+                }
                 return Self.issue(&state, lifetime: lifetime, refresh: true)
             default:
                 return Self.json(#"{"error":"invalid_grant"}"#, status: .badRequest)

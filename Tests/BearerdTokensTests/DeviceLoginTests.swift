@@ -98,7 +98,9 @@ struct DeviceLoginTests {
         let harness = Self.harness(Array(repeating: "authorization_pending", count: 100))
         let (result, _, polls) = try await Self.run(harness)
         #expect(polls == [5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55])
-        if case .failure(let failure) = result { #expect(failure.message.contains("expired")) } else {
+        if case .failure(let failure) = result {
+            #expect(failure.message.contains("expired"))
+        } else {
             Issue.record("a login past the code's expiry succeeded")
         }
     }

@@ -28,7 +28,8 @@ struct SessionCommandTests {
             if request.url.hasSuffix("/revoke") { return TokenHTTPResponse(status: revocation) }
             switch FakeTokenEndpoint.form(request)["grant_type"] {
             case "client_credentials": return FakeTokenEndpoint.tokens(access: "client-access-\(index)")
-            case "password": return FakeTokenEndpoint.tokens(access: "user-access-\(index)", refresh: "user-refresh-\(index)")
+            case "password":
+                return FakeTokenEndpoint.tokens(access: "user-access-\(index)", refresh: "user-refresh-\(index)")
             default: return FakeTokenEndpoint.json(#"{"error":"invalid_grant"}"#, status: 400)
             }
         }
@@ -145,7 +146,11 @@ struct RefreshInFlightTests {
     @Test func theMarkIsOnDiskBeforeTheRefreshTokenLeavesAndClearedByTheAnswer() async throws {
         let seen = Mutex<StoredSession?>(nil)
         let store = MemoryTokenStore(
-            StoredTokens(refreshToken: Secret("rt-1"), accessToken: BearerToken("at-1"), accessExpiresAt: Date(timeIntervalSince1970: 1_800_000_010))
+            StoredTokens(
+                refreshToken: Secret("rt-1"),
+                accessToken: BearerToken("at-1"),
+                accessExpiresAt: Date(timeIntervalSince1970: 1_800_000_010)
+            )
         )
         let endpoint = FakeTokenEndpoint { _, _ in
             seen.withLock { $0 = try? store.load()?.user }
@@ -198,6 +203,8 @@ struct RefreshInFlightTests {
         let quiet = TokenHarness(stored: StoredTokens(user: calm)) { _, _ in FakeTokenEndpoint.tokens(access: "x") }
         #expect(try await quiet.manager.token() == BearerToken("at-1"))
         #expect(quiet.endpoint.requests.isEmpty)
-        #expect(await quiet.manager.status().nextRefreshAt.map { $0 > quiet.clock.now.addingTimeInterval(2000) } == true)
+        #expect(
+            await quiet.manager.status().nextRefreshAt.map { $0 > quiet.clock.now.addingTimeInterval(2000) } == true
+        )
     }
 }

@@ -1,0 +1,76 @@
+import BearerdAuth
+import Foundation
+
+extension TokenManager {
+    /// The tokens in hand.
+    struct Session: Sendable {
+        enum Kind: String, Sendable {
+            case user
+            case client
+        }
+
+        var kind: Kind
+        /// `nil` when only a refresh token is known (seeded, or loaded expired).
+        var access: BearerToken?
+        var expiresAt: Date
+        var usableUntil: Date
+        var refreshAt: Date
+        var refreshToken: Secret?
+        var scope: String?
+        var receivedAt: Date?
+
+        /// What the store keeps of it.
+        var stored: StoredSession {
+            StoredSession(
+                refreshToken: self.refreshToken,
+                accessToken: self.access,
+                accessExpiresAt: self.access == nil ? nil : self.expiresAt,
+                scope: self.scope,
+                receivedAt: self.access == nil ? nil : self.receivedAt
+            )
+        }
+
+        /// A session read back from the store: a still-valid access token is used as it is (no
+        /// refresh at boot); an expired one is refreshed at once.
+        init(restoring stored: StoredSession, kind: Kind, now: Date, policy: RefreshPolicy) {
+            let expiresAt = stored.accessExpiresAt ?? now
+            // Kept until it really expires: usable while the token server is down (`.waiting`).
+            let access = expiresAt > now ? stored.accessToken : nil
+            // Margins as when it arrived (capped by its lifetime); without that time, the
+            // configured ones.
+            let receivedAt = stored.receivedAt ?? expiresAt.addingTimeInterval(-policy.defaultLifetime.seconds)
+            let usableUntil = access == nil ? now : policy.usableUntil(receivedAt: receivedAt, expiresAt: expiresAt)
+            let refreshAt = policy.refreshTime(receivedAt: receivedAt, expiresAt: expiresAt, random: 0.5)
+            self.init(
+                kind: kind,
+                access: access,
+                expiresAt: expiresAt,
+                usableUntil: usableUntil,
+                refreshAt: usableUntil > now && stored.refreshSentAt == nil ? min(refreshAt, usableUntil) : now,
+                refreshToken: stored.refreshToken,
+                scope: stored.scope,
+                receivedAt: stored.receivedAt
+            )
+        }
+
+        init(
+            kind: Kind,
+            access: BearerToken?,
+            expiresAt: Date,
+            usableUntil: Date,
+            refreshAt: Date,
+            refreshToken: Secret?,
+            scope: String? = nil,
+            receivedAt: Date? = nil
+        ) {
+            self.kind = kind
+            self.access = access
+            self.expiresAt = expiresAt
+            self.usableUntil = usableUntil
+            self.refreshAt = refreshAt
+            self.refreshToken = refreshToken
+            self.scope = scope
+            self.receivedAt = receivedAt
+        }
+    }
+}
