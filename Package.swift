@@ -104,6 +104,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // systemd: sd_notify (ready, status, watchdog, reload, stopping) and socket activation.
+        .target(
+            name: "BearerdSystemd",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // Wiring and the command line.
         .target(
             name: "BearerdCLI",
@@ -114,6 +123,7 @@ let package = Package(
                 "BearerdTokens",
                 "BearerdStore",
                 "BearerdAdmin",
+                "BearerdSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

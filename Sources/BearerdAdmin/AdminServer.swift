@@ -19,12 +19,20 @@ public struct AdminServer: Service {
     private let api: AdminAPI
     private let group: any EventLoopGroup
     private let logger: Logger
+    private let onReady: @Sendable () -> Void
 
-    public init(path: String, api: AdminAPI, group: any EventLoopGroup, logger: Logger) {
+    public init(
+        path: String,
+        api: AdminAPI,
+        group: any EventLoopGroup,
+        logger: Logger,
+        onReady: @escaping @Sendable () -> Void = {}
+    ) {
         self.path = path
         self.api = api
         self.group = group
         self.logger = logger
+        self.onReady = onReady
     }
 
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
@@ -66,6 +74,7 @@ public struct AdminServer: Service {
             throw error
         }
         self.logger.info("admin socket ready", metadata: ["path": "\(self.path)"])
+        self.onReady()
         defer { UnixSocketFile.remove(self.path) }
         // A device login may wait minutes for a person: at shutdown, admin requests are
         // cancelled rather than waited for (a refresh they started finishes on its own).

@@ -4,6 +4,7 @@ import BearerdAuth
 import BearerdConfig
 import BearerdProxy
 import BearerdStore
+import BearerdSystemd
 import BearerdTokens
 import Foundation
 import Logging
@@ -77,6 +78,15 @@ struct ServeCommand: AsyncParsableCommand {
             backend = .engine(manager)
             services.append(.init(service: TokenRefreshService(manager: manager)))
         }
+        let readiness = Readiness(parts: ["proxy", "admin"])
+        let activation = ListenFDs(environment: environment, processID: getpid())
+        for socket in activation?.sockets ?? [] where !ListenFDs.isListeningStream(socket.descriptor) {
+            try? await transport?.shutdown()
+            StandardError.emit(
+                "bearerd: systemd passed descriptor \(socket.descriptor) (\(socket.name)), which is not a listening stream socket: check the .socket unit (ListenStream=)"
+            )
+            throw ExitCode(78)
+        }
         let adminSocket = prepared.configuration.admin.socket
         if let problem = Self.prepareDirectory(of: adminSocket) {
             try? await transport?.shutdown()
@@ -89,7 +99,8 @@ struct ServeCommand: AsyncParsableCommand {
                     path: adminSocket,
                     api: AdminAPI(backend: backend, logger: logger),
                     group: group,
-                    logger: logger
+                    logger: logger,
+                    onReady: { readiness.mark("admin") }
                 )
             )
         )
@@ -98,9 +109,25 @@ struct ServeCommand: AsyncParsableCommand {
             settings: prepared.settings,
             tokens: tokens,
             group: group,
-            logger: logger
+            logger: logger,
+            passed: activation?.sockets.map(\.descriptor) ?? [],
+            onListening: { _ in readiness.mark("proxy") }
         )
         services.append(.init(service: server))
+        // Last, so that at shutdown it is told first and says STOPPING=1 before the drain.
+        let (reloads, _) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
+        services.append(
+            .init(
+                service: SystemdNotifyService(
+                    environment: environment,
+                    processID: getpid(),
+                    readiness: readiness,
+                    reloads: reloads,
+                    logger: logger,
+                    status: { await StatusLine.text(backend) }
+                )
+            )
+        )
         let serviceGroup = ServiceGroup(
             configuration: .init(
                 services: services,

@@ -39,10 +39,12 @@ public final class ProxyListeners: Sendable {
         self.logger = logger
     }
 
-    /// Binds every address in `listen` and starts serving.
+    /// Binds every address in `listen` — or, under socket activation, serves the listening
+    /// sockets systemd `passed` instead — and starts serving.
     /// - Throws: ``ProxySetupError`` or the bind error; whatever was bound is closed again.
     public static func bind(
         listen: [ListenAddress],
+        passed: [Int32] = [],
         socketMode: UInt32,
         socketGroup: UInt32?,
         settings: ProxySettings,
@@ -103,13 +105,24 @@ public final class ProxyListeners: Sendable {
         var channels: [any Channel] = []
         var quiescers: [ServerQuiescingHelper] = []
         var unixPaths: [String] = []
+        var addresses: [SocketAddress] = []
         do {
-            for address in listen {
+            for descriptor in passed {
+                let quiesce = ServerQuiescingHelper(group: group)
+                quiescers.append(quiesce)
+                let tcp = Self.isInternet(descriptor)
+                let channel = try await bootstrap(tcp: tcp, quiesce: quiesce).withBoundSocket(descriptor).get()
+                channels.append(channel)
+                addresses.append(channel.localAddress!)
+            }
+            for address in passed.isEmpty ? listen : [] {
                 switch address {
                 case .tcp(let host, let port):
                     let quiesce = ServerQuiescingHelper(group: group)
                     quiescers.append(quiesce)
-                    channels.append(try await bootstrap(tcp: true, quiesce: quiesce).bind(host: host, port: port).get())
+                    let channel = try await bootstrap(tcp: true, quiesce: quiesce).bind(host: host, port: port).get()
+                    channels.append(channel)
+                    addresses.append(channel.localAddress!)
                 case .unix(let path):
                     try UnixSocketFile.checkReplaceable(path)
                     let temporary = UnixSocketFile.temporaryPath(for: path)
@@ -120,18 +133,13 @@ public final class ProxyListeners: Sendable {
                     channels.append(channel)
                     try UnixSocketFile.publish(temporary: temporary, final: path, mode: socketMode, group: socketGroup)
                     unixPaths.append(path)
+                    addresses.append(try SocketAddress(unixDomainSocketPath: path))
                 }
             }
         } catch {
             for channel in channels { try? await channel.close() }
             for path in unixPaths { UnixSocketFile.remove(path) }
             throw error
-        }
-        let addresses = zip(listen, channels).map { address, channel -> SocketAddress in
-            if case .unix(let path) = address, let socket = try? SocketAddress(unixDomainSocketPath: path) {
-                return socket
-            }
-            return channel.localAddress!
         }
         return ProxyListeners(
             addresses: addresses,
@@ -142,6 +150,16 @@ public final class ProxyListeners: Sendable {
             group: group,
             logger: logger
         )
+    }
+
+    /// Whether a passed socket is TCP (rather than a unix socket).
+    private static func isInternet(_ descriptor: Int32) -> Bool {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) == 0 }
+        }
+        return ok && (Int32(address.ss_family) == AF_INET || Int32(address.ss_family) == AF_INET6)
     }
 
     /// Stops accepting, lets in-flight requests finish for up to `grace`, then returns; the

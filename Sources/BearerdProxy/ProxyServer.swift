@@ -13,15 +13,18 @@ public struct ProxyServer: Service {
     private let tokens: any TokenProvider
     private let group: any EventLoopGroup
     private let logger: Logger
+    private let passed: [Int32]
     private let onListening: @Sendable ([SocketAddress]) -> Void
 
-    /// Creates the service; nothing is bound until ``run()``.
+    /// Creates the service; nothing is bound until ``run()``. With `passed` (socket activation),
+    /// those listening sockets are served instead of the config's `listen` addresses.
     public init(
         configuration: BearerdConfiguration,
         settings: ProxySettings,
         tokens: any TokenProvider,
         group: any EventLoopGroup,
         logger: Logger,
+        passed: [Int32] = [],
         onListening: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
     ) {
         self.configuration = configuration
@@ -29,12 +32,14 @@ public struct ProxyServer: Service {
         self.tokens = tokens
         self.group = group
         self.logger = logger
+        self.passed = passed
         self.onListening = onListening
     }
 
     public func run() async throws {
         let listeners = try await ProxyListeners.bind(
             listen: self.configuration.listen,
+            passed: self.passed,
             socketMode: self.configuration.socketMode,
             socketGroup: self.configuration.socketGroup,
             settings: self.settings,

@@ -13,9 +13,20 @@ public final class BearerdProcess: Sendable {
     }
 
     /// Starts `bearerd` with `arguments`; `input`, when given, is its standard input.
-    public init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
+    public convenience init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
+        try self.init(program: Self.executable, arguments, environment: environment, input: input)
+    }
+
+    /// Starts `program`, which runs `bearerd` in some way of its own (a launcher that passes it
+    /// sockets, say).
+    public init(
+        program: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        input: String? = nil
+    ) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
+        process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BEARERD_") }
         merged.merge(environment) { $1 }

@@ -1,0 +1,91 @@
+import Logging
+import ServiceLifecycle
+
+/// Talks to systemd under `Type=notify` (`sd_notify(3)`): `READY=1` once the proxy listens and
+/// the store is loaded, `STATUS=` with the token's state, `WATCHDOG=1` at half of `WatchdogSec=`,
+/// `RELOADING=1` + `MONOTONIC_USEC=` then `READY=1` around a reload, `STOPPING=1` at shutdown.
+/// Without `$NOTIFY_SOCKET` it does nothing but wait for shutdown.
+public struct SystemdNotifyService: Service {
+    /// What a reload tells this service.
+    public enum ReloadEvent: Sendable {
+        case started
+        case finished
+    }
+
+    private let socket: NotifySocket?
+    private let readiness: Readiness
+    private let watchdog: Duration?
+    private let status: @Sendable () async -> String
+    private let reloads: AsyncStream<ReloadEvent>
+    private let statusInterval: Duration
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - environment: `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID` are read from it.
+    ///   - status: the `STATUS=` text, asked for at readiness and then every `statusInterval`.
+    public init(
+        environment: [String: String],
+        processID: Int32,
+        readiness: Readiness,
+        reloads: AsyncStream<ReloadEvent>,
+        statusInterval: Duration = .seconds(10),
+        logger: Logger,
+        status: @escaping @Sendable () async -> String
+    ) {
+        self.socket = NotifySocket(environment: environment)
+        self.readiness = readiness
+        self.reloads = reloads
+        self.statusInterval = statusInterval
+        self.logger = logger
+        self.status = status
+        // sd_watchdog_enabled(3): WATCHDOG_USEC, for this process when WATCHDOG_PID says so.
+        if let usec = environment["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
+            environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == processID }) ?? true
+        {
+            self.watchdog = .microseconds(Int64(min(usec, UInt64(Int64.max))))
+        } else {
+            self.watchdog = nil
+        }
+    }
+
+    public func run() async throws {
+        guard let socket = self.socket else {
+            try? await gracefulShutdown()
+            return
+        }
+        await cancelWhenGracefulShutdown {
+            guard await self.readiness.wait() else { return }
+            let first = await self.status()
+            socket.send("READY=1\nSTATUS=\(first)")
+            self.logger.debug("told systemd: ready", metadata: ["status": "\(first)"])
+            await withDiscardingTaskGroup { group in
+                if let watchdog = self.watchdog {
+                    group.addTask {
+                        while (try? await Task.sleep(for: watchdog / 2)) != nil { socket.send("WATCHDOG=1") }
+                    }
+                }
+                group.addTask {
+                    var last = first
+                    while (try? await Task.sleep(for: self.statusInterval)) != nil {
+                        let current = await self.status()
+                        if current != last {
+                            socket.send("STATUS=\(current)")
+                            last = current
+                        }
+                    }
+                }
+                group.addTask {
+                    for await event in self.reloads {
+                        switch event {
+                        case .started:
+                            socket.send("RELOADING=1\nMONOTONIC_USEC=\(NotifySocket.monotonicMicroseconds())")
+                        case .finished:
+                            socket.send("READY=1\nSTATUS=\(await self.status())")
+                        }
+                    }
+                }
+            }
+        }
+        socket.send("STOPPING=1")
+    }
+}
