@@ -7,15 +7,25 @@ import Logging
 /// journald records the level, and the timestamp is left to journald.
 public struct LogfmtLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level
     private let label: String
     private let journald: Bool
+    private let level: LogLevelSetting
 
     /// A handler for `label` at `level`.
     public init(label: String, level: Logger.Level, journald: Bool) {
+        self.init(label: label, level: LogLevelSetting(level), journald: journald)
+    }
+
+    /// A handler whose level follows `level`, which a reload changes for every logger at once.
+    public init(label: String, level: LogLevelSetting, journald: Bool) {
         self.label = label
-        self.logLevel = level
+        self.level = level
         self.journald = journald
+    }
+
+    public var logLevel: Logger.Level {
+        get { self.level.value }
+        set { self.level.value = newValue }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

@@ -38,7 +38,7 @@ struct ServeCommand: AsyncParsableCommand {
             StandardError.emit(failure.report)
             throw ExitCode(78)  // EX_CONFIG
         }
-        let level = Logger.Level(rawValue: prepared.configuration.log.level) ?? .info
+        let level = LogLevelSetting(Logger.Level(rawValue: prepared.configuration.log.level) ?? .info)
         LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, journald: journald) }
         let logger = Logger(label: "bearerd")
         let threads = prepared.configuration.threads == 0 ? System.coreCount : prepared.configuration.threads
@@ -47,6 +47,7 @@ struct ServeCommand: AsyncParsableCommand {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         var transport: HTTPClientTokenTransport?
         let backend: AdminAPI.Backend
+        var engine: TokenManager?
         switch prepared.tokens {
         case .staticToken(let provider):
             tokens = provider
@@ -76,6 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
             )
             tokens = manager
             backend = .engine(manager)
+            engine = manager
             services.append(.init(service: TokenRefreshService(manager: manager)))
         }
         let readiness = Readiness(parts: ["proxy", "admin"])
@@ -104,6 +106,7 @@ struct ServeCommand: AsyncParsableCommand {
                 )
             )
         )
+        let proxyControl = ProxyControl()
         let server = ProxyServer(
             configuration: prepared.configuration,
             settings: prepared.settings,
@@ -111,11 +114,25 @@ struct ServeCommand: AsyncParsableCommand {
             group: group,
             logger: logger,
             passed: activation?.sockets.map(\.descriptor) ?? [],
+            control: proxyControl,
             onListening: { _ in readiness.mark("proxy") }
         )
         services.append(.init(service: server))
+        let (reloads, reloadEvents) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
+        services.append(
+            .init(
+                service: ReloadService(
+                    configPath: self.options.path,
+                    running: prepared.configuration,
+                    proxy: proxyControl,
+                    manager: engine,
+                    logLevel: level,
+                    events: reloadEvents,
+                    logger: logger
+                )
+            )
+        )
         // Last, so that at shutdown it is told first and says STOPPING=1 before the drain.
-        let (reloads, _) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
         services.append(
             .init(
                 service: SystemdNotifyService(

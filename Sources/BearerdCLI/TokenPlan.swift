@@ -10,12 +10,18 @@ enum TokenPlan {
     case staticToken(StaticTokenProvider)
     case engine(source: any TokenSource, seed: Secret?, policy: RefreshPolicy, caFile: String?, timeout: Duration)
 
-    static func make(_ auth: BearerdConfiguration.Auth, logger: Logger) throws -> TokenPlan {
+    /// The engine's timing rules from `auth.*` (what a reload may change in a running engine).
+    static func policy(_ auth: BearerdConfiguration.Auth) -> RefreshPolicy {
         var policy = RefreshPolicy()
         policy.leeway = auth.leeway
         policy.minimumMargin = auth.refreshMargin
         policy.defaultLifetime = auth.defaultLifetime
         policy.maxRefreshesPerMinute = auth.maxRefreshesPerMinute
+        return policy
+    }
+
+    static func make(_ auth: BearerdConfiguration.Auth, logger: Logger) throws -> TokenPlan {
+        let policy = Self.policy(auth)
         let seed = try auth.refreshTokenFile.map { try Self.readSecret($0, what: "refresh token") }
         let source: any TokenSource
         switch auth.source {

@@ -124,6 +124,13 @@ extension ProxyHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ProxyRetireEvent {
+            // A reload: the connection's next response is its last, so the client comes back to
+            // the new settings. Nothing is closed under a client that may be sending.
+            self.quiescing = true
+            if case .exchanging(let exchange) = self.state { exchange.closeClientAfter = true }
+            return
+        }
         guard event is ChannelShouldQuiesceEvent else {
             context.fireUserInboundEventTriggered(event)
             return

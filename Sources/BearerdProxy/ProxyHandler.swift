@@ -174,6 +174,8 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func begin(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let exchange = Exchange(request: head, startedAt: .now())
+        // After a reload, the next response says `Connection: close` and is the last.
+        if self.quiescing { exchange.closeClientAfter = true }
         self.state = .exchanging(exchange)
         if let failure = RequestPolicy.check(head, settings: self.settings) {
             self.fail(exchange, failure)

@@ -7,34 +7,88 @@ import NIOExtras
 import NIOHTTP1
 import NIOPosix
 
-/// The bound listening sockets of a running proxy, and their graceful shutdown.
+/// Tells a client connection that a reload replaced its settings.
+struct ProxyRetireEvent: Sendable {}
+
+/// The bound listening sockets of a running proxy, what new connections are served with, and
+/// their graceful shutdown. A reload swaps the settings and upstream pools for new connections
+/// and binds or closes listeners; connections already open finish on what they started with.
 public final class ProxyListeners: Sendable {
-    /// The addresses actually bound (a port 0 in the config shows its real port here).
-    public let addresses: [SocketAddress]
-    private let channels: [any Channel]
-    /// One per listener (a helper tracks a single server channel). Released at the end of
-    /// ``shutdown(grace:)``, while the event loops still run: a helper's deinit completes a promise
-    /// on its loop.
-    private let quiescers: NIOLockedValueBox<[ServerQuiescingHelper]>
-    private let pools: [UpstreamConnectionPool]
-    private let unixPaths: [String]
+    /// What a new connection is served with: the settings and one upstream pool per event loop.
+    final class Generation: Sendable {
+        let settings: ProxySettings
+        let pools: [ObjectIdentifier: UpstreamConnectionPool]
+        /// The client connections it serves, so a reload can ask them to finish.
+        let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+
+        init(settings: ProxySettings, group: any EventLoopGroup) {
+            self.settings = settings
+            var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
+            for loop in group.makeIterator() {
+                pools[ObjectIdentifier(loop)] = UpstreamConnectionPool(eventLoop: loop, settings: settings)
+            }
+            self.pools = pools
+        }
+
+        /// Tracks a client connection until it closes.
+        func serve(_ channel: any Channel) {
+            let id = ObjectIdentifier(channel)
+            self.connections.withLockedValue { $0[id] = channel }
+            channel.closeFuture.whenComplete { _ in self.connections.withLockedValue { _ = $0.removeValue(forKey: id) }
+            }
+        }
+
+        /// Closes the idle upstream connections and pools no more.
+        func close() {
+            for pool in self.pools.values { pool.eventLoop.execute { pool.close() } }
+        }
+
+        /// After a reload: each client connection ends after its next response (a kept-alive
+        /// client then reconnects and meets the new settings).
+        func retire() {
+            self.close()
+            for channel in self.connections.withLockedValue({ Array($0.values) }) {
+                channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(ProxyRetireEvent()) }
+            }
+        }
+    }
+
+    /// One listening socket.
+    struct Listener: Sendable {
+        /// `nil` for a socket systemd passed.
+        var address: ListenAddress?
+        var bound: SocketAddress
+        var channel: any Channel
+        var quiescer: ServerQuiescingHelper
+        /// The socket file bearerd created (removed at shutdown).
+        var unixPath: String?
+    }
+
+    private struct State {
+        var listeners: [Listener] {
+            didSet { self.addresses = self.listeners.map(\.bound) }
+        }
+        /// What was last listened on; kept after shutdown, for whoever asks.
+        var addresses: [SocketAddress] = []
+        var generation: Generation
+        /// Generations replaced by a reload, kept until shutdown: their quiescers still track
+        /// connections, and the last of their pools' connections close as exchanges end.
+        var retired: [Listener] = []
+    }
+
+    private let state: NIOLockedValueBox<State>
+    private let generation: NIOLockedValueBox<Generation>
+    private let tokens: any TokenProvider
     private let group: any EventLoopGroup
     private let logger: Logger
 
-    private init(
-        addresses: [SocketAddress],
-        channels: [any Channel],
-        quiescers: [ServerQuiescingHelper],
-        pools: [UpstreamConnectionPool],
-        unixPaths: [String],
-        group: any EventLoopGroup,
-        logger: Logger
-    ) {
-        self.addresses = addresses
-        self.channels = channels
-        self.quiescers = NIOLockedValueBox(quiescers)
-        self.pools = pools
-        self.unixPaths = unixPaths
+    /// The addresses actually bound (a port 0 in the config shows its real port here).
+    public var addresses: [SocketAddress] { self.state.withLockedValue { $0.addresses } }
+
+    private init(generation: Generation, tokens: any TokenProvider, group: any EventLoopGroup, logger: Logger) {
+        self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
+        self.generation = NIOLockedValueBox(generation)
+        self.tokens = tokens
         self.group = group
         self.logger = logger
     }
@@ -52,104 +106,155 @@ public final class ProxyListeners: Sendable {
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ProxyListeners {
-        var poolsByLoop: [ObjectIdentifier: UpstreamConnectionPool] = [:]
-        for loop in group.makeIterator() {
-            poolsByLoop[ObjectIdentifier(loop)] = UpstreamConnectionPool(eventLoop: loop, settings: settings)
-        }
-        let pools = poolsByLoop
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderFieldSize = settings.maxHeaderSize
-        limits.maxHeaderListSize = settings.maxHeaderSize
-        let decoderLimits = limits
-
-        func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
-            var bootstrap = ServerBootstrap(group: group)
-                .serverChannelOption(.backlog, value: 1024)
-                .serverChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(
-                            quiesce.makeServerChannelHandler(channel: channel)
-                        )
-                    }
-                }
-                .childChannelOption(.maxMessagesPerRead, value: 8)
-                .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        guard let pool = pools[ObjectIdentifier(channel.eventLoop)] else {
-                            throw ProxySetupError("no upstream pool for this event loop")
-                        }
-                        let sync = channel.pipeline.syncOperations
-                        // Requests are parsed by NIO's llhttp decoder; responses go out as bytes that
-                        // HeaderRewriter, WireFormat and ProxyFailure write (no response encoder).
-                        try sync.addHandler(
-                            ByteToMessageHandler(
-                                HTTPRequestDecoder(
-                                    leftOverBytesStrategy: .dropBytes,
-                                    informationalResponseStrategy: .drop,
-                                    limitConfiguration: decoderLimits
-                                )
-                            )
-                        )
-                        try sync.addHandler(
-                            ProxyHandler(settings: settings, pool: pool, tokens: tokens, logger: logger)
-                        )
-                    }
-                }
-            if tcp {
-                bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            }
-            return bootstrap
-        }
-
-        var channels: [any Channel] = []
-        var quiescers: [ServerQuiescingHelper] = []
-        var unixPaths: [String] = []
-        var addresses: [SocketAddress] = []
-        do {
-            for descriptor in passed {
-                let quiesce = ServerQuiescingHelper(group: group)
-                quiescers.append(quiesce)
-                let tcp = Self.isInternet(descriptor)
-                let channel = try await bootstrap(tcp: tcp, quiesce: quiesce).withBoundSocket(descriptor).get()
-                channels.append(channel)
-                addresses.append(channel.localAddress!)
-            }
-            for address in passed.isEmpty ? listen : [] {
-                switch address {
-                case .tcp(let host, let port):
-                    let quiesce = ServerQuiescingHelper(group: group)
-                    quiescers.append(quiesce)
-                    let channel = try await bootstrap(tcp: true, quiesce: quiesce).bind(host: host, port: port).get()
-                    channels.append(channel)
-                    addresses.append(channel.localAddress!)
-                case .unix(let path):
-                    try UnixSocketFile.checkReplaceable(path)
-                    let temporary = UnixSocketFile.temporaryPath(for: path)
-                    let quiesce = ServerQuiescingHelper(group: group)
-                    quiescers.append(quiesce)
-                    let channel = try await bootstrap(tcp: false, quiesce: quiesce)
-                        .bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true).get()
-                    channels.append(channel)
-                    try UnixSocketFile.publish(temporary: temporary, final: path, mode: socketMode, group: socketGroup)
-                    unixPaths.append(path)
-                    addresses.append(try SocketAddress(unixDomainSocketPath: path))
-                }
-            }
-        } catch {
-            for channel in channels { try? await channel.close() }
-            for path in unixPaths { UnixSocketFile.remove(path) }
-            throw error
-        }
-        return ProxyListeners(
-            addresses: addresses,
-            channels: channels,
-            quiescers: quiescers,
-            pools: Array(pools.values),
-            unixPaths: unixPaths,
+        let listeners = ProxyListeners(
+            generation: Generation(settings: settings, group: group),
+            tokens: tokens,
             group: group,
             logger: logger
         )
+        var bound: [Listener] = []
+        do {
+            for descriptor in passed {
+                let quiesce = ServerQuiescingHelper(group: group)
+                let channel = try await listeners.bootstrap(tcp: Self.isInternet(descriptor), quiesce: quiesce)
+                    .withBoundSocket(descriptor).get()
+                bound.append(
+                    Listener(address: nil, bound: channel.localAddress!, channel: channel, quiescer: quiesce)
+                )
+            }
+            for address in passed.isEmpty ? listen : [] {
+                bound.append(try await listeners.bind(address, socketMode: socketMode, socketGroup: socketGroup))
+            }
+        } catch {
+            await Self.close(bound)
+            throw error
+        }
+        listeners.state.withLockedValue { $0.listeners = bound }
+        return listeners
+    }
+
+    /// Serves new connections with `settings` (a new upstream, timeouts, limits) and on
+    /// `listen`: new addresses are bound first, then the ones no longer listed stop accepting
+    /// and drain. A bind that fails changes nothing. Sockets systemd passed are kept as they are.
+    public func reload(
+        settings: ProxySettings,
+        listen: [ListenAddress],
+        socketMode: UInt32,
+        socketGroup: UInt32?
+    ) async throws {
+        let current = self.state.withLockedValue { $0.listeners }
+        let activated = current.contains { $0.address == nil }
+        var added: [Listener] = []
+        if !activated {
+            do {
+                for address in listen where !current.contains(where: { $0.address == address }) {
+                    added.append(try await self.bind(address, socketMode: socketMode, socketGroup: socketGroup))
+                }
+            } catch {
+                await Self.close(added)
+                throw error
+            }
+        }
+        let next = Generation(settings: settings, group: self.group)
+        let (removed, old) = self.state.withLockedValue { state -> ([Listener], Generation) in
+            let removed =
+                activated ? [] : state.listeners.filter { listener in !listen.contains { $0 == listener.address } }
+            state.listeners = state.listeners.filter { listener in !removed.contains { $0.channel === listener.channel }
+            }
+            state.listeners += added
+            state.retired += removed
+            let old = state.generation
+            state.generation = next
+            return (removed, old)
+        }
+        self.generation.withLockedValue { $0 = next }
+        old.retire()
+        for listener in removed {
+            if let path = listener.unixPath { UnixSocketFile.remove(path) }
+            listener.quiescer.initiateShutdown(promise: nil)
+        }
+    }
+
+    private func bind(_ address: ListenAddress, socketMode: UInt32, socketGroup: UInt32?) async throws -> Listener {
+        let quiesce = ServerQuiescingHelper(group: self.group)
+        switch address {
+        case .tcp(let host, let port):
+            let channel = try await self.bootstrap(tcp: true, quiesce: quiesce).bind(host: host, port: port).get()
+            return Listener(address: address, bound: channel.localAddress!, channel: channel, quiescer: quiesce)
+        case .unix(let path):
+            try UnixSocketFile.checkReplaceable(path)
+            let temporary = UnixSocketFile.temporaryPath(for: path)
+            let channel = try await self.bootstrap(tcp: false, quiesce: quiesce)
+                .bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true).get()
+            do {
+                try UnixSocketFile.publish(temporary: temporary, final: path, mode: socketMode, group: socketGroup)
+            } catch {
+                try? await channel.close()
+                UnixSocketFile.remove(temporary)
+                throw error
+            }
+            return Listener(
+                address: address,
+                bound: try SocketAddress(unixDomainSocketPath: path),
+                channel: channel,
+                quiescer: quiesce,
+                unixPath: path
+            )
+        }
+    }
+
+    private func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
+        let generation = self.generation
+        let tokens = self.tokens
+        let logger = self.logger
+        var bootstrap = ServerBootstrap(group: self.group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
+                }
+            }
+            .childChannelOption(.maxMessagesPerRead, value: 8)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    // Each new connection takes the settings and pools in force when it arrives.
+                    let current = generation.withLockedValue { $0 }
+                    guard let pool = current.pools[ObjectIdentifier(channel.eventLoop)] else {
+                        throw ProxySetupError("no upstream pool for this event loop")
+                    }
+                    current.serve(channel)
+                    var limits = NIOHTTPDecoderLimitConfiguration()
+                    limits.maxHeaderFieldSize = current.settings.maxHeaderSize
+                    limits.maxHeaderListSize = current.settings.maxHeaderSize
+                    let sync = channel.pipeline.syncOperations
+                    // Requests are parsed by NIO's llhttp decoder; responses go out as bytes that
+                    // HeaderRewriter, WireFormat and ProxyFailure write (no response encoder).
+                    try sync.addHandler(
+                        ByteToMessageHandler(
+                            HTTPRequestDecoder(
+                                leftOverBytesStrategy: .dropBytes,
+                                informationalResponseStrategy: .drop,
+                                limitConfiguration: limits
+                            )
+                        )
+                    )
+                    try sync.addHandler(
+                        ProxyHandler(settings: current.settings, pool: pool, tokens: tokens, logger: logger)
+                    )
+                }
+            }
+        if tcp {
+            bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+        }
+        return bootstrap
+    }
+
+    private static func close(_ listeners: [Listener]) async {
+        for listener in listeners {
+            try? await listener.channel.close()
+            if let path = listener.unixPath { UnixSocketFile.remove(path) }
+        }
     }
 
     /// Whether a passed socket is TCP (rather than a unix socket).
@@ -167,13 +272,13 @@ public final class ProxyListeners: Sendable {
     /// - Returns: whether every connection finished within `grace`.
     @discardableResult
     public func shutdown(grace: Duration) async -> Bool {
-        for path in self.unixPaths { UnixSocketFile.remove(path) }
-        for pool in self.pools { pool.eventLoop.execute { pool.close() } }
+        let (listeners, retired, generation) = self.state.withLockedValue { ($0.listeners, $0.retired, $0.generation) }
+        for path in listeners.compactMap(\.unixPath) { UnixSocketFile.remove(path) }
+        generation.close()
         let loop = self.group.next()
-        let quiescers = self.quiescers.withLockedValue { $0 }
-        let each = quiescers.map { quiesce in
+        let each = (listeners + retired).map { listener in
             let promise = loop.makePromise(of: Void.self)
-            quiesce.initiateShutdown(promise: promise)
+            listener.quiescer.initiateShutdown(promise: promise)
             return promise.futureResult
         }
         let drained = EventLoopFuture.andAllComplete(each, on: loop)
@@ -184,7 +289,13 @@ public final class ProxyListeners: Sendable {
             outcome.succeed(true)
         }
         let finished = (try? await outcome.futureResult.get()) ?? false
-        self.quiescers.withLockedValue { $0.removeAll() }
+        // The helpers go while the event loops still run: their deinit completes a promise there.
+        self.state.withLockedValue { state in
+            let addresses = state.addresses
+            state.listeners.removeAll()
+            state.addresses = addresses
+            state.retired.removeAll()
+        }
         if !finished {
             self.logger.warning(
                 "requests still in flight after shutdown_grace; closing their connections",

@@ -14,6 +14,7 @@ public struct ProxyServer: Service {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let passed: [Int32]
+    private let control: ProxyControl
     private let onListening: @Sendable ([SocketAddress]) -> Void
 
     /// Creates the service; nothing is bound until ``run()``. With `passed` (socket activation),
@@ -25,8 +26,10 @@ public struct ProxyServer: Service {
         group: any EventLoopGroup,
         logger: Logger,
         passed: [Int32] = [],
+        control: ProxyControl = ProxyControl(),
         onListening: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
     ) {
+        self.control = control
         self.configuration = configuration
         self.settings = settings
         self.tokens = tokens
@@ -54,8 +57,10 @@ public struct ProxyServer: Service {
                 "upstream": .string(self.settings.target.description),
             ]
         )
+        self.control.attach(listeners)
         self.onListening(listeners.addresses)
         try? await gracefulShutdown()
+        self.control.attach(nil)
         self.logger.notice("shutting down: no new connections; waiting for in-flight requests")
         let drained = await listeners.shutdown(grace: self.configuration.shutdownGrace)
         self.logger.notice("stopped", metadata: ["drained": "\(drained)"])

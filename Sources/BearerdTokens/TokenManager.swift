@@ -62,7 +62,7 @@ public actor TokenManager: TokenProvider {
     let source: any TokenSource
     let transport: any TokenTransport
     let store: any TokenStore
-    let policy: RefreshPolicy
+    var policy: RefreshPolicy
     let logger: Logger
     let random: @Sendable () -> Double
     nonisolated let clock: any TokenClock
@@ -136,6 +136,11 @@ public actor TokenManager: TokenProvider {
         if case .ready(let session) = self.state, let access = session.access {
             self.snapshot.withLock { $0 = (access, session.usableUntil) }
         }
+    }
+
+    /// New timing rules (a reload): they apply from the next token the server issues.
+    public func update(policy: RefreshPolicy) {
+        self.policy = policy
     }
 
     // MARK: TokenProvider

@@ -1,0 +1,59 @@
+import BearerdConfig
+
+/// The settings a reload does not apply to a running daemon: the token source and the store.
+/// The stored tokens were issued by one token server to one client; swapping either under a
+/// running engine would send them where they mean nothing.
+enum RestartOnlyKeys {
+    /// Keys whose change makes the stored tokens useless (another server, client or store).
+    static let session: Set<String> = [
+        "auth.static_token_file", "auth.token_url", "auth.issuer", "auth.client_id", "auth.json.refresh_url",
+        "auth.json.login_url", "store.path", "store.key_file", "store.passphrase_file", "store.profile",
+    ]
+
+    /// Each restart-only key's value, as text.
+    static func values(_ configuration: BearerdConfiguration) -> [String: String] {
+        let auth = configuration.auth
+        var values: [String: String] = [
+            "auth.refresh_token_file": auth.refreshTokenFile ?? "",
+            "auth.ca_file": auth.caFile ?? "",
+            "auth.request_timeout": "\(auth.requestTimeout)",
+            "store.path": configuration.store.path,
+            "store.key_file": configuration.store.keyFile ?? "",
+            "store.passphrase_file": configuration.store.passphraseFile ?? "",
+            "store.profile": configuration.store.profile,
+            "admin.socket": configuration.admin.socket,
+        ]
+        switch auth.source {
+        case .staticFile(let path):
+            values["auth.static_token_file"] = path
+        case .oauth2(let oauth2):
+            values["auth.token_url"] = oauth2.tokenURL ?? ""
+            values["auth.issuer"] = oauth2.issuer ?? ""
+            values["auth.client_id"] = oauth2.clientID
+            values["auth.client_secret_file"] = oauth2.clientSecretFile ?? ""
+            values["auth.client_auth"] = oauth2.clientAuthentication
+            values["auth.scopes"] = oauth2.scopes.joined(separator: " ")
+            values["auth.extra_params"] = oauth2.extraParameters.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+            values["auth.client_credentials"] = "\(oauth2.clientCredentials)"
+            values["auth.revocation_url"] = oauth2.revocationURL ?? ""
+            values["auth.device_authorization_url"] = oauth2.deviceAuthorizationURL ?? ""
+        case .json(let json):
+            values["auth.json.refresh_url"] = json.refreshURL
+            values["auth.json.login_url"] = json.loginURL ?? ""
+            values["auth.json.logout_url"] = json.logoutURL ?? ""
+            values["auth.json.body_and_pointers"] = [
+                json.contentType, json.loginBody, json.refreshBody, json.logoutBody, json.accessTokenPointer,
+                json.refreshTokenPointer ?? "", json.expiresInPointer ?? "", json.expiresAtPointer ?? "",
+                json.headers.map { "\($0.name):\($0.value)" }.joined(separator: "\n"),
+            ].joined(separator: "\u{1F}")
+        }
+        return values
+    }
+
+    /// The restart-only keys whose values differ, sorted.
+    static func changed(from old: BearerdConfiguration, to new: BearerdConfiguration) -> [String] {
+        let before = Self.values(old)
+        let after = Self.values(new)
+        return Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
+    }
+}

@@ -1,0 +1,32 @@
+import BearerdConfig
+import Synchronization
+
+/// A handle on the running proxy for reloads: ``ProxyServer`` fills it in once it listens.
+public final class ProxyControl: Sendable {
+    private let listeners = Mutex<ProxyListeners?>(nil)
+
+    public init() {}
+
+    func attach(_ listeners: ProxyListeners?) {
+        self.listeners.withLock { $0 = listeners }
+    }
+
+    /// Serves new connections with `configuration` (upstream, timeouts, limits, listeners).
+    /// - Throws: when a new listener cannot be bound; then nothing changed.
+    public func reload(configuration: BearerdConfiguration, settings: ProxySettings) async throws {
+        guard let listeners = self.listeners.withLock({ $0 }) else {
+            throw ProxySetupError("the proxy is not listening yet")
+        }
+        try await listeners.reload(
+            settings: settings,
+            listen: configuration.listen,
+            socketMode: configuration.socketMode,
+            socketGroup: configuration.socketGroup
+        )
+    }
+
+    /// The addresses listened on now.
+    public var addresses: [String] {
+        self.listeners.withLock { $0?.addresses.map(\.bearerdDescription) ?? [] }
+    }
+}

@@ -1,0 +1,141 @@
+import BearerdTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SIGHUP while requests flow: a valid config moves the upstream, a listener and the log level;
+/// an invalid one is refused; no request fails; systemd hears RELOADING then READY each time.
+@Suite("Reload on SIGHUP", .serialized, .timeLimit(.minutes(2)))
+struct ReloadTests {
+    static func config(upstream: Int, listen: [String], level: String = "info", token: String) -> String {
+        """
+        listen: [\(listen.map { "\"\($0)\"" }.joined(separator: ", "))]
+        upstream:
+          url: http://127.0.0.1:\(upstream)
+        auth:
+          static_token_file: \(token)
+        admin:
+          socket: \(URL(fileURLWithPath: token).deletingLastPathComponent().path)/run/admin.sock
+        log:
+          level: \(level)
+          access: false
+        """
+    }
+
+    @Test func reloadsWhileRequestsFlowAndRefusesABadConfig() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let first = try await TestUpstream.start(group: group) { _ in .ok("first") }
+        let second = try await TestUpstream.start(group: group) { _ in .ok("second") }
+        let directory = try TemporaryDirectory()
+        let notify = try NotifyListener(directory: directory.path)
+        let token = try directory.write("reload-token-5150\n", to: "token")
+        let path = try directory.write(
+            Self.config(upstream: first.port, listen: ["127.0.0.1:0"], token: token),
+            to: "b.yaml"
+        )
+        let bearerd = try BearerdProcess(["serve", "-c", path], environment: ["NOTIFY_SOCKET": notify.path])
+        try await waitUntil { notify.messages.contains { $0.hasPrefix("READY=1") } }
+        let port = try #require(CLITests.listeningPort(in: bearerd.stderr))
+
+        // Four clients, a new connection per request, until told to stop.
+        let tally = Tally()
+        let load = Task {
+            await withTaskGroup(of: Void.self) { tasks in
+                for _ in 0..<4 {
+                    tasks.addTask {
+                        while tally.running.load(ordering: .relaxed) {
+                            do {
+                                let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group)
+                                {
+                                    try await $0.send(.GET, "/x")
+                                }
+                                if answer.status == 200 {
+                                    tally.bodies.withLock { $0[answer.bodyText, default: 0] += 1 }
+                                } else {
+                                    tally.failures.withLock { $0.append("status \(answer.status)") }
+                                }
+                            } catch {
+                                tally.failures.withLock { $0.append("\(error)") }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        try await waitUntil { tally.bodies.withLock { $0["first", default: 0] } > 200 }
+
+        // A valid config: another upstream, a second listener, debug logging.
+        #expect(!bearerd.stderr.contains("level=debug"))
+        let extra = try RefusingPort().port
+        try Self.config(
+            upstream: second.port,
+            listen: ["127.0.0.1:0", "127.0.0.1:\(extra)"],
+            level: "debug",
+            token: token
+        )
+        .write(toFile: path, atomically: true, encoding: .utf8)
+        bearerd.signal(SIGHUP)
+        try await waitUntil { bearerd.stderr.contains("msg=\"config reloaded\"") }
+        try await waitUntil { tally.bodies.withLock { $0["second", default: 0] } > 200 }
+        try await TestHTTPClient.withConnection(to: .tcp(port: extra), group: group) { client in
+            let answer = try await client.send(.GET, "/on-the-new-listener")
+            #expect(answer.status == 200 && answer.bodyText == "second")
+        }
+        #expect(bearerd.stderr.contains("level=debug msg=\"log level applied\""), "log.level applied")
+
+        // An invalid config: refused, and the running one keeps serving.
+        try "upstream:\n  url: nope\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let before = tally.bodies.withLock { $0["second", default: 0] }
+        bearerd.signal(SIGHUP)
+        try await waitUntil { bearerd.stderr.contains("the new config has errors") }
+        try await waitUntil { tally.bodies.withLock { $0["second", default: 0] } > before + 200 }
+
+        // A new token source is reported, not applied.
+        let other = try directory.write("another-token-6262\n", to: "other-token")
+        try Self.config(upstream: second.port, listen: ["127.0.0.1:0"], token: other)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        bearerd.signal(SIGHUP)
+        try await waitUntil { bearerd.stderr.contains("the token source or the store changed") }
+        #expect(bearerd.stderr.contains("keys=auth.static_token_file"))
+
+        tally.running.store(false, ordering: .relaxed)
+        await load.value
+        bearerd.signal(SIGTERM)
+        #expect(try await bearerd.wait() == 0)
+        #expect(tally.failures.withLock { $0 }.isEmpty, "\(tally.failures.withLock { $0.prefix(5) })")
+        #expect(second.requests.allSatisfy { $0.head.headers["authorization"] == ["Bearer reload-token-5150"] })
+        let counts = tally.bodies.withLock { $0 }
+        Self.log(
+            "\(counts.values.reduce(0, +)) requests across 3 reloads: \(counts), failures: \(tally.failures.withLock { $0.count })"
+        )
+
+        // systemd heard: READY, then RELOADING/READY three times, then STOPPING.
+        let events = notify.messages.map { $0.split(separator: "\n").first.map(String.init) ?? "" }
+        #expect(
+            events == [
+                "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1", "STOPPING=1",
+            ]
+        )
+        #expect(notify.messages.filter { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") }.count == 3)
+        await first.stop()
+        await second.stop()
+        try await group.shutdownGracefully()
+    }
+
+    final class Tally: Sendable {
+        let bodies = Mutex<[String: Int]>([:])
+        let failures = Mutex<[String]>([])
+        let running = Atomic<Bool>(true)
+    }
+
+    static func log(_ text: String) {
+        FileHandle.standardError.write(Data("reload: \(text)\n".utf8))
+    }
+}
