@@ -14,10 +14,18 @@ public struct AdminAPI: Sendable {
         case staticToken(any TokenProvider, path: String)
     }
 
-    /// An answer with a JSON body.
+    /// Which routes a listener offers: everything on the owner-only admin socket; only
+    /// `/metrics`, `/health` and `/ready` on the TCP `metrics.listen` address.
+    public enum Exposure: Sendable {
+        case admin
+        case observability
+    }
+
+    /// An answer, JSON unless said otherwise.
     public struct Response: Sendable {
         public var status: HTTPResponseStatus
         public var body: Data
+        public var contentType = "application/json"
     }
 
     /// Request bodies larger than this are refused (413).
@@ -25,10 +33,13 @@ public struct AdminAPI: Sendable {
 
     let backend: Backend
     let logger: Logger
+    let metrics: @Sendable () async -> String
 
-    public init(backend: Backend, logger: Logger) {
+    /// - Parameter metrics: the Prometheus text exposition, made at each scrape.
+    public init(backend: Backend, logger: Logger, metrics: @escaping @Sendable () async -> String = { "" }) {
         self.backend = backend
         self.logger = logger
+        self.metrics = metrics
     }
 
     /// Whether `method path` is the streaming device login (``deviceLogin(send:)``).
@@ -36,8 +47,20 @@ public struct AdminAPI: Sendable {
         method == .POST && Self.route(path) == "/v1/login/device"
     }
 
-    public func respond(method: HTTPMethod, path: String, body: Data) async -> Response {
+    public func respond(method: HTTPMethod, path: String, body: Data, exposure: Exposure = .admin) async -> Response {
         switch (method, Self.route(path)) {
+        case (.GET, "/metrics"):
+            return .init(
+                status: .ok,
+                body: Data(await self.metrics().utf8),
+                contentType: "text/plain; version=0.0.4; charset=utf-8"
+            )
+        case (.GET, "/health"): return .init(status: .ok, body: AdminMessages.encode(await self.health()))
+        case (.GET, "/ready"): return await self.ready()
+        case (_, "/metrics"), (_, "/health"), (_, "/ready"):
+            return Self.failure(.methodNotAllowed, "method_not_allowed", "only GET is allowed on \(Self.route(path))")
+        case _ where exposure == .observability:
+            return Self.failure(.notFound, "not_found", "this listener serves /metrics, /health and /ready only")
         case (.GET, "/v1/status"): return .init(status: .ok, body: AdminMessages.encode(await self.status()))
         case (.GET, "/v1/token"): return await self.token()
         case (.POST, "/v1/login"): return await self.login(body)
@@ -139,6 +162,30 @@ public struct AdminAPI: Sendable {
     private func logout() async -> Response {
         guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
         return .init(status: .ok, body: AdminMessages.encode(await manager.logOut()))
+    }
+
+    /// `/health`: the state, time to expiry, and the last refresh's result.
+    func health() async -> AdminMessages.Health {
+        let status = await self.status()
+        return AdminMessages.Health(
+            state: status.state,
+            expiresIn: status.expiresIn,
+            lastRefreshResult: status.lastRefreshResult,
+            failuresInARow: status.failuresInARow,
+            detail: status.detail
+        )
+    }
+
+    /// `/ready`: 200 while a valid token is in hand, 503 otherwise.
+    private func ready() async -> Response {
+        let token: BearerToken? =
+            switch self.backend {
+            case .engine(let manager): manager.currentToken()
+            case .staticToken(let provider, _): provider.currentToken()
+            }
+        if token != nil { return .init(status: .ok, body: Data(#"{"ready":true}"#.utf8)) }
+        let detail = await self.status().detail ?? "no valid token"
+        return Self.failure(.serviceUnavailable, "not_ready", detail)
     }
 
     // MARK: Helpers

@@ -45,6 +45,22 @@ public enum AdminMessages {
         }
     }
 
+    /// `GET /health`.
+    public struct Health: Codable, Sendable {
+        public var state: String
+        public var expiresIn: Int?
+        public var lastRefreshResult: String?
+        public var failuresInARow: Int
+        public var detail: String?
+
+        enum CodingKeys: String, CodingKey {
+            case state, detail
+            case expiresIn = "expires_in"
+            case lastRefreshResult = "last_refresh_result"
+            case failuresInARow = "failures_in_a_row"
+        }
+    }
+
     /// Any failure: a short name and a message for a person.
     public struct Failure: Codable, Sendable, Error, CustomStringConvertible {
         public var error: String

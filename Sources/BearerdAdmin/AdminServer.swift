@@ -35,7 +35,7 @@ public struct AdminServer: Service {
         self.onReady = onReady
     }
 
-    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    typealias Connection = AdminHTTP.Connection
 
     public func run() async throws {
         try UnixSocketFile.checkReplaceable(self.path, key: "admin.socket")
@@ -76,83 +76,6 @@ public struct AdminServer: Service {
         self.logger.info("admin socket ready", metadata: ["path": "\(self.path)"])
         self.onReady()
         defer { UnixSocketFile.remove(self.path) }
-        // A device login may wait minutes for a person: at shutdown, admin requests are
-        // cancelled rather than waited for (a refresh they started finishes on its own).
-        try? await cancelWhenGracefulShutdown {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await server.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        guard let connection else { continue }
-                        group.addTask { await self.serve(connection) }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Requests on one connection, one after another (keep-alive).
-    private func serve(_ connection: Connection) async {
-        try? await connection.executeThenClose { inbound, outbound in
-            var head: HTTPRequestHead?
-            var body = Data()
-            var tooLarge = false
-            for try await part in inbound {
-                switch part {
-                case .head(let next):
-                    head = next
-                    body.removeAll(keepingCapacity: true)
-                    tooLarge = false
-                case .body(let buffer):
-                    if body.count + buffer.readableBytes > AdminAPI.maxBody {
-                        tooLarge = true
-                    } else {
-                        body.append(contentsOf: buffer.readableBytesView)
-                    }
-                case .end:
-                    guard let request = head else { return }
-                    head = nil
-                    let keepAlive = request.isKeepAlive && !tooLarge
-                    if tooLarge {
-                        let answer = AdminAPI.failure(.payloadTooLarge, "too_large", "the request body is too large")
-                        try await Self.write(answer, keepAlive: false, to: outbound)
-                    } else if AdminAPI.isDeviceLogin(method: request.method, path: request.uri) {
-                        try await self.streamDeviceLogin(to: outbound)
-                        return
-                    } else {
-                        let answer = await self.api.respond(method: request.method, path: request.uri, body: body)
-                        try await Self.write(answer, keepAlive: keepAlive, to: outbound)
-                    }
-                    if !keepAlive { return }
-                }
-            }
-        }
-    }
-
-    private static func write(
-        _ answer: AdminAPI.Response,
-        keepAlive: Bool,
-        to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
-    ) async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "content-type", value: "application/json")
-        headers.add(name: "content-length", value: "\(answer.body.count)")
-        headers.add(name: "cache-control", value: "no-store")
-        if !keepAlive { headers.add(name: "connection", value: "close") }
-        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: answer.status, headers: headers)))
-        try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: answer.body))))
-        try await outbound.write(.end(nil))
-    }
-
-    /// A chunked answer of JSON lines; the connection closes after it.
-    private func streamDeviceLogin(to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
-        var headers = HTTPHeaders()
-        headers.add(name: "content-type", value: "application/x-ndjson")
-        headers.add(name: "cache-control", value: "no-store")
-        headers.add(name: "connection", value: "close")
-        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
-        await self.api.deviceLogin { line in
-            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))
-        }
-        try await outbound.write(.end(nil))
+        await AdminHTTP(api: self.api, exposure: .admin).serve(server)
     }
 }

@@ -8,8 +8,10 @@ import BearerdSystemd
 import BearerdTokens
 import Foundation
 import Logging
+import Metrics
 import NIOCore
 import NIOPosix
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
 
@@ -40,6 +42,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let level = LogLevelSetting(Logger.Level(rawValue: prepared.configuration.log.level) ?? .info)
         LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, journald: journald) }
+        // Before anything makes a metric: they are made against the factory bootstrapped here.
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "bearerd")
         let threads = prepared.configuration.threads == 0 ? System.coreCount : prepared.configuration.threads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
@@ -95,17 +100,23 @@ struct ServeCommand: AsyncParsableCommand {
             StandardError.emit("bearerd: admin.socket: \(problem)")
             throw ExitCode(78)
         }
+        let api = AdminAPI(backend: backend, logger: logger, metrics: Self.exposition(registry, backend))
         services.append(
             .init(
                 service: AdminServer(
                     path: adminSocket,
-                    api: AdminAPI(backend: backend, logger: logger),
+                    api: api,
                     group: group,
                     logger: logger,
                     onReady: { readiness.mark("admin") }
                 )
             )
         )
+        if case .tcp(let host, let port) = prepared.configuration.admin.metricsListen {
+            services.append(
+                .init(service: MetricsServer(host: host, port: port, api: api, group: group, logger: logger))
+            )
+        }
         let proxyControl = ProxyControl()
         let server = ProxyServer(
             configuration: prepared.configuration,
@@ -187,6 +198,26 @@ struct ServeCommand: AsyncParsableCommand {
             logger.error("the token store is damaged; starting logged out", metadata: ["error": "\(error)"])
         }
         return store
+    }
+
+    /// The Prometheus text, with the token gauges brought up to date at each scrape.
+    static func exposition(
+        _ registry: PrometheusCollectorRegistry,
+        _ backend: AdminAPI.Backend
+    ) -> @Sendable () async -> String {
+        let expiry = Metrics.Gauge(label: "bearerd_token_expiry_seconds")
+        let valid = Metrics.Gauge(label: "bearerd_token_valid")
+        return {
+            switch backend {
+            case .engine(let manager):
+                let status = await manager.status()
+                expiry.record(Double(status.expiresIn ?? 0))
+                valid.record(manager.currentToken() == nil ? 0 : 1)
+            case .staticToken(let provider, _):
+                valid.record(provider.currentToken() == nil ? 0 : 1)
+            }
+            return registry.emitToString()
+        }
     }
 
     /// Creates the admin socket's directory, owner-only, when it is missing (systemd's

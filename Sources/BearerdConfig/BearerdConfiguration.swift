@@ -78,10 +78,13 @@ public struct BearerdConfiguration: Sendable {
         public var isEncryptedOnDisk: Bool { self.keyFile != nil || self.passphraseFile != nil }
     }
 
-    /// `admin.*`
+    /// `admin.*` and `metrics.listen`
     public struct Admin: Sendable {
         /// `admin.socket`, resolved: the unix socket `login`, `logout`, `status` and `token` use.
         public var socket: String
+        /// `metrics.listen`: a TCP address for `/metrics`, `/health` and `/ready` (none by
+        /// default; the admin socket serves them too).
+        public var metricsListen: ListenAddress?
     }
 
     /// `log.*`

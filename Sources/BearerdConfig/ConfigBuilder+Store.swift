@@ -54,6 +54,26 @@ extension ConfigBuilder {
         if socket.utf8.count > 107 {
             self.issue("admin.socket", "\(socket) is longer than a unix socket path may be (107 bytes)")
         }
-        return BearerdConfiguration.Admin(socket: socket)
+        var metrics: ListenAddress?
+        if let text = self.string("metrics.listen") {
+            switch ListenAddress.parse(text) {
+            case .failure(let message):
+                self.issue("metrics.listen", message.text)
+            case .success(.unix):
+                self.issue(
+                    "metrics.listen",
+                    "must be a TCP address like 127.0.0.1:9464 (the admin socket serves /metrics too)"
+                )
+            case .success(let address):
+                if !address.isLoopback && !self.bool("allow_remote", default: false) {
+                    self.issue(
+                        "metrics.listen",
+                        "\(address) is not a loopback address; set allow_remote: true if metrics may be read from elsewhere"
+                    )
+                }
+                metrics = address
+            }
+        }
+        return BearerdConfiguration.Admin(socket: socket, metricsListen: metrics)
     }
 }

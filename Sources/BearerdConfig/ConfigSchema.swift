@@ -64,6 +64,7 @@ enum ConfigSchema {
         "store.passphrase_file": .scalar,
         "store.profile": .scalar,
         "admin.socket": .scalar,
+        "metrics.listen": .scalar,
         "log.level": .scalar,
         "log.access": .scalar,
         "log.access_query": .scalar,

@@ -5,11 +5,18 @@ import NIOCore
 import NIOHTTP1
 
 extension ProxyHandler {
-    /// One line per request: method, path (without the query unless `log.access_query`), status,
-    /// body bytes each way, total and upstream time. Headers are never logged.
+    /// Counts the finished exchange in the metrics, then writes one line: method, path (without
+    /// the query unless `log.access_query`), status, body bytes each way, total and upstream
+    /// time. Headers are never logged. Called exactly once per exchange.
     func logAccess(_ exchange: Exchange, outcome: String?) {
-        guard self.settings.accessLog else { return }
         let now = NIODeadline.now()
+        self.metrics.finished(
+            status: exchange.responseStatus.map { Int($0.code) },
+            bytesIn: exchange.requestBodyBytes,
+            bytesOut: exchange.responseBodyBytes,
+            upstream: exchange.upstreamStartedAt.map { now - $0 }
+        )
+        guard self.settings.accessLog else { return }
         var metadata: Logger.Metadata = [
             "method": .string(exchange.request.method.rawValue),
             "path": .string(self.loggedPath(exchange.request.uri)),

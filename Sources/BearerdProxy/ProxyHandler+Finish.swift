@@ -115,6 +115,7 @@ extension ProxyHandler {
                 request: HTTPRequestHead(version: .http1_1, method: .GET, uri: "-"),
                 startedAt: .now()
             )
+            self.metrics.started()
             exchange.closeClientAfter = true
             self.state = .exchanging(exchange)
             self.fail(exchange, failure)

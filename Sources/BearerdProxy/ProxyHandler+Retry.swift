@@ -73,6 +73,7 @@ extension ProxyHandler {
         }
         exchange.held = nil
         exchange.authRetried = true
+        self.metrics.retried()
         exchange.phase = .preparing
         exchange.responseStatus = nil
         exchange.buffered = (exchange.retryBody ?? []).map { .body($0) } + [.end(nil)]

@@ -44,10 +44,19 @@ final class ProxyHandler: ChannelDuplexHandler {
     var timer = ConnectionTimer()
     var idleSince = NIODeadline.now()
 
-    init(settings: ProxySettings, pool: UpstreamConnectionPool, tokens: any TokenProvider, logger: Logger) {
+    let metrics: ProxyMetrics
+
+    init(
+        settings: ProxySettings,
+        pool: UpstreamConnectionPool,
+        tokens: any TokenProvider,
+        metrics: ProxyMetrics,
+        logger: Logger
+    ) {
         self.settings = settings
         self.pool = pool
         self.tokens = tokens
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -174,6 +183,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func begin(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let exchange = Exchange(request: head, startedAt: .now())
+        self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
         if self.quiescing { exchange.closeClientAfter = true }
         self.state = .exchanging(exchange)
@@ -242,7 +252,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         exchange.upstream = connection
         exchange.phase = .forwarding
         exchange.attachedAtStart = self.beginning
-        if self.settings.accessLog { exchange.upstreamStartedAt = .now() }
+        exchange.upstreamStartedAt = .now()
         if exchange.expectsContinue && !exchange.requestEnded && exchange.requestBodyBytes == 0 {
             context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
         }

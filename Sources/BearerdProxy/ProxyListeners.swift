@@ -79,6 +79,7 @@ public final class ProxyListeners: Sendable {
     private let state: NIOLockedValueBox<State>
     private let generation: NIOLockedValueBox<Generation>
     private let tokens: any TokenProvider
+    private let metrics = ProxyMetrics()
     private let group: any EventLoopGroup
     private let logger: Logger
 
@@ -206,6 +207,7 @@ public final class ProxyListeners: Sendable {
     private func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
         let generation = self.generation
         let tokens = self.tokens
+        let metrics = self.metrics
         let logger = self.logger
         var bootstrap = ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 1024)
@@ -239,7 +241,13 @@ public final class ProxyListeners: Sendable {
                         )
                     )
                     try sync.addHandler(
-                        ProxyHandler(settings: current.settings, pool: pool, tokens: tokens, logger: logger)
+                        ProxyHandler(
+                            settings: current.settings,
+                            pool: pool,
+                            tokens: tokens,
+                            metrics: metrics,
+                            logger: logger
+                        )
                     )
                 }
             }

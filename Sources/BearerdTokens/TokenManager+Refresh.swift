@@ -1,6 +1,7 @@
 import BearerdAuth
 import Foundation
 import Logging
+import Metrics
 import Synchronization
 
 extension TokenManager {
@@ -110,6 +111,7 @@ extension TokenManager {
             return self.rejected(status: status, error: error, grant: grant, previous: previous)
         case .unavailable(let why, let retryAfter):
             self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(why)")
+            Self.count("transient")
             self.lastOutcome = why
             if grant.isLogin {
                 self.logger.warning("login failed", metadata: ["grant": "\(grant.name)", "reason": "\(why)"])
@@ -156,6 +158,7 @@ extension TokenManager {
         self.consecutiveFailures = 0
         self.lastOutcome = nil
         self.lastRefresh = LastRefresh(at: now, grant: grant, result: "ok")
+        Self.count("ok")
         switch kind {
         case .user: self.stored.user = session.stored
         case .client: self.stored.client = session.stored
@@ -177,6 +180,7 @@ extension TokenManager {
     /// user's: the client token stays.
     private func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> ExchangeResult {
         let code = error ?? "HTTP \(status)"
+        Self.count("rejected")
         switch grant {
         case .refreshToken:
             self.logger.error(
@@ -212,6 +216,12 @@ extension TokenManager {
             self.transition(to: .waiting(nil, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
             return .failed(why)
         }
+    }
+
+    /// `bearerd_token_refreshes_total{result="ok|rejected|transient"}`: every answer (or
+    /// failure to get one) from the token endpoint, logins included.
+    static func count(_ result: String) {
+        Counter(label: "bearerd_token_refreshes_total", dimensions: [("result", result)]).increment()
     }
 
     /// What is left without a user session: the stored client token while it is usable, else

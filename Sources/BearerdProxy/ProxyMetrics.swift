@@ -1,0 +1,39 @@
+import Metrics
+import NIOCore
+
+/// The proxy's metrics (swift-metrics; the daemon exports them to Prometheus). Each series is
+/// made once: looking one up per request would cost more than counting.
+public final class ProxyMetrics: Sendable {
+    /// `bearerd_requests_total{class="1xx"…"5xx"}`; index 0 counts exchanges with no status
+    /// (the client left before an answer).
+    private let requests: [Counter]
+    private let inFlight = Meter(label: "bearerd_requests_in_flight")
+    private let upstreamDuration = Metrics.Timer(label: "bearerd_upstream_duration_seconds")
+    private let bytesIn = Counter(label: "bearerd_request_body_bytes_total")
+    private let bytesOut = Counter(label: "bearerd_response_body_bytes_total")
+    private let retries = Counter(label: "bearerd_upstream_401_retries_total")
+
+    public init() {
+        self.requests = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"].map {
+            Counter(label: "bearerd_requests_total", dimensions: [("class", $0)])
+        }
+    }
+
+    func started() {
+        self.inFlight.increment()
+    }
+
+    func retried() {
+        self.retries.increment()
+    }
+
+    /// Counts a finished exchange; `upstream` is how long the upstream took, when it was asked.
+    func finished(status: Int?, bytesIn: Int, bytesOut: Int, upstream: TimeAmount?) {
+        self.inFlight.decrement()
+        let index = status.map { (100..<600).contains($0) ? $0 / 100 : 0 } ?? 0
+        self.requests[index].increment()
+        if bytesIn > 0 { self.bytesIn.increment(by: bytesIn) }
+        if bytesOut > 0 { self.bytesOut.increment(by: bytesOut) }
+        if let upstream { self.upstreamDuration.recordNanoseconds(upstream.nanoseconds) }
+    }
+}

@@ -1,0 +1,116 @@
+import BearerdTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `/metrics`, `/health` and `/ready`, on `metrics.listen` and on the admin socket, from the
+/// real binary: the counts must match the requests sent.
+@Suite("Metrics and health", .serialized, .timeLimit(.minutes(2)))
+struct MetricsTests {
+    @Test func theCountsMatchTheRequestsSent() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let oauth = try await FakeOAuthServer.start(group: group, lifetime: 4)
+        let upstream = try await TestUpstream.start(group: group) { request in
+            request.head.uri.hasPrefix("/missing")
+                ? .respond(status: .notFound, headers: [], body: "nope") : .ok("twelve bytes")
+        }
+        let directory = try TemporaryDirectory()
+        var config = try SessionVerbTests.config(directory, oauth: oauth, upstream: upstream.port)
+        config = try directory.write(
+            try String(contentsOfFile: config, encoding: .utf8) + "\nmetrics:\n  listen: 127.0.0.1:0\n",
+            to: "b.yaml"
+        )
+        let login = try await BearerdProcess.run(
+            ["login", "-c", config, "--username", "alice", "--password-stdin"],
+            input: "alice-pass\n"
+        )
+        try #require(login.status == 0, "\(login.stderr)")
+        let bearerd = try BearerdProcess(["serve", "-c", config])
+        try await waitUntil {
+            bearerd.stderr.contains("msg=\"metrics listening\"") && bearerd.stderr.contains("msg=listening")
+        }
+        let port = try #require(CLITests.listeningPort(in: bearerd.stderr))
+        let logs = bearerd.stderr
+        let metricsPort = try #require(
+            logs.range(of: "address=127.0.0.1:").flatMap { Int(logs[$0.upperBound...].prefix { $0.isNumber }) }
+        )
+        // 4 s tokens: the daemon refreshes on its own within a couple of seconds.
+        try await waitUntil(.seconds(10)) { bearerd.stderr.contains("msg=\"token refreshed\"") }
+
+        for path in ["/a", "/b", "/c", "/d", "/e", "/missing/1", "/missing/2"] {
+            try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+                _ = try await client.send(.GET, path)
+            }
+        }
+        let scraped = try await Self.get("/metrics", .tcp(port: metricsPort), group: group)
+        #expect(scraped.status == 200)
+        #expect(scraped.head.headers["content-type"].first?.hasPrefix("text/plain; version=0.0.4") == true)
+        let values = Self.parse(scraped.bodyText)
+        #expect(values[#"bearerd_requests_total{class="2xx"}"#] == 5)
+        #expect(values[#"bearerd_requests_total{class="4xx"}"#] == 2)
+        #expect(values[#"bearerd_requests_total{class="5xx"}"#] == 0)
+        #expect(values["bearerd_upstream_duration_seconds_count"] == 7)
+        #expect(values["bearerd_requests_in_flight"] == 0)
+        #expect(values["bearerd_response_body_bytes_total"] == Double(5 * 12 + 2 * 4))
+        #expect((values[#"bearerd_token_refreshes_total{result="ok"}"#] ?? 0) >= 1)
+        #expect((values["bearerd_token_expiry_seconds"] ?? 0) > 0)
+        #expect(values["bearerd_token_valid"] == 1)
+        #expect(values["bearerd_upstream_401_retries_total"] == 0)
+
+        // The same on the admin socket; health and readiness on both.
+        let viaAdmin = try await Self.get("/metrics", .unix(path: directory.path + "/run/admin.sock"), group: group)
+        #expect(Self.parse(viaAdmin.bodyText)[#"bearerd_requests_total{class="2xx"}"#] == 5)
+        let ready = try await Self.get("/ready", .tcp(port: metricsPort), group: group)
+        #expect(ready.status == 200)
+        let health = try await Self.get("/health", .tcp(port: metricsPort), group: group)
+        #expect(health.bodyText.contains(#""state":"ready""#) && health.bodyText.contains(#""expires_in":"#))
+        // Only those three on TCP: never a token there, and never on the proxy port.
+        #expect(try await Self.get("/v1/token", .tcp(port: metricsPort), group: group).status == 404)
+        #expect(try await Self.get("/v1/status", .tcp(port: metricsPort), group: group).status == 404)
+        let before = upstream.requests.count
+        _ = try await Self.get("/metrics", .tcp(port: port), group: group)
+        #expect(upstream.requests.count == before + 1, "the proxy port forwards /metrics to the upstream")
+
+        // Logged out: not ready.
+        #expect(try await BearerdProcess.run(["logout", "-c", config]).status == 0)
+        let notReady = try await Self.get("/ready", .tcp(port: metricsPort), group: group)
+        #expect(notReady.status == 503 && notReady.bodyText.contains("bearerd login"))
+        for text in [scraped.bodyText, health.bodyText, viaAdmin.bodyText] {
+            SessionVerbTests.expectNoSecret(text)
+        }
+
+        bearerd.signal(SIGTERM)
+        #expect(try await bearerd.wait() == 0)
+        await upstream.stop()
+        await oauth.stop()
+        try await group.shutdownGracefully()
+    }
+
+    static func get(
+        _ path: String,
+        _ target: TestHTTPClient.Target,
+        group: any EventLoopGroup
+    ) async throws -> TestHTTPResponse {
+        try await TestHTTPClient.withConnection(to: target, group: group) { client in
+            try await client.send(.GET, path)
+        }
+    }
+
+    /// `name{labels} value` lines of the Prometheus text format.
+    static func parse(_ text: String) -> [String: Double] {
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
+            values[String(line[..<space])] = value
+        }
+        return values
+    }
+}
