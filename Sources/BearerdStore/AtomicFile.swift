@@ -28,6 +28,18 @@ enum AtomicFile {
             }
             offset += written
         }
+        // Root writing into a directory the daemon owns (`bearerd login` with no daemon running,
+        // under DynamicUser=): the file goes to the directory's owner, or the daemon could not
+        // read it back.
+        var directoryInfo = stat()
+        if geteuid() == 0, stat(directory, &directoryInfo) == 0, directoryInfo.st_uid != 0,
+            fchown(descriptor, directoryInfo.st_uid, directoryInfo.st_gid) != 0
+        {
+            let error = Self.failure("give to the directory's owner", temporary)
+            close(descriptor)
+            unlink(temporary)
+            throw error
+        }
         guard fchmod(descriptor, 0o600) == 0, fsync(descriptor) == 0 else {
             let error = Self.failure("sync", temporary)
             close(descriptor)

@@ -19,6 +19,12 @@ final class StoreLock: Sendable {
         guard descriptor >= 0 else {
             throw .io("cannot open \(lockPath): \(String(cString: strerror(errno)))")
         }
+        // Made by root for a daemon that runs as another user: it must be able to open it too.
+        var directory = stat()
+        let parent = URL(fileURLWithPath: lockPath).deletingLastPathComponent().path
+        if geteuid() == 0, stat(parent, &directory) == 0, directory.st_uid != 0 {
+            _ = fchown(descriptor, directory.st_uid, directory.st_gid)
+        }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let holder = Self.holder(descriptor)
             close(descriptor)

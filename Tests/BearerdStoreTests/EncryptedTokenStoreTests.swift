@@ -188,3 +188,22 @@ struct EncryptedTokenStoreTests {
         #expect(throws: StoreError.self) { try StoreKey.generate(to: self.keyFile) }
     }
 }
+
+@Suite("Encrypted token store: ownership")
+struct StoreOwnershipTests {
+    /// Root (the CLI with no daemon running) writes a store in a directory that the daemon's
+    /// user owns: the file must be the daemon's, or it could not read it back.
+    @Test(.enabled(if: getuid() == 0)) func rootWritesTheStoreForTheDirectorysOwner() throws {
+        let directory = try TemporaryDirectory()
+        let keyFile = directory.path + "/store.key"
+        try StoreKey.generate(to: keyFile)
+        let state = directory.path + "/state"
+        mkdir(state, 0o700)
+        chown(state, 65534, 65534)
+        let path = state + "/tokens.store"
+        try EncryptedTokenStore(path: path, key: .keyFile(keyFile)).save(StoredTokens(refreshToken: Secret("rt")))
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_uid == 65534 && info.st_gid == 65534 && info.st_mode & 0o777 == 0o600)
+        #expect(stat(path + ".lock", &info) == 0 && info.st_uid == 65534, "the lock too")
+    }
+}
