@@ -31,7 +31,8 @@ struct MetricsTests {
             input: "alice-pass\n"
         )
         try #require(login.status == 0, "\(login.stderr)")
-        let bearerd = try BearerdProcess(["serve", "-c", config])
+        let notify = try NotifyListener(directory: directory.path)
+        let bearerd = try BearerdProcess(["serve", "-c", config], environment: ["NOTIFY_SOCKET": notify.path])
         try await waitUntil {
             bearerd.stderr.contains("msg=\"metrics listening\"") && bearerd.stderr.contains("msg=listening")
         }
@@ -76,6 +77,10 @@ struct MetricsTests {
         let before = upstream.requests.count
         _ = try await Self.get("/metrics", .tcp(port: port), group: group)
         #expect(upstream.requests.count == before + 1, "the proxy port forwards /metrics to the upstream")
+
+        // systemd's STATUS= line tells the session's state and its token's time left.
+        let ready1 = try #require(notify.messages.first)
+        #expect(ready1.hasPrefix("READY=1\nSTATUS=ready, user session; token expires in "), "\(ready1)")
 
         // Logged out: not ready.
         #expect(try await BearerdProcess.run(["logout", "-c", config]).status == 0)
