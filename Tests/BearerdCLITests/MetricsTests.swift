@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -16,9 +17,14 @@ struct MetricsTests {
     @Test func theCountsMatchTheRequestsSent() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let oauth = try await FakeOAuthServer.start(group: group, lifetime: 4)
+        // The first request for /fresh is refused 401: bearerd refreshes and retries it once.
+        let refusedOnce = Once()
         let upstream = try await TestUpstream.start(group: group) { request in
-            request.head.uri.hasPrefix("/missing")
-                ? .respond(status: .notFound, headers: [], body: "nope") : .ok("twelve bytes")
+            if request.head.uri.hasPrefix("/missing") { return .respond(status: .notFound, headers: [], body: "nope") }
+            if request.head.uri == "/fresh", refusedOnce.first() {
+                return .respond(status: .unauthorized, headers: [], body: "")
+            }
+            return .ok("twelve bytes")
         }
         let directory = try TemporaryDirectory()
         var config = try SessionVerbTests.config(directory, oauth: oauth, upstream: upstream.port)
@@ -44,7 +50,7 @@ struct MetricsTests {
         // 4 s tokens: the daemon refreshes on its own within a couple of seconds.
         try await waitUntil(.seconds(10)) { bearerd.stderr.contains("msg=\"token refreshed\"") }
 
-        for path in ["/a", "/b", "/c", "/d", "/e", "/missing/1", "/missing/2"] {
+        for path in ["/a", "/b", "/c", "/d", "/fresh", "/missing/1", "/missing/2"] {
             try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
                 _ = try await client.send(.GET, path)
             }
@@ -56,13 +62,14 @@ struct MetricsTests {
         #expect(values[#"bearerd_requests_total{class="2xx"}"#] == 5)
         #expect(values[#"bearerd_requests_total{class="4xx"}"#] == 2)
         #expect(values[#"bearerd_requests_total{class="5xx"}"#] == 0)
+        // One upstream timing per exchange: the retried one counts once.
         #expect(values["bearerd_upstream_duration_seconds_count"] == 7)
+        #expect(values["bearerd_upstream_401_retries_total"] == 1)
         #expect(values["bearerd_requests_in_flight"] == 0)
         #expect(values["bearerd_response_body_bytes_total"] == Double(5 * 12 + 2 * 4))
         #expect((values[#"bearerd_token_refreshes_total{result="ok"}"#] ?? 0) >= 1)
         #expect((values["bearerd_token_expiry_seconds"] ?? 0) > 0)
         #expect(values["bearerd_token_valid"] == 1)
-        #expect(values["bearerd_upstream_401_retries_total"] == 0)
 
         // The same on the admin socket; health and readiness on both.
         let viaAdmin = try await Self.get("/metrics", .unix(path: directory.path + "/run/admin.sock"), group: group)
@@ -95,6 +102,18 @@ struct MetricsTests {
         await upstream.stop()
         await oauth.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// True the first time only.
+    final class Once: Sendable {
+        private let used = Mutex(false)
+
+        func first() -> Bool {
+            self.used.withLock { used in
+                defer { used = true }
+                return !used
+            }
+        }
     }
 
     static func get(

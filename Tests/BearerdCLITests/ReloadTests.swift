@@ -40,8 +40,12 @@ struct ReloadTests {
             Self.config(upstream: first.port, listen: ["127.0.0.1:0"], token: token),
             to: "b.yaml"
         )
-        let bearerd = try BearerdProcess(["serve", "-c", path], environment: ["NOTIFY_SOCKET": notify.path])
+        let bearerd = try BearerdProcess(
+            ["serve", "-c", path],
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "200000"]
+        )
         try await waitUntil { notify.messages.contains { $0.hasPrefix("READY=1") } }
+        try await waitUntil { notify.messages.contains("WATCHDOG=1") }
         let port = try #require(CLITests.listeningPort(in: bearerd.stderr))
 
         // Four clients, a new connection per request, until told to stop.
@@ -116,8 +120,15 @@ struct ReloadTests {
             "\(counts.values.reduce(0, +)) requests across 3 reloads: \(counts), failures: \(tally.failures.withLock { $0.count })"
         )
 
-        // systemd heard: READY, then RELOADING/READY three times, then STOPPING.
-        let events = notify.messages.map { $0.split(separator: "\n").first.map(String.init) ?? "" }
+        // systemd heard, in order: READY with STATUS, watchdog pings, then RELOADING/READY three
+        // times (pings between), then STOPPING.
+        let messages = notify.messages
+        #expect(messages.first == "READY=1\nSTATUS=serving with a static token")
+        let firstReload = try #require(messages.firstIndex { $0.hasPrefix("RELOADING=1") })
+        #expect(messages[1..<firstReload].contains("WATCHDOG=1"))
+        let events = messages.filter { $0 != "WATCHDOG=1" }.map {
+            $0.split(separator: "\n").first.map(String.init) ?? ""
+        }
         #expect(
             events == [
                 "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1", "STOPPING=1",
