@@ -95,7 +95,7 @@ struct CLITests {
         )
         let bearerd = try BearerdProcess(["serve", "--config", config])
         try await waitUntil { bearerd.stderr.contains("msg=listening") }
-        let port = try #require(Self.listeningPort(in: bearerd.stderr))
+        let port = try #require(bearerd.proxyPort)
 
         try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
             let ok = try await client.send(.GET, "/ok?q=1")
@@ -133,8 +133,4 @@ struct CLITests {
         try await group.shutdownGracefully()
     }
 
-    static func listeningPort(in logs: String) -> Int? {
-        guard let range = logs.range(of: "addresses=127.0.0.1:") else { return nil }
-        return Int(logs[range.upperBound...].prefix { $0.isNumber })
-    }
 }

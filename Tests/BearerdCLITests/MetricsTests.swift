@@ -42,11 +42,8 @@ struct MetricsTests {
         try await waitUntil {
             bearerd.stderr.contains("msg=\"metrics listening\"") && bearerd.stderr.contains("msg=listening")
         }
-        let port = try #require(CLITests.listeningPort(in: bearerd.stderr))
-        let logs = bearerd.stderr
-        let metricsPort = try #require(
-            logs.range(of: "address=127.0.0.1:").flatMap { Int(logs[$0.upperBound...].prefix { $0.isNumber }) }
-        )
+        let port = try #require(bearerd.proxyPort)
+        let metricsPort = try #require(bearerd.number(after: "address=127.0.0.1:"))
         // 4 s tokens: the daemon refreshes on its own within a couple of seconds.
         try await waitUntil(.seconds(10)) { bearerd.stderr.contains("msg=\"token refreshed\"") }
 

@@ -46,7 +46,7 @@ struct ReloadTests {
         )
         try await waitUntil { notify.messages.contains { $0.hasPrefix("READY=1") } }
         try await waitUntil { notify.messages.contains("WATCHDOG=1") }
-        let port = try #require(CLITests.listeningPort(in: bearerd.stderr))
+        let port = try #require(bearerd.proxyPort)
 
         // Four clients, a new connection per request, until told to stop.
         let tally = Tally()

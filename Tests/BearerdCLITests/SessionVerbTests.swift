@@ -103,7 +103,7 @@ struct SessionVerbTests {
         let config = try Self.config(directory, oauth: oauth, upstream: upstream.port)
         let daemon = try BearerdProcess(["serve", "-c", config])
         try await waitUntil { daemon.stderr.contains("msg=listening") }
-        let port = try #require(CLITests.listeningPort(in: daemon.stderr))
+        let port = try #require(daemon.proxyPort)
         let bearerd = { (arguments: [String], input: String?) in
             try await BearerdProcess.run(arguments + ["-c", config], input: input)
         }

@@ -92,11 +92,8 @@ struct SystemdTests {
             ["python3", launcher, BearerdProcess.executable, "serve", "-c", config]
         )
         try await waitUntil { bearerd.stderr.contains("msg=listening") }
-        let logs = bearerd.stderr
-        let port = try #require(
-            logs.range(of: "passed-port=").flatMap { Int(logs[$0.upperBound...].prefix { $0.isNumber }) }
-        )
-        #expect(CLITests.listeningPort(in: logs) == port)
+        let port = try #require(bearerd.number(after: "passed-port="))
+        #expect(bearerd.proxyPort == port)
         try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
             let answer = try await client.send(.GET, "/through-the-passed-socket")
             #expect(answer.status == 200)

@@ -93,7 +93,7 @@ struct CrashTrialsTests {
         for trial in 1...Self.trials + 1 {
             let bearerd = try BearerdProcess(["serve", "--config", config])
             try await waitUntil(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
-            let port = try #require(OAuthEndToEndTests.listeningPort(in: bearerd.stderr))
+            let port = try #require(bearerd.proxyPort)
             let statuses = StatusCounts()
             let load = Self.load(port: port, group: group, statuses: statuses)
             // It continues: its first refresh succeeds (after a kill, at once: the store says a

@@ -67,7 +67,7 @@ struct OAuthEndToEndTests {
         )
         let bearerd = try BearerdProcess(["serve", "--config", config])
         try await waitUntil(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
-        let port = try #require(Self.listeningPort(in: bearerd.stderr))
+        let port = try #require(bearerd.proxyPort)
         Self.log("bearerd listening on \(port); \(Self.clients) clients for \(Self.duration)")
 
         // 1. Load across many expiries: every answer 2xx.
@@ -126,7 +126,7 @@ struct OAuthEndToEndTests {
         Self.log("restarting bearerd on its encrypted store")
         let restarted = try BearerdProcess(["serve", "--config", config])
         try await waitUntil(.seconds(15)) { restarted.stderr.contains("msg=listening") }
-        let newPort = try #require(Self.listeningPort(in: restarted.stderr))
+        let newPort = try #require(restarted.proxyPort)
         try await waitUntil(.seconds(30), every: .milliseconds(200)) {
             (try? await self.get(port: newPort, group: group).status) == 200
         }
@@ -145,10 +145,6 @@ struct OAuthEndToEndTests {
         }
     }
 
-    static func listeningPort(in logs: String) -> Int? {
-        guard let range = logs.range(of: "addresses=127.0.0.1:") else { return nil }
-        return Int(logs[range.upperBound...].prefix { $0.isNumber })
-    }
 }
 
 final class StatusCounts: Sendable {

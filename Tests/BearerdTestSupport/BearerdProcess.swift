@@ -63,6 +63,16 @@ public final class BearerdProcess: Sendable {
     public var stdout: String { self.output.text.stdout }
     /// Everything written to standard error so far.
     public var stderr: String { self.output.text.stderr }
+    /// The port of the proxy's first TCP listener, from its `listening` log line.
+    public var proxyPort: Int? { self.number(after: "addresses=127.0.0.1:") }
+
+    /// The number that follows `marker` in standard error (a port a log line names).
+    public func number(after marker: String) -> Int? {
+        let text = self.stderr
+        guard let range = text.range(of: marker) else { return nil }
+        return Int(text[range.upperBound...].prefix { $0.isNumber })
+    }
+
     /// The process id.
     public var pid: Int32 { self.process.processIdentifier }
 
