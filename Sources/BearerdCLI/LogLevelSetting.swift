@@ -1,16 +1,18 @@
 import Logging
 import Synchronization
 
-/// The log level every bearerd logger reads, so that `log.level` changes on reload.
+/// The log level every bearerd logger reads, so that `log.level` changes on reload. Read on
+/// every log call (the access log's included), so it is one atomic load.
 public final class LogLevelSetting: Sendable {
-    private let level: Mutex<Logger.Level>
+    private static let levels = Logger.Level.allCases
+    private let index: Atomic<Int>
 
     public init(_ level: Logger.Level) {
-        self.level = Mutex(level)
+        self.index = Atomic(Self.levels.firstIndex(of: level) ?? 0)
     }
 
     public var value: Logger.Level {
-        get { self.level.withLock { $0 } }
-        set { self.level.withLock { $0 = newValue } }
+        get { Self.levels[self.index.load(ordering: .relaxed)] }
+        set { self.index.store(Self.levels.firstIndex(of: newValue) ?? 0, ordering: .relaxed) }
     }
 }
