@@ -61,6 +61,12 @@ public struct BearerdConfiguration: Sendable {
         public var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.
         public var retryMethods: Set<String>
+        /// `proxy.browser_guard`: refuse requests a web page sent (foreign `Origin`, cross-site
+        /// fetch metadata).
+        public var browserGuard: Bool
+        /// `proxy.allowed_origins`: origins (`scheme://host[:port]`, lower case) whose pages may
+        /// use the proxy.
+        public var allowedOrigins: Set<String>
     }
 
     /// `store.*`: the encrypted token store.

@@ -142,6 +142,17 @@ struct ConfigBuilder {
         for method in retryMethods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
             self.issue("proxy.retry_methods", "must list HTTP methods like GET or POST (got \"\(method)\")")
         }
+        var origins: Set<String> = []
+        for origin in self.reader.stringArray(forKey: "proxy.allowed_origins") ?? [] {
+            if let normalized = Self.origin(origin) {
+                origins.insert(normalized)
+            } else {
+                self.issue(
+                    "proxy.allowed_origins",
+                    "each entry must be an origin like https://app.example.com or http://localhost:3000, without a path (got \"\(origin)\")"
+                )
+            }
+        }
         return BearerdConfiguration.Proxy(
             clientAuthorization: policy ?? .replace,
             forwardedHeaders: self.bool("proxy.forwarded_headers", default: true),
@@ -154,8 +165,22 @@ struct ConfigBuilder {
                 expected: "a size like 64KiB (0: retry only requests without a body)",
                 ConfigValueParsers.size
             ),
-            retryMethods: retryMethods
+            retryMethods: retryMethods,
+            browserGuard: self.bool("proxy.browser_guard", default: true),
+            allowedOrigins: origins
         )
+    }
+
+    /// An origin as browsers send it in `Origin` (RFC 6454): `scheme://host[:port]`, lower case;
+    /// `null` as it is.
+    static func origin(_ text: String) -> String? {
+        let lowered = text.lowercased()
+        if lowered == "null" { return lowered }
+        guard let components = URLComponents(string: lowered), let scheme = components.scheme,
+            ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty,
+            components.path.isEmpty, components.query == nil, components.fragment == nil, components.user == nil
+        else { return nil }
+        return lowered
     }
 
     private mutating func log() -> BearerdConfiguration.Log {

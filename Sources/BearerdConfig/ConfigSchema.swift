@@ -29,6 +29,8 @@ enum ConfigSchema {
         "proxy.client_idle_timeout": .scalar,
         "proxy.retry_body_limit": .scalar,
         "proxy.retry_methods": .list,
+        "proxy.browser_guard": .scalar,
+        "proxy.allowed_origins": .list,
         "auth.static_token_file": .scalar,
         "auth.token_url": .scalar,
         "auth.issuer": .scalar,

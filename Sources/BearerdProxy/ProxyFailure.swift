@@ -17,6 +17,10 @@ struct ProxyFailure: Error, Sendable {
         Self(status: .badRequest, error: "bad_request", message: message)
     }
 
+    static func forbidden(_ message: String) -> Self {
+        Self(status: .forbidden, error: "forbidden", message: message)
+    }
+
     static let headersTooLarge = Self(
         status: .requestHeaderFieldsTooLarge,
         error: "headers_too_large",

@@ -35,6 +35,9 @@ public struct ProxySettings: Sendable {
     public var retryBodyLimit: Int
     /// Methods retried after a 401 (upper case).
     public var retryMethods: Set<String>
+    /// Refuse requests a web page sent (`proxy.browser_guard`), except from `allowedOrigins`.
+    public var browserGuard: Bool
+    public var allowedOrigins: Set<String>
     /// Whether to log one line per request.
     public var accessLog: Bool
     /// Whether access lines include the query string.
@@ -76,6 +79,8 @@ public struct ProxySettings: Sendable {
         self.maxIdleConnections = upstream.maxIdleConnections
         self.retryBodyLimit = configuration.proxy.retryBodyLimit
         self.retryMethods = configuration.proxy.retryMethods
+        self.browserGuard = configuration.proxy.browserGuard
+        self.allowedOrigins = configuration.proxy.allowedOrigins
         self.accessLog = configuration.log.access
         self.accessLogQuery = configuration.log.accessQuery
     }

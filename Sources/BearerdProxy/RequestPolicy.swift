@@ -31,6 +31,8 @@ enum RequestPolicy {
         var expect: String?
         var contentLength: String?
         var authorization = false
+        var origin: String?
+        var fetchSite: String?
         for (name, value) in head.headers {
             switch name.utf8.count {
             case 4 where HeaderName.equals(name, "host"):
@@ -38,6 +40,10 @@ enum RequestPolicy {
                 host = value
             case 6 where HeaderName.equals(name, "expect"):
                 expect = value
+            case 6 where HeaderName.equals(name, "origin"):
+                origin = value
+            case 14 where HeaderName.equals(name, "sec-fetch-site"):
+                fetchSite = value
             case 13 where HeaderName.equals(name, "authorization"):
                 authorization = true
             case 14 where HeaderName.equals(name, "content-length"):
@@ -48,6 +54,9 @@ enum RequestPolicy {
             default:
                 break
             }
+        }
+        if settings.browserGuard, let failure = Self.checkBrowser(origin: origin, fetchSite: fetchSite, settings) {
+            return failure
         }
         if let failure = Self.checkHost(count: hosts, value: host, version: head.version) { return failure }
         if transferCodings > 1 || !onlyChunked {
@@ -62,6 +71,27 @@ enum RequestPolicy {
         if settings.clientAuthorization == .reject && authorization {
             return .badRequest(
                 "requests must not carry an Authorization header: bearerd adds the token (proxy.client_authorization: reject)"
+            )
+        }
+        return nil
+    }
+
+    /// A web page open in a browser on this machine can send requests to 127.0.0.1; it must not
+    /// ride the user's token. Browsers mark their requests: `Origin` on cross-origin requests
+    /// (CORS preflights included) and on POSTs, `Sec-Fetch-Site` on all of them.
+    private static func checkBrowser(origin: String?, fetchSite: String?, _ settings: ProxySettings) -> ProxyFailure? {
+        let allowed = origin.map { settings.allowedOrigins.contains($0.lowercased()) } ?? false
+        if let origin, !allowed {
+            let shown = origin.utf8.count <= 100 && origin.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? origin : "…"
+            return .forbidden(
+                "a web page (Origin: \(shown)) may not use bearerd's token; list its origin in proxy.allowed_origins if it should"
+            )
+        }
+        if let fetchSite, !allowed,
+            HeaderName.equals(fetchSite, "cross-site") || HeaderName.equals(fetchSite, "same-site")
+        {
+            return .forbidden(
+                "a request a web page sent (Sec-Fetch-Site: \(fetchSite.prefix(20))) may not use bearerd's token; see proxy.browser_guard"
             )
         }
         return nil

@@ -103,6 +103,12 @@ struct ConfigValidationTests {
             ),
             ("MIN\nproxy:\n  client_authorization: merge", "proxy.client_authorization", "replace, keep or reject"),
             ("MIN\nproxy:\n  forwarded_headers: 2", "proxy.forwarded_headers", "true or false"),
+            ("MIN\nproxy:\n  browser_guard: maybe", "proxy.browser_guard", "true or false"),
+            (
+                "MIN\nproxy:\n  allowed_origins: [\"https://app.example/login\"]", "proxy.allowed_origins",
+                "without a path"
+            ),
+            ("MIN\nproxy:\n  allowed_origins: [\"app.example\"]", "proxy.allowed_origins", "an origin like"),
             ("MIN\nproxy:\n  max_request_body: 0", "proxy.max_request_body", "more than 0"),
             ("MIN\nproxy:\n  max_request_body: big", "proxy.max_request_body", "a size"),
             ("MIN\nproxy:\n  max_header_size: 10", "proxy.max_header_size", "from 1KiB to 1MiB"),

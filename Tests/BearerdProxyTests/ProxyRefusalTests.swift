@@ -23,6 +23,16 @@ struct ProxyRefusalTests {
             ("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n", "413"),
             ("PUT /x HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", "417"),
             ("NOT-HTTP\r\n\r\n", "400"),
+            // A web page riding the token: foreign Origin, CORS preflight, Origin null (sandboxed
+            // frames, file://), cross-site and same-site fetch metadata.
+            ("GET /x HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\n\r\n", "403"),
+            (
+                "OPTIONS /x HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\nAccess-Control-Request-Method: DELETE\r\n\r\n",
+                "403"
+            ),
+            ("POST /x HTTP/1.1\r\nHost: x\r\nOrigin: null\r\nContent-Length: 0\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: x\r\nSec-Fetch-Site: cross-site\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: x\r\nSec-Fetch-Site: same-site\r\n\r\n", "403"),
         ]
     )
     func refused(request: String, status: String) async throws {
@@ -42,6 +52,32 @@ struct ProxyRefusalTests {
             }
             #expect(proxy.upstream.connectionCount == 0, "something reached the upstream")
             #expect(proxy.upstream.requests.isEmpty)
+        }
+    }
+
+    @Test func anAllowedOriginAndSameOriginOrTypedRequestsPass() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  allowed_origins: [\"http://localhost:3000\"]") { proxy in
+            for extra in [
+                "Origin: http://LOCALHOST:3000\r\nSec-Fetch-Site: cross-site", "Sec-Fetch-Site: same-origin",
+                "Sec-Fetch-Site: none",
+            ] {
+                let raw = try await proxy.raw("GET /x HTTP/1.1\r\nHost: x\r\n\(extra)\r\nConnection: close\r\n\r\n")
+                #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(extra): \(raw.prefix(200))")
+            }
+            let refused = try await proxy.raw(
+                "GET /x HTTP/1.1\r\nHost: x\r\nOrigin: http://localhost:3001\r\nConnection: close\r\n\r\n"
+            )
+            #expect(refused.hasPrefix("HTTP/1.1 403 ") && refused.contains("proxy.allowed_origins"))
+            #expect(proxy.upstream.requests.count == 3)
+        }
+    }
+
+    @Test func theBrowserGuardCanBeTurnedOff() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  browser_guard: false") { proxy in
+            let raw = try await proxy.raw(
+                "GET /x HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\nSec-Fetch-Site: cross-site\r\nConnection: close\r\n\r\n"
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(raw.prefix(200))")
         }
     }
 
