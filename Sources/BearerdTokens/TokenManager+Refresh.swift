@@ -187,23 +187,25 @@ extension TokenManager {
                 "the token server rejected the refresh token; the stored tokens are wiped: run `bearerd login`",
                 metadata: ["status": "\(status)", "error": "\(code)"]
             )
-            self.lastOutcome = "the token server rejected the refresh token (\(code))"
+            let why = "the token server rejected the refresh token (\(code))"
+            self.lastOutcome = why
             self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
             if previous?.kind == .client { self.stored.client = nil } else { self.stored.user = nil }
             self.persist()
             self.transition(
                 to: self.fallback(reason: "the token server rejected the session (\(code)): run `bearerd login`")
             )
-            return .failed(self.lastOutcome!)
+            return .failed(why)
         case .password, .importedRefreshToken:
             let what =
                 if case .password = grant { "the login (\(code)): check the user name and password" } else {
                     "this refresh token (\(code)): it is expired, revoked or for another client"
                 }
-            self.lastOutcome = "the token server refused \(what)"
+            let why = "the token server refused \(what)"
+            self.lastOutcome = why
             self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
-            return .failed(self.lastOutcome!)
+            return .failed(why)
         case .clientCredentials:
             // Nothing stored to wipe; back off so a disabled client is not hammered.
             self.consecutiveFailures += 1
