@@ -67,6 +67,10 @@ public struct BearerdConfiguration: Sendable {
         /// `proxy.allowed_origins`: origins (`scheme://host[:port]`, lower case) whose pages may
         /// use the proxy.
         public var allowedOrigins: Set<String>
+        /// `proxy.client_key_file`, resolved: a shared secret TCP callers must send.
+        public var clientKeyFile: String?
+        /// `proxy.client_key_header`: the header that carries it (stripped before forwarding).
+        public var clientKeyHeader: String
     }
 
     /// `store.*`: the encrypted token store.

@@ -153,6 +153,21 @@ struct ConfigBuilder {
                 )
             }
         }
+        let keyFile = self.string("proxy.client_key_file").map(self.resolve)
+        if let keyFile, let problem = SecretFileCheck.problem(path: keyFile) {
+            self.issue("proxy.client_key_file", problem)
+        }
+        let keyHeader = (self.string("proxy.client_key_header") ?? "X-Bearerd-Key")
+        if !keyHeader.utf8.allSatisfy({
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D
+        })
+            || ["authorization", "host", "cookie"].contains(keyHeader.lowercased())
+        {
+            self.issue(
+                "proxy.client_key_header",
+                "must be a header name of letters, digits and - (got \"\(keyHeader)\")"
+            )
+        }
         return BearerdConfiguration.Proxy(
             clientAuthorization: policy ?? .replace,
             forwardedHeaders: self.bool("proxy.forwarded_headers", default: true),
@@ -167,7 +182,9 @@ struct ConfigBuilder {
             ),
             retryMethods: retryMethods,
             browserGuard: self.bool("proxy.browser_guard", default: true),
-            allowedOrigins: origins
+            allowedOrigins: origins,
+            clientKeyFile: keyFile,
+            clientKeyHeader: keyHeader
         )
     }
 

@@ -31,6 +31,8 @@ enum ConfigSchema {
         "proxy.retry_methods": .list,
         "proxy.browser_guard": .scalar,
         "proxy.allowed_origins": .list,
+        "proxy.client_key_file": .scalar,
+        "proxy.client_key_header": .scalar,
         "auth.static_token_file": .scalar,
         "auth.token_url": .scalar,
         "auth.issuer": .scalar,

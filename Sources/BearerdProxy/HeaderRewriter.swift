@@ -69,6 +69,7 @@ enum HeaderRewriter {
             }
             if HeaderName.isHopByHop(name) { continue }
             if !keepClientAuthorization && HeaderName.equals(name, "authorization") { continue }
+            if let key = settings.clientKey, key.isHeader(name) { continue }
             if settings.forwardedHeaders && Self.isForwardedHeader(name) { continue }
             if !options.isEmpty && HeaderName.isListed(name, in: options) { continue }
             WireFormat.writeField(name, value, into: &buffer)

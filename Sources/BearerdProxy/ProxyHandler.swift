@@ -187,7 +187,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         // After a reload, the next response says `Connection: close` and is the last.
         if self.quiescing { exchange.closeClientAfter = true }
         self.state = .exchanging(exchange)
-        if let failure = RequestPolicy.check(head, settings: self.settings) {
+        if let failure = RequestPolicy.check(head, settings: self.settings, viaTCP: self.peer != nil) {
             self.fail(exchange, failure)
             return
         }

@@ -38,6 +38,8 @@ public struct ProxySettings: Sendable {
     /// Refuse requests a web page sent (`proxy.browser_guard`), except from `allowedOrigins`.
     public var browserGuard: Bool
     public var allowedOrigins: Set<String>
+    /// The shared secret TCP callers must send in `clientKeyHeader` (`proxy.client_key_file`).
+    var clientKey: ClientKey?
     /// Whether to log one line per request.
     public var accessLog: Bool
     /// Whether access lines include the query string.
@@ -81,6 +83,9 @@ public struct ProxySettings: Sendable {
         self.retryMethods = configuration.proxy.retryMethods
         self.browserGuard = configuration.proxy.browserGuard
         self.allowedOrigins = configuration.proxy.allowedOrigins
+        self.clientKey = try configuration.proxy.clientKeyFile.map {
+            try ClientKey(file: $0, header: configuration.proxy.clientKeyHeader)
+        }
         self.accessLog = configuration.log.access
         self.accessLogQuery = configuration.log.accessQuery
     }

@@ -11,7 +11,9 @@ import NIOHTTP1
 /// `Host` headers and dot segments that climb out of the upstream's base path are refused.
 enum RequestPolicy {
     /// The failure to answer with, or `nil` when the request may be forwarded.
-    static func check(_ head: HTTPRequestHead, settings: ProxySettings) -> ProxyFailure? {
+    /// `viaTCP`: the caller came over TCP (the shared key applies); unix-socket callers are
+    /// already limited by the socket's mode.
+    static func check(_ head: HTTPRequestHead, settings: ProxySettings, viaTCP: Bool = true) -> ProxyFailure? {
         if head.method == .CONNECT {
             return .badRequest("CONNECT is refused: bearerd forwards requests to its one configured upstream only")
         }
@@ -33,7 +35,10 @@ enum RequestPolicy {
         var authorization = false
         var origin: String?
         var fetchSite: String?
+        let key = viaTCP ? settings.clientKey : nil
+        var keyMatched = false
         for (name, value) in head.headers {
+            if let key, key.isHeader(name) { keyMatched = key.matches(value) }
             switch name.utf8.count {
             case 4 where HeaderName.equals(name, "host"):
                 hosts += 1
@@ -54,6 +59,9 @@ enum RequestPolicy {
             default:
                 break
             }
+        }
+        if let key, !keyMatched {
+            return .forbidden("this listener needs the shared key in the \(key.header) header (proxy.client_key_file)")
         }
         if settings.browserGuard, let failure = Self.checkBrowser(origin: origin, fetchSite: fetchSite, settings) {
             return failure

@@ -104,6 +104,9 @@ struct ConfigValidationTests {
             ("MIN\nproxy:\n  client_authorization: merge", "proxy.client_authorization", "replace, keep or reject"),
             ("MIN\nproxy:\n  forwarded_headers: 2", "proxy.forwarded_headers", "true or false"),
             ("MIN\nproxy:\n  browser_guard: maybe", "proxy.browser_guard", "true or false"),
+            ("MIN\nproxy:\n  client_key_header: \"X Key\"", "proxy.client_key_header", "header name"),
+            ("MIN\nproxy:\n  client_key_header: Authorization", "proxy.client_key_header", "header name"),
+            ("MIN\nproxy:\n  client_key_file: /nonexistent/key", "proxy.client_key_file", "/nonexistent/key"),
             (
                 "MIN\nproxy:\n  allowed_origins: [\"https://app.example/login\"]", "proxy.allowed_origins",
                 "without a path"

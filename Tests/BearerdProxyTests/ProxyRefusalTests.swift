@@ -81,6 +81,40 @@ struct ProxyRefusalTests {
         }
     }
 
+    @Test func tcpCallersNeedTheSharedKeyWhichNeverReachesTheUpstream() async throws {
+        let directory = try TemporaryDirectory()
+        let keyFile = try directory.write("shared-key-0123456789abcdef\n", to: "client-key", mode: 0o600)
+        let socket = directory.path + "/proxy.sock"
+        try await ProxyFixture.with(
+            yaml: "proxy:\n  client_key_file: \(keyFile)",
+            listen: ["127.0.0.1:0", "unix:\(socket)"]
+        ) { proxy in
+            for header in [
+                "", "X-Bearerd-Key: wrong-key-0123456789abcdef\r\n", "X-Bearerd-Key: shared-key-0123456789abcde\r\n",
+            ] {
+                let raw = try await proxy.raw("GET /x HTTP/1.1\r\nHost: x\r\n\(header)Connection: close\r\n\r\n")
+                #expect(
+                    raw.hasPrefix("HTTP/1.1 403 ") && raw.contains("X-Bearerd-Key"),
+                    "\(header): \(raw.prefix(200))"
+                )
+                #expect(!raw.contains("shared-key"), "the key is never echoed")
+            }
+            #expect(proxy.upstream.connectionCount == 0)
+            let raw = try await proxy.raw(
+                "GET /x HTTP/1.1\r\nHost: x\r\nx-bearerd-key: shared-key-0123456789abcdef\r\nConnection: close\r\n\r\n"
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(raw.prefix(200))")
+            let forwarded = try #require(proxy.upstream.requests.first)
+            #expect(!forwarded.head.headers.contains(name: "x-bearerd-key"), "stripped before forwarding")
+            #expect(!proxy.logText.contains("shared-key"))
+            // A unix-socket caller is limited by the socket's mode instead.
+            try await TestHTTPClient.withConnection(to: .unix(path: socket), group: proxy.group) { client in
+                let answer = try await client.send(.GET, "/via-unix")
+                #expect(answer.status == 200)
+            }
+        }
+    }
+
     @Test func aRefusedBodylessRequestKeepsTheConnectionForTheNext() async throws {
         try await ProxyFixture.with { proxy in
             let raw = try await proxy.raw(

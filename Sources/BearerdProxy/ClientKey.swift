@@ -1,0 +1,43 @@
+import Foundation
+
+/// A shared secret that TCP callers must send in a header (`proxy.client_key_file`): a local
+/// process that can connect to 127.0.0.1 but cannot read the key file cannot use the token.
+/// Compared in constant time; the header never reaches the upstream; the key never reaches a log.
+struct ClientKey: Sendable, CustomStringConvertible {
+    let header: String
+    private let key: [UInt8]
+
+    init(file: String, header: String) throws {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw ProxySetupError(
+                "proxy.client_key_file: cannot read \(file): check that it exists and bearerd may read it"
+            )
+        }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count >= 16, !text.contains(where: \.isNewline) else {
+            throw ProxySetupError(
+                "proxy.client_key_file: \(file) must hold one key of at least 16 characters, on one line"
+            )
+        }
+        self.header = header
+        self.key = Array(text.utf8)
+    }
+
+    /// Whether `name` is the key's header (names compare without case).
+    func isHeader(_ name: String) -> Bool {
+        name.utf8.count == self.header.utf8.count
+            && zip(name.utf8, self.header.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+    }
+
+    /// Whether `value` is the key, in time that does not depend on where they differ.
+    func matches(_ value: String) -> Bool {
+        let given = Array(value.utf8)
+        var difference = UInt8(truncatingIfNeeded: given.count ^ self.key.count)
+        for index in 0..<self.key.count {
+            difference |= self.key[index] ^ (index < given.count ? given[index] : 0)
+        }
+        return difference == 0
+    }
+
+    var description: String { "ClientKey(header: \(self.header), key: redacted)" }
+}
