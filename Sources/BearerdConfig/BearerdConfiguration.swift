@@ -71,6 +71,12 @@ public struct BearerdConfiguration: Sendable {
         public var clientKeyFile: String?
         /// `proxy.client_key_header`: the header that carries it (stripped before forwarding).
         public var clientKeyHeader: String
+        /// `proxy.allow_methods` / `proxy.deny_methods` (upper case; an empty allow list allows all).
+        public var allowMethods: Set<String>
+        public var denyMethods: Set<String>
+        /// `proxy.allow_paths` / `proxy.deny_paths`: path prefixes, by whole segments.
+        public var allowPaths: [String]
+        public var denyPaths: [String]
     }
 
     /// `store.*`: the encrypted token store.

@@ -168,6 +168,22 @@ struct ConfigBuilder {
                 "must be a header name of letters, digits and - (got \"\(keyHeader)\")"
             )
         }
+        var methods: [String: Set<String>] = [:]
+        for key in ["proxy.allow_methods", "proxy.deny_methods"] {
+            let listed = Set((self.reader.stringArray(forKey: ConfigKey(key)) ?? []).map { $0.uppercased() })
+            for method in listed where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+                self.issue(key, "must list HTTP methods like GET or DELETE (got \"\(method)\")")
+            }
+            methods[key] = listed
+        }
+        var paths: [String: [String]] = [:]
+        for key in ["proxy.allow_paths", "proxy.deny_paths"] {
+            let listed = self.reader.stringArray(forKey: ConfigKey(key)) ?? []
+            for path in listed where !path.hasPrefix("/") || path.contains("?") || path.contains("%") {
+                self.issue(key, "must list paths like /api/ or /admin, without a query or %-escapes (got \"\(path)\")")
+            }
+            paths[key] = listed
+        }
         return BearerdConfiguration.Proxy(
             clientAuthorization: policy ?? .replace,
             forwardedHeaders: self.bool("proxy.forwarded_headers", default: true),
@@ -184,7 +200,11 @@ struct ConfigBuilder {
             browserGuard: self.bool("proxy.browser_guard", default: true),
             allowedOrigins: origins,
             clientKeyFile: keyFile,
-            clientKeyHeader: keyHeader
+            clientKeyHeader: keyHeader,
+            allowMethods: methods["proxy.allow_methods"] ?? [],
+            denyMethods: methods["proxy.deny_methods"] ?? [],
+            allowPaths: paths["proxy.allow_paths"] ?? [],
+            denyPaths: paths["proxy.deny_paths"] ?? []
         )
     }
 

@@ -40,6 +40,8 @@ public struct ProxySettings: Sendable {
     public var allowedOrigins: Set<String>
     /// The shared secret TCP callers must send in `clientKeyHeader` (`proxy.client_key_file`).
     var clientKey: ClientKey?
+    /// Which methods and paths may be forwarded (`proxy.allow_*` / `proxy.deny_*`).
+    var access: AccessLists
     /// Whether to log one line per request.
     public var accessLog: Bool
     /// Whether access lines include the query string.
@@ -83,6 +85,7 @@ public struct ProxySettings: Sendable {
         self.retryMethods = configuration.proxy.retryMethods
         self.browserGuard = configuration.proxy.browserGuard
         self.allowedOrigins = configuration.proxy.allowedOrigins
+        self.access = AccessLists(configuration.proxy)
         self.clientKey = try configuration.proxy.clientKeyFile.map {
             try ClientKey(file: $0, header: configuration.proxy.clientKeyHeader)
         }

@@ -67,6 +67,7 @@ enum RequestPolicy {
             return failure
         }
         if let failure = Self.checkHost(count: hosts, value: host, version: head.version) { return failure }
+        if let refusal = settings.access.refusal(method: head.method, uri: head.uri) { return .forbidden(refusal) }
         if transferCodings > 1 || !onlyChunked {
             return .badRequest("only the chunked transfer coding is supported in requests")
         }

@@ -115,6 +115,34 @@ struct ProxyRefusalTests {
         }
     }
 
+    @Test func methodAndPathListsDecideWhatIsForwarded() async throws {
+        let yaml = """
+            proxy:
+              deny_methods: [DELETE]
+              allow_paths: ["/api/"]
+              deny_paths: ["/api/admin"]
+            """
+        try await ProxyFixture.with(yaml: yaml) { proxy in
+            let cases: [(String, String, String)] = [
+                ("GET", "/api/users?id=1", "200"),
+                ("GET", "/api/administrator", "200"),
+                ("DELETE", "/api/users/1", "403"),
+                ("GET", "/other", "403"),
+                ("GET", "/api", "403"),
+                ("GET", "/api/admin", "403"),
+                ("POST", "/api/admin/reset", "403"),
+                ("GET", "/api/adm%69n/reset", "403"),
+            ]
+            for (method, path, status) in cases {
+                let raw = try await proxy.raw(
+                    "\(method) \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+                #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(method) \(path): \(raw.prefix(200))")
+            }
+            #expect(proxy.upstream.requests.map(\.head.uri).sorted() == ["/api/administrator", "/api/users?id=1"])
+        }
+    }
+
     @Test func aRefusedBodylessRequestKeepsTheConnectionForTheNext() async throws {
         try await ProxyFixture.with { proxy in
             let raw = try await proxy.raw(
