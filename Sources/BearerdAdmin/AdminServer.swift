@@ -45,7 +45,7 @@ public struct AdminServer: Service {
             server = try await ServerBootstrap(group: self.group)
                 .serverChannelOption(.backlog, value: 16)
                 .bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) { channel in
-                    PeerCredentials.isAllowed(channel).flatMapThrowing { allowed -> Connection? in
+                    PeerCredentials.isOwnerOrRoot(channel).flatMapThrowing { allowed -> Connection? in
                         guard allowed else {
                             channel.close(promise: nil)
                             return nil

@@ -9,6 +9,10 @@ public struct BearerdConfiguration: Sendable {
     public var socketMode: UInt32
     /// Group of unix sockets (`socket_group`), resolved to a gid; `nil` keeps the process's group.
     public var socketGroup: UInt32?
+    /// `socket_allow_uids` / `socket_allow_gids`: when either is set, a unix-socket caller whose
+    /// uid (or primary gid) is not listed is closed unanswered (checked with `SO_PEERCRED`).
+    public var socketAllowUIDs: Set<UInt32>
+    public var socketAllowGIDs: Set<UInt32>
     /// Event-loop threads (`threads`); 0 means one per core.
     public var threads: Int
     /// How long in-flight requests may run after SIGTERM (`shutdown_grace`).

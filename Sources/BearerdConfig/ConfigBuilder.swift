@@ -28,6 +28,8 @@ struct ConfigBuilder {
                 ConfigValueParsers.fileMode
             ),
             socketGroup: self.socketGroup(),
+            socketAllowUIDs: self.ids("socket_allow_uids") { getpwnam($0).map { $0.pointee.pw_uid } },
+            socketAllowGIDs: self.ids("socket_allow_gids") { getgrnam($0).map { $0.pointee.gr_gid } },
             threads: self.parsed(
                 "threads",
                 default: 0,
@@ -231,6 +233,19 @@ struct ConfigBuilder {
             access: self.bool("log.access", default: true),
             accessQuery: self.bool("log.access_query", default: false)
         )
+    }
+
+    /// A list of user or group names or numbers, resolved to ids.
+    private mutating func ids(_ key: String, _ lookUp: (String) -> UInt32?) -> Set<UInt32> {
+        var ids: Set<UInt32> = []
+        for entry in self.reader.stringArray(forKey: ConfigKey(key)) ?? [] {
+            if let id = UInt32(entry) ?? lookUp(entry) {
+                ids.insert(id)
+            } else {
+                self.issue(key, "no user or group named \"\(entry)\" on this machine")
+            }
+        }
+        return ids
     }
 
     private mutating func socketGroup() -> UInt32? {

@@ -13,6 +13,8 @@ enum ConfigSchema {
         "allow_remote": .scalar,
         "socket_mode": .scalar,
         "socket_group": .scalar,
+        "socket_allow_uids": .list,
+        "socket_allow_gids": .list,
         "threads": .scalar,
         "shutdown_grace": .scalar,
         "upstream.url": .scalar,

@@ -218,9 +218,9 @@ public final class ProxyListeners: Sendable {
             }
             .childChannelOption(.maxMessagesPerRead, value: 8)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    // Each new connection takes the settings and pools in force when it arrives.
-                    let current = generation.withLockedValue { $0 }
+                // Each new connection takes the settings and pools in force when it arrives.
+                let current = generation.withLockedValue { $0 }
+                let configure: @Sendable () throws -> Void = {
                     guard let pool = current.pools[ObjectIdentifier(channel.eventLoop)] else {
                         throw ProxySetupError("no upstream pool for this event loop")
                     }
@@ -249,6 +249,20 @@ public final class ProxyListeners: Sendable {
                             logger: logger
                         )
                     )
+                }
+                let uids = current.settings.socketAllowUIDs
+                let gids = current.settings.socketAllowGIDs
+                guard !tcp, !uids.isEmpty || !gids.isEmpty else {
+                    return channel.eventLoop.makeCompletedFuture { try configure() }
+                }
+                // A unix-socket caller whose uid or gid is not listed is closed unanswered.
+                return PeerCredentials.isListed(channel, uids: uids, gids: gids).flatMapThrowing { allowed in
+                    guard allowed else {
+                        logger.warning("a unix-socket caller is not in socket_allow_uids/socket_allow_gids; closed")
+                        channel.close(promise: nil)
+                        return
+                    }
+                    try configure()
                 }
             }
         if tcp {

@@ -42,6 +42,9 @@ public struct ProxySettings: Sendable {
     var clientKey: ClientKey?
     /// Which methods and paths may be forwarded (`proxy.allow_*` / `proxy.deny_*`).
     var access: AccessLists
+    /// `socket_allow_uids` / `socket_allow_gids`, for unix-socket callers.
+    var socketAllowUIDs: Set<UInt32>
+    var socketAllowGIDs: Set<UInt32>
     /// Whether to log one line per request.
     public var accessLog: Bool
     /// Whether access lines include the query string.
@@ -86,6 +89,8 @@ public struct ProxySettings: Sendable {
         self.browserGuard = configuration.proxy.browserGuard
         self.allowedOrigins = configuration.proxy.allowedOrigins
         self.access = AccessLists(configuration.proxy)
+        self.socketAllowUIDs = configuration.socketAllowUIDs
+        self.socketAllowGIDs = configuration.socketAllowGIDs
         self.clientKey = try configuration.proxy.clientKeyFile.map {
             try ClientKey(file: $0, header: configuration.proxy.clientKeyHeader)
         }

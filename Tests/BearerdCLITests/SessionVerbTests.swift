@@ -118,9 +118,9 @@ struct SessionVerbTests {
             let socket = directory.path + "/run/admin.sock"
             chmod(directory.path + "/run", 0o755)
             chmod(socket, 0o666)
-            let stranger = try Self.answerBytes(to: socket, asUID: 65534)
+            let stranger = try PeerProbe.answerBytes(to: socket, asUID: 65534)
             #expect(stranger == "0", "uid 65534 got \(stranger)")
-            let owner = try Self.answerBytes(to: socket, asUID: 0)
+            let owner = try PeerProbe.answerBytes(to: socket, asUID: 0)
             #expect(Int(owner).map { $0 > 0 } == true, "root got \(owner)")
             chmod(socket, 0o600)
             chmod(directory.path + "/run", 0o700)
@@ -172,30 +172,5 @@ struct SessionVerbTests {
         await upstream.stop()
         await oauth.stop()
         try await group.shutdownGracefully()
-    }
-
-    /// How many bytes a `GET /v1/status` on `socket` gets back when sent as `uid`.
-    static func answerBytes(to socket: String, asUID uid: Int) throws -> String {
-        let script = """
-            import os, socket
-            os.setgid(\(uid)); os.setuid(\(uid))
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(5)
-            s.connect("\(socket)")
-            try:
-                s.sendall(b"GET /v1/status HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
-                print(len(s.recv(4096)))
-            except (BrokenPipeError, ConnectionResetError):
-                print(0)
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -104,6 +104,7 @@ struct ConfigValidationTests {
             ("MIN\nproxy:\n  client_authorization: merge", "proxy.client_authorization", "replace, keep or reject"),
             ("MIN\nproxy:\n  forwarded_headers: 2", "proxy.forwarded_headers", "true or false"),
             ("MIN\nproxy:\n  browser_guard: maybe", "proxy.browser_guard", "true or false"),
+            ("MIN\nsocket_allow_uids: [no-such-user-bearerd]", "socket_allow_uids", "no user or group named"),
             ("MIN\nproxy:\n  deny_methods: [\"GET /x\"]", "proxy.deny_methods", "HTTP methods"),
             ("MIN\nproxy:\n  allow_paths: [api]", "proxy.allow_paths", "paths like /api/"),
             ("MIN\nproxy:\n  deny_paths: [\"/a%2fb\"]", "proxy.deny_paths", "%-escapes"),

@@ -3,6 +3,10 @@ import Foundation
 import NIOHTTP1
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 @Suite("Hostile requests are refused and nothing reaches the upstream")
 struct ProxyRefusalTests {
     @Test(
@@ -140,6 +144,29 @@ struct ProxyRefusalTests {
                 #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(method) \(path): \(raw.prefix(200))")
             }
             #expect(proxy.upstream.requests.map(\.head.uri).sorted() == ["/api/administrator", "/api/users?id=1"])
+        }
+    }
+
+    /// Two real uids on one unix socket opened to everyone (mode 0666): only the listed one is
+    /// served. Needs root, to connect as uid 65534.
+    @Test(.enabled(if: getuid() == 0), arguments: [(0, "0"), (65534, "65534")])
+    func onlyListedUIDsMayUseTheUnixSocket(allowed: Int, label: String) async throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.path + "/proxy.sock"
+        let yaml = "socket_mode: \"0666\"\nsocket_allow_uids: [\(label)]"
+        try await ProxyFixture.with(yaml: yaml, listen: ["127.0.0.1:0", "unix:\(socket)"]) { proxy in
+            for uid in [0, 65534] {
+                let answer = try PeerProbe.answerBytes(to: socket, asUID: uid)
+                if uid == allowed {
+                    #expect(Int(answer).map { $0 > 0 } == true, "uid \(uid) is listed and got \(answer)")
+                } else {
+                    #expect(answer == "0", "uid \(uid) is not listed and got \(answer)")
+                }
+            }
+            #expect(proxy.upstream.requests.count == 1, "only the listed caller's request went upstream")
+            // TCP callers are not concerned.
+            let raw = try await proxy.raw("GET /tcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(raw.hasPrefix("HTTP/1.1 200 "))
         }
     }
 

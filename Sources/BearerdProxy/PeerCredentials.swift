@@ -1,0 +1,42 @@
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who is on the other end of a unix socket connection (`SO_PEERCRED`, from the kernel).
+public enum PeerCredentials {
+    /// Whether the peer runs as this process's user or as root (the admin socket). The socket's
+    /// mode already says so; this holds even if the mode or the directory is later made wider.
+    public static func isOwnerOrRoot(_ channel: any Channel) -> EventLoopFuture<Bool> {
+        Self.check(channel) { $0.uid == 0 || $0.uid == getuid() }
+    }
+
+    /// Whether the peer's uid is in `uids` or its primary gid in `gids` (the proxy's
+    /// `socket_allow_uids` / `socket_allow_gids`).
+    static func isListed(_ channel: any Channel, uids: Set<UInt32>, gids: Set<UInt32>) -> EventLoopFuture<Bool> {
+        Self.check(channel) { uids.contains($0.uid) || gids.contains($0.gid) }
+    }
+
+    private static func check(
+        _ channel: any Channel,
+        _ rule: @escaping @Sendable (UCred) -> Bool
+    ) -> EventLoopFuture<Bool> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture(false)
+        }
+        let credentials: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET),
+            name: SocketOptionName(SO_PEERCRED)
+        )
+        return credentials.map(rule).recover { _ in false }
+    }
+
+    /// Linux's `struct ucred`, which Swift's Glibc module does not export (it needs
+    /// `_GNU_SOURCE`): three 32-bit fields, laid out the same.
+    struct UCred: Sendable {
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        var gid: UInt32 = 0
+    }
+}
