@@ -77,7 +77,6 @@ public final class ProxyListeners: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
-    private let generation: NIOLockedValueBox<Generation>
     private let tokens: any TokenProvider
     private let metrics = ProxyMetrics()
     private let group: any EventLoopGroup
@@ -88,7 +87,6 @@ public final class ProxyListeners: Sendable {
 
     private init(generation: Generation, tokens: any TokenProvider, group: any EventLoopGroup, logger: Logger) {
         self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
-        self.generation = NIOLockedValueBox(generation)
         self.tokens = tokens
         self.group = group
         self.logger = logger
@@ -168,7 +166,6 @@ public final class ProxyListeners: Sendable {
             state.generation = next
             return (removed, old)
         }
-        self.generation.withLockedValue { $0 = next }
         old.retire()
         for listener in removed {
             if let path = listener.unixPath { UnixSocketFile.remove(path) }
@@ -205,7 +202,7 @@ public final class ProxyListeners: Sendable {
     }
 
     private func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
-        let generation = self.generation
+        let state = self.state
         let tokens = self.tokens
         let metrics = self.metrics
         let logger = self.logger
@@ -219,7 +216,7 @@ public final class ProxyListeners: Sendable {
             .childChannelOption(.maxMessagesPerRead, value: 8)
             .childChannelInitializer { channel in
                 // Each new connection takes the settings and pools in force when it arrives.
-                let current = generation.withLockedValue { $0 }
+                let current = state.withLockedValue { $0.generation }
                 let configure: @Sendable () throws -> Void = {
                     guard let pool = current.pools[ObjectIdentifier(channel.eventLoop)] else {
                         throw ProxySetupError("no upstream pool for this event loop")
