@@ -71,6 +71,12 @@ public struct BearerdConfiguration: Sendable {
         /// `proxy.allowed_origins`: origins (`scheme://host[:port]`, lower case) whose pages may
         /// use the proxy.
         public var allowedOrigins: Set<String>
+        /// `proxy.rebinding_guard`: refuse requests whose `Host` is not one of the listener's own
+        /// names (DNS rebinding).
+        public var rebindingGuard: Bool
+        /// `proxy.allowed_hosts`: more names (lower case) the `Host` header may carry: `name`
+        /// (at the listener's port) or `name:port`.
+        public var allowedHosts: Set<String>
         /// `proxy.client_key_file`, resolved: a shared secret TCP callers must send.
         public var clientKeyFile: String?
         /// `proxy.client_key_header`: the header that carries it (stripped before forwarding).

@@ -155,6 +155,17 @@ struct ConfigBuilder {
                 )
             }
         }
+        var hosts: Set<String> = []
+        for host in self.reader.stringArray(forKey: "proxy.allowed_hosts") ?? [] {
+            if let normalized = Self.hostName(host) {
+                hosts.insert(normalized)
+            } else {
+                self.issue(
+                    "proxy.allowed_hosts",
+                    "each entry must be a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080 (got \"\(host)\")"
+                )
+            }
+        }
         let keyFile = self.string("proxy.client_key_file").map(self.resolve)
         if let keyFile, let problem = SecretFileCheck.problem(path: keyFile) {
             self.issue("proxy.client_key_file", problem)
@@ -201,6 +212,8 @@ struct ConfigBuilder {
             retryMethods: retryMethods,
             browserGuard: self.bool("proxy.browser_guard", default: true),
             allowedOrigins: origins,
+            rebindingGuard: self.bool("proxy.rebinding_guard", default: true),
+            allowedHosts: hosts,
             clientKeyFile: keyFile,
             clientKeyHeader: keyHeader,
             allowMethods: methods["proxy.allow_methods"] ?? [],
@@ -220,6 +233,34 @@ struct ConfigBuilder {
             components.path.isEmpty, components.query == nil, components.fragment == nil, components.user == nil
         else { return nil }
         return lowered
+    }
+
+    /// A `Host` value as clients send it: `name`, `name:port`, `[v6]` or `[v6]:port`, lower case.
+    static func hostName(_ text: String) -> String? {
+        let lowered = text.lowercased()
+        var name = Substring(lowered)
+        if lowered.hasPrefix("["), let close = lowered.firstIndex(of: "]") {
+            let rest = lowered[lowered.index(after: close)...]
+            guard rest.isEmpty || (rest.first == ":" && Self.isPort(rest.dropFirst())) else { return nil }
+            name = lowered[lowered.index(after: lowered.startIndex)..<close]
+            return !name.isEmpty && name.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) ? lowered : nil
+        }
+        if let colon = lowered.lastIndex(of: ":") {
+            guard Self.isPort(lowered[lowered.index(after: colon)...]) else { return nil }
+            name = lowered[..<colon]
+        }
+        let valid =
+            !name.isEmpty && name.utf8.count <= 253
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII
+                    && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "." || $0 == "_")
+            }
+        return valid ? lowered : nil
+    }
+
+    private static func isPort(_ text: Substring) -> Bool {
+        !text.isEmpty && text.count <= 5 && text.allSatisfy(\.isASCII) && text.allSatisfy(\.isNumber)
+            && Int(text)! <= 65535
     }
 
     private mutating func log() -> BearerdConfiguration.Log {

@@ -33,6 +33,8 @@ enum ConfigSchema {
         "proxy.retry_methods": .list,
         "proxy.browser_guard": .scalar,
         "proxy.allowed_origins": .list,
+        "proxy.rebinding_guard": .scalar,
+        "proxy.allowed_hosts": .list,
         "proxy.client_key_file": .scalar,
         "proxy.client_key_header": .scalar,
         "proxy.allow_methods": .list,

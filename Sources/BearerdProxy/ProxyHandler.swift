@@ -40,6 +40,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// Inside `begin`: an exchange attached now went upstream without waiting.
     var beginning = false
     var peer: String?
+    /// The address the client connected to (the rebinding guard checks `Host` against it).
+    var local: SocketAddress?
     /// Client idle timeout and upstream response timeout share one timer.
     var timer = ConnectionTimer()
     var idleSince = NIODeadline.now()
@@ -63,6 +65,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.peer = context.channel.remoteAddress?.ipAddress
+        self.local = context.channel.localAddress
         self.becameIdle()
     }
 
@@ -187,7 +190,12 @@ final class ProxyHandler: ChannelDuplexHandler {
         // After a reload, the next response says `Connection: close` and is the last.
         if self.quiescing { exchange.closeClientAfter = true }
         self.state = .exchanging(exchange)
-        if let failure = RequestPolicy.check(head, settings: self.settings, viaTCP: self.peer != nil) {
+        if let failure = RequestPolicy.check(
+            head,
+            settings: self.settings,
+            viaTCP: self.peer != nil,
+            local: self.local
+        ) {
             self.fail(exchange, failure)
             return
         }

@@ -38,6 +38,8 @@ public struct ProxySettings: Sendable {
     /// Refuse requests a web page sent (`proxy.browser_guard`), except from `allowedOrigins`.
     public var browserGuard: Bool
     public var allowedOrigins: Set<String>
+    /// The DNS-rebinding guard (`proxy.rebinding_guard`), or `nil` when it is off.
+    var hostGuard: HostGuard?
     /// The shared secret TCP callers must send in `clientKeyHeader` (`proxy.client_key_file`).
     var clientKey: ClientKey?
     /// Which methods and paths may be forwarded (`proxy.allow_*` / `proxy.deny_*`).
@@ -88,6 +90,8 @@ public struct ProxySettings: Sendable {
         self.retryMethods = configuration.proxy.retryMethods
         self.browserGuard = configuration.proxy.browserGuard
         self.allowedOrigins = configuration.proxy.allowedOrigins
+        self.hostGuard =
+            configuration.proxy.rebindingGuard ? HostGuard(allowedHosts: configuration.proxy.allowedHosts) : nil
         self.access = AccessLists(configuration.proxy)
         self.socketAllowUIDs = configuration.socketAllowUIDs
         self.socketAllowGIDs = configuration.socketAllowGIDs

@@ -12,8 +12,14 @@ import NIOHTTP1
 enum RequestPolicy {
     /// The failure to answer with, or `nil` when the request may be forwarded.
     /// `viaTCP`: the caller came over TCP (the shared key applies); unix-socket callers are
-    /// already limited by the socket's mode.
-    static func check(_ head: HTTPRequestHead, settings: ProxySettings, viaTCP: Bool = true) -> ProxyFailure? {
+    /// already limited by the socket's mode. `local`: the address the client connected to, for
+    /// the rebinding guard.
+    static func check(
+        _ head: HTTPRequestHead,
+        settings: ProxySettings,
+        viaTCP: Bool = true,
+        local: SocketAddress? = nil
+    ) -> ProxyFailure? {
         if head.method == .CONNECT {
             return .badRequest("CONNECT is refused: bearerd forwards requests to its one configured upstream only")
         }
@@ -67,6 +73,12 @@ enum RequestPolicy {
             return failure
         }
         if let failure = Self.checkHost(count: hosts, value: host, version: head.version) { return failure }
+        if let hostGuard = settings.hostGuard, let host, let local, !hostGuard.permits(host, local: local) {
+            let shown = host.utf8.count <= 100 ? host : "…"
+            return .forbidden(
+                "Host: \(shown) is not a name of this listener, so a web page may have sent it (DNS rebinding); use 127.0.0.1:PORT or localhost:PORT, or list the name in proxy.allowed_hosts"
+            )
+        }
         if let refusal = settings.access.refusal(method: head.method, uri: head.uri) { return .forbidden(refusal) }
         if transferCodings > 1 || !onlyChunked {
             return .badRequest("only the chunked transfer coding is supported in requests")

@@ -103,7 +103,7 @@ struct CLITests {
             let rejected = try await client.send(
                 .GET,
                 "/401",
-                headers: ["host": "h", "authorization": "Bearer \(secret)"]
+                headers: ["authorization": "Bearer \(secret)"]
             )
             #expect(rejected.status == 401)
         }

@@ -116,6 +116,10 @@ struct ConfigValidationTests {
                 "without a path"
             ),
             ("MIN\nproxy:\n  allowed_origins: [\"app.example\"]", "proxy.allowed_origins", "an origin like"),
+            ("MIN\nproxy:\n  allowed_hosts: [\"http://app.example\"]", "proxy.allowed_hosts", "a host name"),
+            ("MIN\nproxy:\n  allowed_hosts: [\"app.example:99999\"]", "proxy.allowed_hosts", "a host name"),
+            ("MIN\nproxy:\n  allowed_hosts: [\"[::1\"]", "proxy.allowed_hosts", "a host name"),
+            ("MIN\nproxy:\n  rebinding_guard: maybe", "proxy.rebinding_guard", "true or false"),
             ("MIN\nproxy:\n  max_request_body: 0", "proxy.max_request_body", "more than 0"),
             ("MIN\nproxy:\n  max_request_body: big", "proxy.max_request_body", "a size"),
             ("MIN\nproxy:\n  max_header_size: 10", "proxy.max_header_size", "from 1KiB to 1MiB"),

@@ -43,7 +43,7 @@ struct ProxyLoggingTests {
                     _ = try await client.send(
                         .GET,
                         path,
-                        headers: ["host": "h", "authorization": "Bearer \(ProxyFixture.token)"]
+                        headers: ["authorization": "Bearer \(ProxyFixture.token)"]
                     )
                 }
             }

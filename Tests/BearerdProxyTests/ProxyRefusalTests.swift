@@ -15,28 +15,38 @@ struct ProxyRefusalTests {
             ("GET http://other.example/steal HTTP/1.1\r\nHost: other.example\r\n\r\n", "400"),
             ("GET http://127.0.0.1/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "400"),
             ("CONNECT other.example:443 HTTP/1.1\r\nHost: other.example:443\r\n\r\n", "400"),
-            ("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
+            ("OPTIONS * HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
             ("GET /x HTTP/1.1\r\nHost: a\r\nHost: other.example\r\n\r\n", "400"),
             ("GET /x HTTP/1.1\r\nHost: other.example/x?@y\r\n\r\n", "400"),
             ("GET /x HTTP/1.1\r\n\r\n", "400"),
-            ("GET /v2/../admin HTTP/1.1\r\nHost: x\r\n\r\n", "400"),
-            ("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "400"),
-            ("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", "400"),
-            ("GET /x HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n", "400"),
-            ("GET /x HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 70_000))\r\n\r\n", "431"),
-            ("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2048\r\n\r\n", "413"),
-            ("PUT /x HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", "417"),
+            ("GET /v2/../admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            (
+                "POST /x HTTP/1.1\r\nHost: {host}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                "400"
+            ),
+            ("POST /x HTTP/1.1\r\nHost: {host}\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", "400"),
+            ("GET /x HTTP/1.1\r\nHost: {host}\r\nX-Folded: a\r\n b\r\n\r\n", "400"),
+            ("GET /x HTTP/1.1\r\nHost: {host}\r\nX-Big: \(String(repeating: "a", count: 70_000))\r\n\r\n", "431"),
+            ("POST /x HTTP/1.1\r\nHost: {host}\r\nContent-Length: 2048\r\n\r\n", "413"),
+            ("PUT /x HTTP/1.1\r\nHost: {host}\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", "417"),
             ("NOT-HTTP\r\n\r\n", "400"),
             // A web page riding the token: foreign Origin, CORS preflight, Origin null (sandboxed
             // frames, file://), cross-site and same-site fetch metadata.
-            ("GET /x HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: {host}\r\nOrigin: https://evil.example\r\n\r\n", "403"),
             (
-                "OPTIONS /x HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\nAccess-Control-Request-Method: DELETE\r\n\r\n",
+                "OPTIONS /x HTTP/1.1\r\nHost: {host}\r\nOrigin: https://evil.example\r\nAccess-Control-Request-Method: DELETE\r\n\r\n",
                 "403"
             ),
-            ("POST /x HTTP/1.1\r\nHost: x\r\nOrigin: null\r\nContent-Length: 0\r\n\r\n", "403"),
-            ("GET /x HTTP/1.1\r\nHost: x\r\nSec-Fetch-Site: cross-site\r\n\r\n", "403"),
-            ("GET /x HTTP/1.1\r\nHost: x\r\nSec-Fetch-Site: same-site\r\n\r\n", "403"),
+            ("POST /x HTTP/1.1\r\nHost: {host}\r\nOrigin: null\r\nContent-Length: 0\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: {host}\r\nSec-Fetch-Site: cross-site\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: {host}\r\nSec-Fetch-Site: same-site\r\n\r\n", "403"),
+            // DNS rebinding: a page's own name resolving to 127.0.0.1, with or without the port;
+            // our names at another port; a bare address where the port is not 80.
+            ("GET /x HTTP/1.1\r\nHost: rebind.evil.example:{port}\r\n\r\n", "403"),
+            ("POST /x HTTP/1.1\r\nHost: rebind.evil.example\r\nContent-Length: 0\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: localhost:1{port}\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "403"),
+            ("GET /x HTTP/1.1\r\nHost: 127.0.0.1.evil.example:{port}\r\n\r\n", "403"),
         ]
     )
     func refused(request: String, status: String) async throws {
@@ -65,21 +75,47 @@ struct ProxyRefusalTests {
                 "Origin: http://LOCALHOST:3000\r\nSec-Fetch-Site: cross-site", "Sec-Fetch-Site: same-origin",
                 "Sec-Fetch-Site: none",
             ] {
-                let raw = try await proxy.raw("GET /x HTTP/1.1\r\nHost: x\r\n\(extra)\r\nConnection: close\r\n\r\n")
+                let raw = try await proxy.raw(
+                    "GET /x HTTP/1.1\r\nHost: {host}\r\n\(extra)\r\nConnection: close\r\n\r\n"
+                )
                 #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(extra): \(raw.prefix(200))")
             }
             let refused = try await proxy.raw(
-                "GET /x HTTP/1.1\r\nHost: x\r\nOrigin: http://localhost:3001\r\nConnection: close\r\n\r\n"
+                "GET /x HTTP/1.1\r\nHost: {host}\r\nOrigin: http://localhost:3001\r\nConnection: close\r\n\r\n"
             )
             #expect(refused.hasPrefix("HTTP/1.1 403 ") && refused.contains("proxy.allowed_origins"))
             #expect(proxy.upstream.requests.count == 3)
         }
     }
 
+    @Test func theListenersOwnNamesAndAllowedHostsPass() async throws {
+        let yaml = "proxy:\n  allowed_hosts: [Bearerd.Internal, \"other.example:9999\"]"
+        try await ProxyFixture.with(yaml: yaml) { proxy in
+            let cases = [
+                ("127.0.0.1:{port}", "200"), ("LocalHost:{port}", "200"), ("bearerd.internal:{port}", "200"),
+                ("other.example:9999", "200"), ("bearerd.internal:1", "403"), ("other.example:{port}", "403"),
+                ("bearerd.internal.evil.example:{port}", "403"),
+            ]
+            for (host, status) in cases {
+                let raw = try await proxy.raw("GET /x HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+                #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(host): \(raw.prefix(200))")
+                if status == "403" { #expect(raw.contains("proxy.allowed_hosts")) }
+            }
+            #expect(proxy.upstream.requests.count == 4)
+        }
+    }
+
+    @Test func theRebindingGuardCanBeTurnedOff() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  rebinding_guard: false") { proxy in
+            let raw = try await proxy.raw("GET /x HTTP/1.1\r\nHost: anything.example\r\nConnection: close\r\n\r\n")
+            #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(raw.prefix(200))")
+        }
+    }
+
     @Test func theBrowserGuardCanBeTurnedOff() async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  browser_guard: false") { proxy in
             let raw = try await proxy.raw(
-                "GET /x HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\nSec-Fetch-Site: cross-site\r\nConnection: close\r\n\r\n"
+                "GET /x HTTP/1.1\r\nHost: {host}\r\nOrigin: https://evil.example\r\nSec-Fetch-Site: cross-site\r\nConnection: close\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(raw.prefix(200))")
         }
@@ -96,7 +132,7 @@ struct ProxyRefusalTests {
             for header in [
                 "", "X-Bearerd-Key: wrong-key-0123456789abcdef\r\n", "X-Bearerd-Key: shared-key-0123456789abcde\r\n",
             ] {
-                let raw = try await proxy.raw("GET /x HTTP/1.1\r\nHost: x\r\n\(header)Connection: close\r\n\r\n")
+                let raw = try await proxy.raw("GET /x HTTP/1.1\r\nHost: {host}\r\n\(header)Connection: close\r\n\r\n")
                 #expect(
                     raw.hasPrefix("HTTP/1.1 403 ") && raw.contains("X-Bearerd-Key"),
                     "\(header): \(raw.prefix(200))"
@@ -105,7 +141,7 @@ struct ProxyRefusalTests {
             }
             #expect(proxy.upstream.connectionCount == 0)
             let raw = try await proxy.raw(
-                "GET /x HTTP/1.1\r\nHost: x\r\nx-bearerd-key: shared-key-0123456789abcdef\r\nConnection: close\r\n\r\n"
+                "GET /x HTTP/1.1\r\nHost: {host}\r\nx-bearerd-key: shared-key-0123456789abcdef\r\nConnection: close\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(raw.prefix(200))")
             let forwarded = try #require(proxy.upstream.requests.first)
@@ -139,7 +175,7 @@ struct ProxyRefusalTests {
             ]
             for (method, path, status) in cases {
                 let raw = try await proxy.raw(
-                    "\(method) \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    "\(method) \(path) HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                 )
                 #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(method) \(path): \(raw.prefix(200))")
             }
@@ -165,7 +201,7 @@ struct ProxyRefusalTests {
             }
             #expect(proxy.upstream.requests.count == 1, "only the listed caller's request went upstream")
             // TCP callers are not concerned.
-            let raw = try await proxy.raw("GET /tcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let raw = try await proxy.raw("GET /tcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
             #expect(raw.hasPrefix("HTTP/1.1 200 "))
         }
     }
@@ -173,7 +209,7 @@ struct ProxyRefusalTests {
     @Test func aRefusedBodylessRequestKeepsTheConnectionForTheNext() async throws {
         try await ProxyFixture.with { proxy in
             let raw = try await proxy.raw(
-                "GET /a/../b HTTP/1.1\r\nHost: x\r\n\r\nGET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                "GET /a/../b HTTP/1.1\r\nHost: {host}\r\n\r\nGET /fine HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 400 "), "\(raw)")
             #expect(raw.contains("HTTP/1.1 200 OK") && raw.hasSuffix("ok"), "\(raw)")
@@ -184,7 +220,7 @@ struct ProxyRefusalTests {
     @Test func aChunkedBodyOverTheLimitIsCutOffWith413() async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 10") { proxy in
             let raw = try await proxy.raw(
-                "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n"
+                "POST /x HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 413 "), "\(raw)")
             #expect(proxy.upstream.requests.isEmpty, "the upstream must not see a complete request")
@@ -194,7 +230,7 @@ struct ProxyRefusalTests {
     @Test func rejectPolicyRefusesAClientAuthorizationHeader() async throws {
         try await ProxyFixture.with(yaml: "proxy:\n  client_authorization: reject") { proxy in
             let raw = try await proxy.raw(
-                "GET /x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer own\r\nConnection: close\r\n\r\n"
+                "GET /x HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer own\r\nConnection: close\r\n\r\n"
             )
             #expect(raw.hasPrefix("HTTP/1.1 400 "))
             #expect(proxy.upstream.connectionCount == 0)

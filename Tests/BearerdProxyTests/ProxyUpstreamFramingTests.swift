@@ -55,7 +55,7 @@ struct ProxyUpstreamFramingTests {
 
     @Test func aChunkedResponseReachesAnHTTP10ClientAsABodyEndedByTheClose() async throws {
         try await self.withScripted(Self.chunked) { proxy, _ in
-            let answer = try await proxy.raw("GET /x HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            let answer = try await proxy.raw("GET /x HTTP/1.0\r\nHost: {host}\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.0 200 OK\r\n"), "\(answer)")
             #expect(answer.lowercased().contains("connection: close\r\n"))
             #expect(!answer.lowercased().contains("transfer-encoding"))
@@ -83,7 +83,7 @@ struct ProxyUpstreamFramingTests {
         let response =
             "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
         try await self.withScripted(response) { proxy, _ in
-            let answer = try await proxy.raw("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            let answer = try await proxy.raw("GET /x HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer)")
             #expect(answer.hasSuffix("\r\n\r\nok"))
         }

@@ -1,4 +1,5 @@
 import BearerdConfig
+import NIOCore
 import NIOHTTP1
 import Testing
 
@@ -58,5 +59,38 @@ struct RequestPolicyTests {
     @Test func http10WithoutHostIsFine() throws {
         let head = HTTPRequestHead(version: .http1_0, method: .GET, uri: "/x", headers: [:])
         #expect(RequestPolicy.check(head, settings: try HeaderRewriterTests.settings()) == nil)
+    }
+
+    @Test(
+        "the rebinding guard: Host against the address the client connected to",
+        arguments: [
+            ("127.0.0.1:8080", "127.0.0.1", 8080, true),
+            ("[::1]:8080", "::1", 8080, true),
+            ("[::1]", "::1", 8080, false),
+            ("localhost", "127.0.0.1", 80, true),
+            ("localhost:80", "127.0.0.1", 80, true),
+            ("10.1.2.3:8080", "10.1.2.3", 8080, true),
+            ("10.1.2.4:8080", "10.1.2.3", 8080, false),
+            ("[fd00::5]:8080", "fd00::5", 8080, true),
+            ("fd00::5:8080", "fd00::5", 8080, false),
+            ("evil.example:8080", "127.0.0.1", 8080, false),
+            ("localhost:", "127.0.0.1", 8080, false),
+            ("[::1:8080", "::1", 8080, false),
+            ("allowed.example", "127.0.0.1", 80, true),
+            ("allowed.example:8080", "127.0.0.1", 8080, true),
+            ("allowed.example:9", "127.0.0.1", 8080, false),
+            ("pinned.example:9", "127.0.0.1", 8080, true),
+            ("pinned.example:8080", "127.0.0.1", 8080, false),
+        ]
+    )
+    func hostGuard(host: String, localIP: String, port: Int, permitted: Bool) throws {
+        let hostGuard = HostGuard(allowedHosts: ["allowed.example", "pinned.example:9"])
+        let local = try SocketAddress(ipAddress: localIP, port: port)
+        #expect(hostGuard.permits(host, local: local) == permitted)
+    }
+
+    @Test func unixSocketCallersAreNotAskedForAHostName() throws {
+        let local = try SocketAddress(unixDomainSocketPath: "/tmp/bearerd-test.sock")
+        #expect(HostGuard(allowedHosts: []).permits("evil.example", local: local))
     }
 }

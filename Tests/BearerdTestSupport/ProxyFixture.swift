@@ -119,7 +119,7 @@ extension ProxyFixture {
     public func send(
         _ method: HTTPMethod = .GET,
         _ uri: String,
-        headers: HTTPHeaders = ["host": "127.0.0.1"],
+        headers: HTTPHeaders = [:],
         text: String? = nil
     ) async throws -> TestHTTPResponse {
         try await TestHTTPClient.withConnection(to: .tcp(port: self.port), group: self.group) { client in
@@ -128,8 +128,17 @@ extension ProxyFixture {
         }
     }
 
+    /// `127.0.0.1:PORT`: the proxy's own name, as clients send it in `Host`.
+    public var host: String { "127.0.0.1:\(self.port)" }
+
     /// Sends raw bytes to the proxy and returns all it answers until it closes the connection.
+    /// `{host}` in `request` becomes ``host``, and `{port}` the proxy's port.
     public func raw(_ request: String) async throws -> String {
-        try await RawClient.exchange(port: self.port, request, group: self.group)
+        try await RawClient.exchange(
+            port: self.port,
+            request.replacingOccurrences(of: "{host}", with: self.host)
+                .replacingOccurrences(of: "{port}", with: String(self.port)),
+            group: self.group
+        )
     }
 }

@@ -27,6 +27,8 @@ public struct TestHTTPClient {
 
     private let inbound: InboundParts
     private let outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
+    /// The `Host` sent when a request gives none: `127.0.0.1:PORT`, or `localhost` on a unix socket.
+    public let host: String
 
     /// Opens a connection, runs `body` with it and closes it.
     public static func withConnection<Result: Sendable>(
@@ -44,25 +46,33 @@ public struct TestHTTPClient {
                     }
                 }
         let channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+        let host: String
         switch target {
         case .tcp(let port):
             channel = try await bootstrap.connect(host: "127.0.0.1", port: port, channelInitializer: initializer)
+            host = "127.0.0.1:\(port)"
         case .unix(let path):
             channel = try await bootstrap.connect(unixDomainSocketPath: path, channelInitializer: initializer)
+            host = "localhost"
         }
         return try await channel.executeThenClose { inbound, outbound in
-            try await body(TestHTTPClient(inbound: InboundParts(inbound.makeAsyncIterator()), outbound: outbound))
+            try await body(
+                TestHTTPClient(inbound: InboundParts(inbound.makeAsyncIterator()), outbound: outbound, host: host)
+            )
         }
     }
 
-    /// Sends a request with a body given as chunks (each written with backpressure) and reads the response.
+    /// Sends a request with a body given as chunks (each written with backpressure) and reads the
+    /// response. A `Host` naming the server is added unless `headers` has one.
     public func send(
         _ method: HTTPMethod = .GET,
         _ uri: String,
-        headers: HTTPHeaders = ["host": "127.0.0.1"],
+        headers: HTTPHeaders = [:],
         body: some AsyncSequence<ByteBuffer, Never> & Sendable = EmptyBody(),
         onBodyPart: (ByteBuffer) async throws -> Void = { _ in }
     ) async throws -> TestHTTPResponse {
+        var headers = headers
+        if !headers.contains(name: "host") { headers.add(name: "host", value: self.host) }
         try await self.outbound.write(
             .head(HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers))
         )
@@ -75,7 +85,7 @@ public struct TestHTTPClient {
     public func send(
         _ method: HTTPMethod,
         _ uri: String,
-        headers: HTTPHeaders = ["host": "127.0.0.1"],
+        headers: HTTPHeaders = [:],
         text: String
     ) async throws -> TestHTTPResponse {
         var headers = headers
