@@ -61,6 +61,17 @@ public struct BearerdConfiguration: Sendable {
         public var maxHeaderSize: Int
         /// `proxy.client_idle_timeout`: how long a client keep-alive connection may sit idle.
         public var clientIdleTimeout: Duration
+        /// `proxy.max_request_line`: longest request target in bytes before 414.
+        public var maxRequestLine: Int
+        /// `proxy.max_header_count`: most header fields in a request before 431.
+        public var maxHeaderCount: Int
+        /// `proxy.max_connections`: open client connections; more wait to be accepted.
+        public var maxConnections: Int
+        /// `proxy.header_timeout`: from a request's first byte (a new connection's accept) to the
+        /// end of its head, before 408.
+        public var headerTimeout: Duration
+        /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.
+        public var bodyTimeout: Duration
         /// `proxy.retry_body_limit`: request bodies up to this size are kept for a retry after 401.
         public var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.

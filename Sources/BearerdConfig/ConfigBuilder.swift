@@ -138,6 +138,31 @@ struct ConfigBuilder {
         if !(1024...(1 << 20)).contains(maxHeader) {
             self.issue("proxy.max_header_size", "must be from 1KiB to 1MiB (got \(maxHeader) bytes)")
         }
+        let maxLine = self.parsed(
+            "proxy.max_request_line",
+            default: 8 << 10,
+            expected: "a size like 8KiB",
+            ConfigValueParsers.size
+        )
+        if !(256...(1 << 20)).contains(maxLine) {
+            self.issue("proxy.max_request_line", "must be from 256B to 1MiB (got \(maxLine) bytes)")
+        }
+        let maxCount = self.parsed(
+            "proxy.max_header_count",
+            default: 100,
+            expected: "a whole number",
+            ConfigValueParsers.count
+        )
+        if !(1...10_000).contains(maxCount) {
+            self.issue("proxy.max_header_count", "must be from 1 to 10000 (got \(maxCount))")
+        }
+        let maxConnections = self.parsed(
+            "proxy.max_connections",
+            default: 512,
+            expected: "a whole number",
+            ConfigValueParsers.count
+        )
+        if maxConnections < 1 { self.issue("proxy.max_connections", "must be at least 1") }
         let retryMethods = Set(
             (self.reader.stringArray(forKey: "proxy.retry_methods") ?? Self.defaultRetryMethods).map { $0.uppercased() }
         )
@@ -203,6 +228,11 @@ struct ConfigBuilder {
             maxRequestBody: maxBody,
             maxHeaderSize: maxHeader,
             clientIdleTimeout: self.duration("proxy.client_idle_timeout", default: .seconds(60)),
+            maxRequestLine: maxLine,
+            maxHeaderCount: maxCount,
+            maxConnections: maxConnections,
+            headerTimeout: self.duration("proxy.header_timeout", default: .seconds(10)),
+            bodyTimeout: self.duration("proxy.body_timeout", default: .seconds(30)),
             retryBodyLimit: self.parsed(
                 "proxy.retry_body_limit",
                 default: 64 << 10,

@@ -40,6 +40,11 @@ final class Exchange {
     var closeClientAfter: Bool
     /// When the response head must have arrived; set when the request has been sent.
     var responseDeadline: NIODeadline?
+    /// When the request body is next checked for progress (`proxy.body_timeout`), and what it
+    /// had then; `readsHeld`: bearerd held client reads back since the last check.
+    var bodyCheckAt: NIODeadline?
+    var bodyBytesAtCheck = 0
+    var readsHeld = false
     /// Replayed once on a fresh connection after a pooled one turned out closed.
     var retried = false
     /// The request body so far, kept while it fits `proxy.retry_body_limit`; `nil` once it does not.

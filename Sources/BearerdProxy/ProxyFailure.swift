@@ -27,6 +27,34 @@ struct ProxyFailure: Error, Sendable {
         message: "the request headers are larger than proxy.max_header_size allows"
     )
 
+    /// The decoder's own limit: the request line and headers together.
+    static let headTooLarge = Self(
+        status: .requestHeaderFieldsTooLarge,
+        error: "headers_too_large",
+        message: "the request line or headers are larger than proxy.max_request_line and proxy.max_header_size allow"
+    )
+
+    static func tooManyHeaders(limit: Int) -> Self {
+        Self(
+            status: .requestHeaderFieldsTooLarge,
+            error: "too_many_headers",
+            message: "the request has more than proxy.max_header_count (\(limit)) header fields"
+        )
+    }
+
+    static func targetTooLong(limit: Int) -> Self {
+        Self(
+            status: .uriTooLong,
+            error: "target_too_long",
+            message: "the request target is longer than proxy.max_request_line (\(limit) bytes)"
+        )
+    }
+
+    /// A slow client: `what` says which part of the request did not arrive in time.
+    static func requestTimeout(_ what: String) -> Self {
+        Self(status: .requestTimeout, error: "request_timeout", message: what)
+    }
+
     static func bodyTooLarge(limit: Int) -> Self {
         Self(
             status: .payloadTooLarge,

@@ -105,23 +105,25 @@ extension ProxyHandler {
         }
         let failure: ProxyFailure =
             parserError == .headerOverflow
-            ? .headersTooLarge : .badRequest("the request is not valid HTTP/1.1 (\(parserError))")
+            ? .headTooLarge : .badRequest("the request is not valid HTTP/1.1 (\(parserError))")
         switch self.state {
         case .exchanging(let exchange) where exchange.phase != .finished:
             exchange.closeClientAfter = true
             self.fail(exchange, failure)
         case .idle, .discarding:
-            let exchange = Exchange(
-                request: HTTPRequestHead(version: .http1_1, method: .GET, uri: "-"),
-                startedAt: .now()
-            )
-            self.metrics.started()
-            exchange.closeClientAfter = true
-            self.state = .exchanging(exchange)
-            self.fail(exchange, failure)
+            self.answerAndClose(failure)
         case .exchanging, .closed:
             self.closeClient()
         }
+    }
+
+    /// Answers with bearerd's own error when no request head was parsed, then closes.
+    func answerAndClose(_ failure: ProxyFailure) {
+        let exchange = Exchange(request: HTTPRequestHead(version: .http1_1, method: .GET, uri: "-"), startedAt: .now())
+        self.metrics.started()
+        exchange.closeClientAfter = true
+        self.state = .exchanging(exchange)
+        self.fail(exchange, failure)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

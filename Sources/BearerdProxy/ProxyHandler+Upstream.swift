@@ -112,53 +112,17 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func startResponseTimeout(_ exchange: Exchange) {
-        guard let context, exchange.responseDeadline == nil, !exchange.responseHeadSent else { return }
+        guard exchange.responseDeadline == nil, !exchange.responseHeadSent else { return }
         // A bodyless request that went upstream as it arrived was sent when it started: no need
         // to read the clock again. One that waited (token, connection) or had a body was sent now.
         let sent =
             exchange.requestBodyBytes == 0 && exchange.attachedAtStart ? exchange.startedAt : NIODeadline.now()
         let deadline = sent + self.settings.responseTimeout
         exchange.responseDeadline = deadline
-        if self.timer.needsArming(at: deadline) {
-            self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
-        }
+        self.arm(deadline)
     }
 
-    /// The connection is between requests: it may stay so for `proxy.client_idle_timeout`.
-    func becameIdle() {
-        guard let context else { return }
-        self.idleSince = .now()
-        let deadline = self.idleSince + self.settings.clientIdleTimeout
-        if self.timer.needsArming(at: deadline) {
-            self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
-        }
-    }
-
-    private func timerFired() {
-        self.timer.fired()
-        guard let context else { return }
-        let now = NIODeadline.now()
-        switch self.state {
-        case .idle, .discarding:
-            let deadline = self.idleSince + self.settings.clientIdleTimeout
-            if now >= deadline {
-                self.closeClient()
-            } else {
-                self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
-            }
-        case .exchanging(let exchange):
-            guard let deadline = exchange.responseDeadline, !exchange.responseHeadSent else { return }
-            if now >= deadline {
-                self.responseTimedOut(exchange)
-            } else {
-                self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
-            }
-        case .closed:
-            break
-        }
-    }
-
-    private func responseTimedOut(_ exchange: Exchange) {
+    func responseTimedOut(_ exchange: Exchange) {
         self.fail(
             exchange,
             .upstreamTimeout(

@@ -42,9 +42,14 @@ final class ProxyHandler: ChannelDuplexHandler {
     var peer: String?
     /// The address the client connected to (the rebinding guard checks `Host` against it).
     var local: SocketAddress?
-    /// Client idle timeout and upstream response timeout share one timer.
+    /// Every deadline of the connection shares one timer (see `ProxyHandler+Deadlines`).
     var timer = ConnectionTimer()
     var idleSince = NIODeadline.now()
+    /// When the request head now arriving started, and whether any of its bytes came.
+    var headStartedAt: NIODeadline?
+    var headBytesSeen = false
+    /// A request part arrived in the current read.
+    var partsInRead = false
 
     let metrics: ProxyMetrics
 
@@ -66,7 +71,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.context = context
         self.peer = context.channel.remoteAddress?.ipAddress
         self.local = context.channel.localAddress
-        self.becameIdle()
+        // A new connection's first request head is due within proxy.header_timeout of the accept.
+        self.idleSince = .now()
+        self.headStarted(at: self.idleSince, bytesSeen: false)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -78,6 +85,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = self.unwrapInboundIn(data)
         self.inRead = true
+        self.partsInRead = true
         if !self.pipelined.isEmpty || (self.isBusy && part.isHead) {
             self.pipelined.append(part)
             return
@@ -148,6 +156,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         self.inRead = false
+        self.readEnded()
         if case .exchanging(let exchange) = self.state, exchange.phase == .forwarding {
             exchange.upstream?.flush()
         }
@@ -162,6 +171,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         if case .exchanging(let exchange) = self.state, !exchange.requestEnded {
             guard exchange.phase == .forwarding, let upstream = exchange.upstream, upstream.isWritable else {
                 self.readPending = true
+                exchange.readsHeld = true
                 return
             }
         }
@@ -186,6 +196,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func begin(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
         let exchange = Exchange(request: head, startedAt: .now())
+        self.headStartedAt = nil
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
         if self.quiescing { exchange.closeClientAfter = true }

@@ -79,6 +79,8 @@ public final class ProxyListeners: Sendable {
     private let state: NIOLockedValueBox<State>
     private let tokens: any TokenProvider
     private let metrics = ProxyMetrics()
+    /// `proxy.max_connections`, over every listener and generation.
+    private let limiter: ConnectionLimiter
     private let group: any EventLoopGroup
     private let logger: Logger
 
@@ -87,6 +89,7 @@ public final class ProxyListeners: Sendable {
 
     private init(generation: Generation, tokens: any TokenProvider, group: any EventLoopGroup, logger: Logger) {
         self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
+        self.limiter = ConnectionLimiter(limit: generation.settings.maxConnections, logger: logger)
         self.tokens = tokens
         self.group = group
         self.logger = logger
@@ -167,6 +170,7 @@ public final class ProxyListeners: Sendable {
             return (removed, old)
         }
         old.retire()
+        self.limiter.setLimit(settings.maxConnections)
         for listener in removed {
             if let path = listener.unixPath { UnixSocketFile.remove(path) }
             listener.quiescer.initiateShutdown(promise: nil)
@@ -206,11 +210,16 @@ public final class ProxyListeners: Sendable {
         let tokens = self.tokens
         let metrics = self.metrics
         let logger = self.logger
+        let limiter = self.limiter
         var bootstrap = ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 1024)
+            // One accept per read, so that the gate's slot covers each connection accepted.
+            .serverChannelOption(.maxMessagesPerRead, value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(AcceptGate(limiter: limiter))
+                    try sync.addHandler(quiesce.makeServerChannelHandler(channel: channel))
                 }
             }
             .childChannelOption(.maxMessagesPerRead, value: 8)
@@ -223,8 +232,11 @@ public final class ProxyListeners: Sendable {
                     }
                     current.serve(channel)
                     var limits = NIOHTTPDecoderLimitConfiguration()
-                    limits.maxHeaderFieldSize = current.settings.maxHeaderSize
-                    limits.maxHeaderListSize = current.settings.maxHeaderSize
+                    // The decoder counts the request target as a field, so its limits hold both;
+                    // RequestPolicy checks each against its own limit (414, 431).
+                    let settings = current.settings
+                    limits.maxHeaderFieldSize = max(settings.maxHeaderSize, settings.maxRequestLine)
+                    limits.maxHeaderListSize = settings.maxHeaderSize + settings.maxRequestLine
                     let sync = channel.pipeline.syncOperations
                     // Requests are parsed by NIO's llhttp decoder; responses go out as bytes that
                     // HeaderRewriter, WireFormat and ProxyFailure write (no response encoder).

@@ -21,8 +21,18 @@ public struct ProxySettings: Sendable {
     public var maxRequestBody: Int?
     /// Largest total size of request headers in bytes.
     public var maxHeaderSize: Int
+    /// Longest request target in bytes (`proxy.max_request_line`).
+    public var maxRequestLine: Int
+    /// Most header fields in a request (`proxy.max_header_count`).
+    public var maxHeaderCount: Int
+    /// Open client connections over all listeners (`proxy.max_connections`).
+    public var maxConnections: Int
     /// How long a client connection may sit idle between requests.
     public var clientIdleTimeout: TimeAmount
+    /// From a request's first byte (a connection's accept) to the end of its head.
+    public var headerTimeout: TimeAmount
+    /// Longest pause in a request body while bearerd reads it.
+    public var bodyTimeout: TimeAmount
     /// TCP connect timeout to the upstream.
     public var connectTimeout: TimeAmount
     /// From the end of a request to the response head.
@@ -81,7 +91,12 @@ public struct ProxySettings: Sendable {
         self.forwardedHeaders = configuration.proxy.forwardedHeaders
         self.maxRequestBody = configuration.proxy.maxRequestBody
         self.maxHeaderSize = configuration.proxy.maxHeaderSize
+        self.maxRequestLine = configuration.proxy.maxRequestLine
+        self.maxHeaderCount = configuration.proxy.maxHeaderCount
+        self.maxConnections = configuration.proxy.maxConnections
         self.clientIdleTimeout = TimeAmount(configuration.proxy.clientIdleTimeout)
+        self.headerTimeout = TimeAmount(configuration.proxy.headerTimeout)
+        self.bodyTimeout = TimeAmount(configuration.proxy.bodyTimeout)
         self.connectTimeout = TimeAmount(upstream.connectTimeout)
         self.responseTimeout = TimeAmount(upstream.responseTimeout)
         self.upstreamIdleTimeout = TimeAmount(upstream.idleTimeout)

@@ -23,6 +23,7 @@ enum RequestPolicy {
         if head.method == .CONNECT {
             return .badRequest("CONNECT is refused: bearerd forwards requests to its one configured upstream only")
         }
+        if head.uri.utf8.count > settings.maxRequestLine { return .targetTooLong(limit: settings.maxRequestLine) }
         guard head.uri.utf8.first == UInt8(ascii: "/") else {
             return .badRequest(
                 "only origin-form request targets like /path?query are accepted; absolute-form (http://host/…), authority-form and * targets are refused"
@@ -43,7 +44,11 @@ enum RequestPolicy {
         var fetchSite: String?
         let key = viaTCP ? settings.clientKey : nil
         var keyMatched = false
+        var fields = 0
+        var fieldBytes = 0
         for (name, value) in head.headers {
+            fields += 1
+            fieldBytes += name.utf8.count + value.utf8.count
             if let key, key.isHeader(name) { keyMatched = key.matches(value) }
             switch name.utf8.count {
             case 4 where HeaderName.equals(name, "host"):
@@ -66,6 +71,8 @@ enum RequestPolicy {
                 break
             }
         }
+        if fields > settings.maxHeaderCount { return .tooManyHeaders(limit: settings.maxHeaderCount) }
+        if fieldBytes > settings.maxHeaderSize { return .headersTooLarge }
         if let key, !keyMatched {
             return .forbidden("this listener needs the shared key in the \(key.header) header (proxy.client_key_file)")
         }

@@ -47,10 +47,15 @@ struct ProxyRefusalTests {
             ("GET /x HTTP/1.1\r\nHost: localhost:1{port}\r\n\r\n", "403"),
             ("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "403"),
             ("GET /x HTTP/1.1\r\nHost: 127.0.0.1.evil.example:{port}\r\n\r\n", "403"),
+            // Limits: a request target over max_request_line, too many header fields, and a
+            // slowloris whose head never ends.
+            ("GET /\(String(repeating: "a", count: 9000)) HTTP/1.1\r\nHost: {host}\r\n\r\n", "414"),
+            ("GET /x HTTP/1.1\r\nHost: {host}\r\n\((1...100).map { "X-\($0): v\r\n" }.joined())\r\n", "431"),
+            ("GET /x HTTP/1.1\r\nHost: {host}\r\nX-Slow: 1\r\nX-Slower: 2\r\n", "408"),
         ]
     )
     func refused(request: String, status: String) async throws {
-        try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 1KiB") { proxy in
+        try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 1KiB\n  header_timeout: 2s") { proxy in
             // Ask for a close so the raw client knows the answer is complete; a refused bodyless
             // request otherwise keeps its connection (tested below).
             let closing = request.replacingOccurrences(

@@ -1,0 +1,111 @@
+import NIOCore
+
+/// The client connection's deadlines, all served by one ``ConnectionTimer``:
+/// - idle between requests (`proxy.client_idle_timeout`): closed without an answer;
+/// - a request head from its first byte, or a new connection's first head from the accept
+///   (`proxy.header_timeout`): 408, or a plain close when nothing was sent;
+/// - a request body that stops coming while bearerd reads it (`proxy.body_timeout`): 408;
+/// - the upstream's response head (`upstream.response_timeout`): 504.
+///
+/// The body is checked once per `body_timeout` rather than timed per read, so the data path pays
+/// nothing: a check that finds no new bytes, while bearerd itself did not hold reads back, ends
+/// the request. A stall is thus caught between one and two `body_timeout`s after it starts.
+extension ProxyHandler {
+    /// The connection is between requests: it may stay so for `proxy.client_idle_timeout`.
+    func becameIdle() {
+        self.idleSince = .now()
+        self.arm(self.idleSince + self.settings.clientIdleTimeout)
+    }
+
+    /// Starts the head's clock: at the accept, and at the first bytes of each later request.
+    func headStarted(at start: NIODeadline, bytesSeen: Bool) {
+        self.headStartedAt = start
+        self.headBytesSeen = bytesSeen
+        self.arm(start + self.settings.headerTimeout)
+    }
+
+    /// At the end of each read: bytes that formed no complete head start the head's clock, and a
+    /// request whose body is still to come gets its first body check.
+    func readEnded() {
+        switch self.state {
+        case .idle where !self.partsInRead && self.pipelined.isEmpty:
+            if self.headStartedAt == nil {
+                self.headStarted(at: .now(), bytesSeen: true)
+            } else {
+                self.headBytesSeen = true
+            }
+        case .exchanging(let exchange) where !exchange.requestEnded && exchange.bodyCheckAt == nil:
+            let deadline = NIODeadline.now() + self.settings.bodyTimeout
+            exchange.bodyCheckAt = deadline
+            self.arm(deadline)
+        default:
+            break
+        }
+        self.partsInRead = false
+    }
+
+    func arm(_ deadline: NIODeadline) {
+        guard let context, self.timer.needsArming(at: deadline) else { return }
+        self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
+    }
+
+    func timerFired() {
+        self.timer.fired()
+        let now = NIODeadline.now()
+        switch self.state {
+        case .idle:
+            if let start = self.headStartedAt {
+                let deadline = start + self.settings.headerTimeout
+                guard now >= deadline else { return self.arm(deadline) }
+                if !self.headBytesSeen { return self.closeClient() }
+                self.answerAndClose(
+                    .requestTimeout(
+                        "the request head was not complete within proxy.header_timeout (\(self.settings.headerTimeout.prettyPrint))"
+                    )
+                )
+            } else {
+                let deadline = self.idleSince + self.settings.clientIdleTimeout
+                guard now >= deadline else { return self.arm(deadline) }
+                self.closeClient()
+            }
+        case .discarding:
+            let deadline = self.idleSince + self.settings.clientIdleTimeout
+            guard now >= deadline else { return self.arm(deadline) }
+            self.closeClient()
+        case .exchanging(let exchange):
+            self.exchangeTimerFired(exchange, now: now)
+        case .closed:
+            break
+        }
+    }
+
+    private func exchangeTimerFired(_ exchange: Exchange, now: NIODeadline) {
+        if let check = exchange.bodyCheckAt, !exchange.requestEnded, exchange.phase != .finished {
+            if now >= check {
+                let stalled =
+                    exchange.requestBodyBytes == exchange.bodyBytesAtCheck && !exchange.readsHeld && !self.readPending
+                if stalled {
+                    exchange.closeClientAfter = true
+                    self.fail(
+                        exchange,
+                        .requestTimeout(
+                            "the request body paused longer than proxy.body_timeout (\(self.settings.bodyTimeout.prettyPrint))"
+                        )
+                    )
+                    return
+                }
+                exchange.bodyBytesAtCheck = exchange.requestBodyBytes
+                exchange.readsHeld = self.readPending
+                exchange.bodyCheckAt = now + self.settings.bodyTimeout
+            }
+            self.arm(exchange.bodyCheckAt!)
+        }
+        if let deadline = exchange.responseDeadline, !exchange.responseHeadSent {
+            if now >= deadline {
+                self.responseTimedOut(exchange)
+            } else {
+                self.arm(deadline)
+            }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import BearerdTestSupport
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import BearerdProxy
+
+@Suite("Limits and slow clients", .timeLimit(.minutes(1)))
+struct ProxyLimitsTests {
+    static let limits = """
+        proxy:
+          max_request_line: 1KiB
+          max_header_count: 10
+          max_header_size: 2KiB
+        """
+
+    @Test(
+        "an oversized request line or head is refused before anything goes upstream",
+        arguments: [
+            ("GET /\(String(repeating: "a", count: 1100)) HTTP/1.1\r\nHost: {host}\r\n\r\n", "414", "max_request_line"),
+            (
+                "GET /x HTTP/1.1\r\nHost: {host}\r\n"
+                    + (1...10).map { "X-\($0): v\r\n" }.joined() + "\r\n",
+                "431", "max_header_count"
+            ),
+            (
+                "GET /x HTTP/1.1\r\nHost: {host}\r\nX-A: \(String(repeating: "a", count: 1100))\r\n"
+                    + "X-B: \(String(repeating: "b", count: 1100))\r\n\r\n",
+                "431", "max_header_size"
+            ),
+            (
+                "GET /x HTTP/1.1\r\nHost: {host}\r\nX-A: \(String(repeating: "a", count: 3000))\r\n\r\n",
+                "431", "max_header_size"
+            ),
+        ]
+    )
+    func oversized(request: String, status: String, key: String) async throws {
+        try await ProxyFixture.with(yaml: Self.limits) { proxy in
+            // Refused bodyless requests keep their connection; ask for a close to see the end.
+            let raw = try await proxy.raw(
+                request.replacingOccurrences(of: "Host: {host}\r\n", with: "Host: {host}\r\nConnection: close\r\n")
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(raw.prefix(200))")
+            #expect(raw.contains("proxy.\(key)"), "\(raw.prefix(300))")
+            #expect(proxy.upstream.connectionCount == 0)
+        }
+    }
+
+    @Test func headsWithinTheLimitsPass() async throws {
+        try await ProxyFixture.with(yaml: Self.limits) { proxy in
+            let headers = (1...8).map { "X-\($0): v\r\n" }.joined()
+            let raw = try await proxy.raw(
+                "GET /\(String(repeating: "a", count: 1000)) HTTP/1.1\r\nHost: {host}\r\n\(headers)Connection: close\r\n\r\n"
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 200 "), "\(raw.prefix(200))")
+        }
+    }
+
+    @Test func connectionsOverTheLimitWaitUntilOneCloses() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  max_connections: 2") { proxy in
+            let request = "GET /held HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n"
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { first in
+                try await first.send(request)
+                #expect(try await first.read(until: "\r\n\r\nok").hasPrefix("HTTP/1.1 200 "))
+                try await RawConnection.with(port: proxy.port, group: proxy.group) { second in
+                    try await second.send(request)
+                    #expect(try await second.read(until: "\r\n\r\nok").hasPrefix("HTTP/1.1 200 "))
+                    // Both stay open (kept alive): a third connection is queued, not served.
+                    try await RawConnection.with(port: proxy.port, group: proxy.group) { third in
+                        try await third.send("GET /third HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
+                        try await Task.sleep(for: .milliseconds(500))
+                        #expect(proxy.upstream.requests.count == 2, "the third connection was served")
+                        try await first.send("GET /bye HTTP/1.1\r\nHost: \(proxy.host)\r\nConnection: close\r\n\r\n")
+                        _ = try await first.read(until: "never")
+                        let answer = try await third.read(until: "\r\n\r\nok")
+                        #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(200))")
+                    }
+                }
+            }
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/held", "/held", "/bye", "/third"])
+            #expect(proxy.logText.contains("proxy.max_connections reached"))
+        }
+    }
+
+    static let slow = """
+        proxy:
+          header_timeout: 300ms
+          body_timeout: 300ms
+        """
+
+    @Test func aHeadNotCompleteInTimeGets408AndNothingGoesUpstream() async throws {
+        try await ProxyFixture.with(yaml: Self.slow) { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                try await connection.send("GET /x HTTP/1.1\r\nHost: \(proxy.host)\r\n")
+                let answer = try await connection.read(until: "never")
+                #expect(answer.hasPrefix("HTTP/1.1 408 Request Timeout"), "\(answer.prefix(200))")
+                #expect(answer.contains("proxy.header_timeout (300ms)"))
+            }
+            #expect(proxy.upstream.connectionCount == 0)
+        }
+    }
+
+    @Test func aHeadDrippedByteByByteStillHasOnlyHeaderTimeout() async throws {
+        try await ProxyFixture.with(yaml: Self.slow) { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                // A slowloris keeps sending, so only a deadline for the whole head stops it.
+                try await connection.send("GET /x HTTP/1.1\r\nHost: \(proxy.host)\r\n")
+                var sent = 0
+                while sent < 20 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    do { try await connection.send("X-\(sent): \(sent)\r\n") } catch { break }
+                    sent += 1
+                }
+                let answer = try await connection.read(until: "never")
+                #expect(answer.hasPrefix("HTTP/1.1 408 "), "\(answer.prefix(200))")
+                #expect(sent < 20, "the connection stayed open for 20 drips")
+            }
+            #expect(proxy.upstream.connectionCount == 0)
+        }
+    }
+
+    @Test func aConnectionThatSendsNothingIsClosedWithoutAnAnswer() async throws {
+        try await ProxyFixture.with(yaml: Self.slow) { proxy in
+            let answer = try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                try await connection.read(until: "never")
+            }
+            #expect(answer.isEmpty)
+        }
+    }
+
+    /// Timeouts for tests that must not trip them: generous, as tests run in parallel.
+    static let lenient = """
+        proxy:
+          header_timeout: 1s
+          body_timeout: 1s
+        """
+
+    @Test func aKeptAliveConnectionIdlesForTheIdleTimeoutNotTheHeaderTimeout() async throws {
+        try await ProxyFixture.with(yaml: Self.lenient) { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                try await connection.send("GET /a HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
+                #expect(try await connection.read(until: "\r\n\r\nok").hasPrefix("HTTP/1.1 200 "))
+                try await Task.sleep(for: .milliseconds(2500))
+                try await connection.send("GET /b HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
+                #expect(try await connection.read(until: "\r\n\r\nok").hasPrefix("HTTP/1.1 200 "))
+            }
+        }
+    }
+
+    @Test func aBodyThatStopsGets408AndTheUpstreamNeverSeesAWholeRequest() async throws {
+        try await ProxyFixture.with(yaml: Self.slow) { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                try await connection.send("POST /x HTTP/1.1\r\nHost: \(proxy.host)\r\nContent-Length: 10\r\n\r\nabc")
+                let answer = try await connection.read(until: "never")
+                #expect(answer.hasPrefix("HTTP/1.1 408 "), "\(answer.prefix(200))")
+                #expect(answer.contains("proxy.body_timeout (300ms)"))
+            }
+            #expect(proxy.upstream.requests.isEmpty)
+        }
+    }
+
+    @Test func aBodyThatKeepsComingIsNotCutOff() async throws {
+        try await ProxyFixture.with(yaml: Self.lenient, responder: Responder { .ok("got \($0.bodyBytes)") }) { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                try await connection.send("POST /x HTTP/1.1\r\nHost: \(proxy.host)\r\nContent-Length: 10\r\n\r\n")
+                // 2.5 s in all, a byte every 250 ms: longer than body_timeout, never a pause as long.
+                for _ in 0..<10 {
+                    try await Task.sleep(for: .milliseconds(250))
+                    try await connection.send("z")
+                }
+                let answer = try await connection.read(until: "got 10")
+                #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(200))")
+            }
+        }
+    }
+
+    @Test func theLimiterWakesWaitingListenersWhenASlotFreesOrTheLimitRises() {
+        let limiter = ConnectionLimiter(limit: 1, logger: Logger(label: "test"))
+        let woken = NIOLockedValueBox(0)
+        #expect(limiter.take())
+        #expect(!limiter.take { woken.withLockedValue { $0 += 1 } })
+        #expect(woken.withLockedValue { $0 } == 0)
+        limiter.give()
+        #expect(woken.withLockedValue { $0 } == 1)
+        #expect(limiter.take())
+        #expect(!limiter.take { woken.withLockedValue { $0 += 1 } })
+        limiter.setLimit(2)
+        #expect(woken.withLockedValue { $0 } == 2)
+        #expect(limiter.take())
+        #expect(!limiter.take())
+    }
+}
