@@ -44,14 +44,12 @@ let package = Package(
             swiftSettings: strict
         ),
         // The token engine: sources (OAuth2, custom JSON), expiry, the refresh critical section.
+        // No HTTP client (BearerdCLI supplies one through `TokenTransport`), so that its parsers
+        // build for the fuzzers without async-http-client and TLS.
         .target(
             name: "BearerdTokens",
             dependencies: [
                 "BearerdAuth",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -138,6 +136,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strict
         ),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BearerdTokens
 import NIOCore
 import NIOHTTP1
 import NIOSSL
