@@ -51,30 +51,25 @@ public final class EncryptedTokenStore: TokenStore {
         guard let data = FileManager.default.contents(atPath: self.path) else {
             throw StoreError.io("cannot read \(self.path): check its owner and mode")
         }
-        guard let (format, header, nonce, sealed) = StoreFormat.parse([UInt8](data)) else {
-            throw self.corrupted(why: "not a bearerd token store, or cut short")
-        }
-        var key = try self.key(for: format)
-        defer { StoreCipher.wipe(&key) }
-        guard try StoreFormat.keyCheck(key) == format.keyCheck else { throw StoreError.wrongKey(self.path) }
-        guard var plaintext = try StoreCipher.open(sealed, key: key, nonce: nonce, aad: header) else {
-            throw self.corrupted(why: "its contents do not authenticate")
-        }
-        defer { StoreCipher.wipe(&plaintext) }
-        // Checked once the header is known to be authentic.
-        guard format.profile == self.profile else {
+        do {
+            return try StoreFile.read([UInt8](data), profile: self.profile) { format throws(StoreError) in
+                try self.key(for: format)
+            }
+        } catch .damaged(let why) {
+            throw self.corrupted(why: why)
+        } catch .wrongKey {
+            throw StoreError.wrongKey(self.path)
+        } catch .otherProfile(let profile) {
             throw StoreError.key(
-                "the token store \(self.path) belongs to the profile \"\(format.profile)\", not \"\(self.profile)\""
+                "the token store \(self.path) belongs to the profile \"\(profile)\", not \"\(self.profile)\""
             )
+        } catch .store(let error) {
+            throw error
         }
-        guard let payload = try? JSONDecoder().decode(Payload.self, from: Data(plaintext)) else {
-            throw self.corrupted(why: "its contents are not readable")
-        }
-        return payload.tokens
     }
 
     public func save(_ tokens: StoredTokens) throws {
-        var plaintext = Array(try JSONEncoder().encode(Payload(tokens)))
+        var plaintext = try StorePayload.encode(tokens)
         defer { StoreCipher.wipe(&plaintext) }
         let (format, material) = try self.formatForWriting()
         var key = material
@@ -151,61 +146,5 @@ public final class EncryptedTokenStore: TokenStore {
         let moved = rename(self.path, aside) == 0
         if moved { try? AtomicFile.syncDirectory(URL(fileURLWithPath: self.path).deletingLastPathComponent().path) }
         return .corrupted(self.path, why: why, movedTo: moved ? aside : nil)
-    }
-
-    /// What is encrypted: the tokens as JSON, the user's session and the client token apart.
-    /// Files written before the two were apart hold the user's session at the top level.
-    private struct Payload: Codable {
-        var user: Session?
-        var client: Session?
-
-        init(_ tokens: StoredTokens) {
-            self.user = tokens.user.map(Session.init)
-            self.client = tokens.client.map(Session.init)
-        }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            self.user = try container.decodeIfPresent(Session.self, forKey: .user)
-            self.client = try container.decodeIfPresent(Session.self, forKey: .client)
-            if self.user == nil, self.client == nil, let legacy = try? Session(from: decoder),
-                legacy.refreshToken != nil || legacy.accessToken != nil
-            {
-                self.user = legacy
-            }
-        }
-
-        var tokens: StoredTokens {
-            StoredTokens(user: self.user?.stored, client: self.client?.stored)
-        }
-    }
-
-    private struct Session: Codable {
-        var refreshToken: String?
-        var accessToken: String?
-        var accessExpiresAt: Double?
-        var scope: String?
-        var receivedAt: Double?
-        var refreshSentAt: Double?
-
-        init(_ session: StoredSession) {
-            self.refreshToken = session.refreshToken?.value
-            self.accessToken = session.accessToken?.value
-            self.accessExpiresAt = session.accessExpiresAt?.timeIntervalSince1970
-            self.scope = session.scope
-            self.receivedAt = session.receivedAt?.timeIntervalSince1970
-            self.refreshSentAt = session.refreshSentAt?.timeIntervalSince1970
-        }
-
-        var stored: StoredSession {
-            StoredSession(
-                refreshToken: self.refreshToken.map(Secret.init),
-                accessToken: self.accessToken.flatMap { BearerToken.isValidTokenValue($0) ? BearerToken($0) : nil },
-                accessExpiresAt: self.accessExpiresAt.map(Date.init(timeIntervalSince1970:)),
-                scope: self.scope,
-                receivedAt: self.receivedAt.map(Date.init(timeIntervalSince1970:)),
-                refreshSentAt: self.refreshSentAt.map(Date.init(timeIntervalSince1970:))
-            )
-        }
     }
 }

@@ -1,0 +1,61 @@
+import BearerdTokens
+
+/// Reads a store file's bytes into tokens, apart from the file system and where the key comes
+/// from, so that the fuzzers can feed it any bytes: every way a file can be wrong is an error
+/// here, never a trap.
+public enum StoreFile {
+    /// Why a file's bytes give no tokens.
+    public enum ReadError: Error, Sendable {
+        /// Not a store, cut short, changed, or unreadable once decrypted.
+        case damaged(String)
+        /// Sealed with another key (the key check says so; the file is fine).
+        case wrongKey
+        /// Sealed for another `store.profile`.
+        case otherProfile(String)
+        /// The key could not be had, or libcrypto failed.
+        case store(StoreError)
+    }
+
+    /// The tokens in `file`, sealed for `profile` with the key `key` gives for its header.
+    public static func read(
+        _ file: [UInt8],
+        profile: String,
+        key: (StoreFormat) throws(StoreError) -> [UInt8]
+    ) throws(ReadError) -> StoredTokens {
+        guard let (format, header, nonce, sealed) = StoreFormat.parse(file) else {
+            throw .damaged("not a bearerd token store, or cut short")
+        }
+        var material: [UInt8]
+        do {
+            material = try key(format)
+        } catch {
+            throw .store(error)
+        }
+        defer { StoreCipher.wipe(&material) }
+        let opened: [UInt8]?
+        do {
+            guard try StoreFormat.keyCheck(material) == format.keyCheck else { throw ReadError.wrongKey }
+            opened = try StoreCipher.open(sealed, key: material, nonce: nonce, aad: header)
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .wrongKey
+        }
+        guard var plaintext = opened else { throw .damaged("its contents do not authenticate") }
+        defer { StoreCipher.wipe(&plaintext) }
+        // Checked once the header is known to be authentic.
+        guard format.profile == profile else { throw .otherProfile(format.profile) }
+        guard let tokens = StorePayload.decode(plaintext) else { throw .damaged("its contents are not readable") }
+        return tokens
+    }
+
+    /// The tokens in a decrypted payload, or `nil` when it is not one.
+    public static func decodePayload(_ plaintext: [UInt8]) -> StoredTokens? {
+        StorePayload.decode(plaintext)
+    }
+
+    /// A decrypted payload for `tokens`.
+    public static func encodePayload(_ tokens: StoredTokens) throws -> [UInt8] {
+        try StorePayload.encode(tokens)
+    }
+}
