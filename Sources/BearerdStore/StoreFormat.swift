@@ -55,8 +55,18 @@ public struct StoreFormat: Equatable, Sendable {
             keyCheck: Array(file[35..<51]),
             profile: profile
         )
+        // The header is authenticated only with the key these parameters derive: bound them before
+        // scrypt runs, or a damaged file could ask for petabytes (or overflow the memory sum).
+        if kdf == .scrypt, !Self.scryptParametersAreSane(log2N: format.log2N, r: format.r, p: format.p) { return nil }
         let nonceEnd = headerLength + StoreCipher.nonceLength
         return (format, Array(file[..<headerLength]), Array(file[headerLength..<nonceEnd]), Array(file[nonceEnd...]))
+    }
+
+    /// scrypt parameters bearerd writes (N = 2^15, r = 8, p = 1) and a margin for later ones:
+    /// N from 2^10 to 2^20, r up to 32, p up to 16, at most 1 GiB of working memory.
+    static func scryptParametersAreSane(log2N: UInt8, r: UInt32, p: UInt32) -> Bool {
+        guard (10...20).contains(log2N), (1...32).contains(r), (1...16).contains(p) else { return false }
+        return 128 * UInt64(r) << UInt64(log2N) <= 1 << 30
     }
 
     static func keyCheck(_ key: [UInt8]) throws(StoreError) -> [UInt8] {

@@ -96,9 +96,9 @@ struct EncryptedTokenStoreTests {
                 _ = try store.load()
                 Issue.record("byte \(index) flipped and the store still loaded")
             } catch let error as StoreError {
-                // The key check (and the key kind, byte 9) tell a wrong key, which leaves the file
-                // alone; anything else is damage.
-                let expected: StoreError.Code = index == 9 || (35..<51).contains(index) ? .wrongKey : .corrupted
+                // The key check tells a wrong key, which leaves the file alone; anything else is
+                // damage (byte 9 turned to scrypt comes with no scrypt parameters).
+                let expected: StoreError.Code = (35..<51).contains(index) ? .wrongKey : .corrupted
                 #expect(error.code == expected, "byte \(index): \(error)")
             }
             for file in try self.files() where file.contains(".corrupt-") {
@@ -148,6 +148,27 @@ struct EncryptedTokenStoreTests {
         let wrong = try self.directory.write("incorrect horse battery staple", to: "wrong")
         #expect(throws: StoreError.self) { _ = try self.store(key: .passphraseFile(wrong)).load() }
         #expect(throws: StoreError.self) { _ = try self.store().load() }
+    }
+
+    /// The header names scrypt's cost, and it is authenticated only by the key that cost derives:
+    /// a damaged header must not make bearerd trap (an overflowing memory sum) or run scrypt with
+    /// a cost of hours and terabytes before it can tell.
+    @Test(arguments: [(UInt8(63), UInt32.max, UInt32(1)), (40, 8, 1), (15, 8, 0xFFFF), (15, 0, 1), (9, 8, 1)])
+    func scryptParametersOutOfRangeAreDamage(log2N: UInt8, r: UInt32, p: UInt32) throws {
+        let passphrase = try self.directory.write("correct horse battery staple\n", to: "passphrase")
+        try self.store(key: .passphraseFile(passphrase)).save(self.tokens)
+        var file = try self.bytes()
+        file[10] = log2N
+        for (index, value) in [(11, r), (15, p)] {
+            for byte in 0..<4 { file[index + byte] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(byte))) }
+        }
+        try Data(file).write(to: URL(fileURLWithPath: self.storePath))
+        #expect {
+            _ = try self.store(key: .passphraseFile(passphrase)).load()
+        } throws: { error in
+            (error as? StoreError)?.code == .corrupted
+        }
+        #expect(StoreFormat.scryptParametersAreSane(log2N: StoreKey.log2N, r: StoreKey.r, p: StoreKey.p))
     }
 
     @Test func keysAndStoresOthersMayReadAreRefused() throws {
