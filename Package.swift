@@ -148,6 +148,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The fuzz targets: bearerd's parsers of untrusted input, with the promises they keep.
+        // `scripts/fuzz TARGET SECONDS` builds bearerd-fuzz with libFuzzer and AddressSanitizer;
+        // none of this depends on async-http-client, swift-nio-ssl or BoringSSL.
+        .target(
+            name: "BearerdFuzzTargets",
+            dependencies: ["BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "bearerd-fuzz",
+            dependencies: ["BearerdFuzzTargets"],
+            swiftSettings: strict
+        ),
         // In-process servers, clients and log capture for the tests.
         .target(
             name: "BearerdTestSupport",
@@ -164,6 +177,11 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             path: "Tests/BearerdTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdFuzzTests",
+            dependencies: ["BearerdFuzzTargets"],
             swiftSettings: strict
         ),
         .testTarget(
