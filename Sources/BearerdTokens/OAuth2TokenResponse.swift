@@ -34,7 +34,8 @@ enum OAuth2TokenResponse {
         )
     }
 
-    /// A number of seconds, as a JSON number or a numeric string (some servers send "3600").
+    /// A number of seconds, as a JSON number or a numeric string (some servers send "3600"), at
+    /// most ``RefreshPolicy/longestLifetime`` (a server's 1e300 would not fit a `Duration`).
     static func seconds(_ value: JSONValue?, name: String) throws -> Double? {
         let number: Double?
         switch value {
@@ -44,6 +45,6 @@ enum OAuth2TokenResponse {
         default: number = nil
         }
         guard let number, number.isFinite, number >= 0 else { throw TokenBodyError("an \(name) that is not a number") }
-        return number
+        return min(number, RefreshPolicy.longestLifetime)
     }
 }

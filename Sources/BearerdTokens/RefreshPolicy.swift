@@ -36,6 +36,16 @@ public struct RefreshPolicy: Sendable {
         return expiresAt.addingTimeInterval(-min(self.leeway.seconds, 0.25 * lifetime))
     }
 
+    /// The longest lifetime the engine takes from a token server or the store: ten years. Servers
+    /// and damaged files can say 1e300 seconds, which neither `Duration` nor `Int` holds; a token
+    /// that really lives longer is refreshed at its first 401 instead.
+    static let longestLifetime: TimeInterval = 10 * 365 * 86_400
+
+    /// `date`, moved to within ``longestLifetime`` of `now`.
+    static func plausible(_ date: Date, around now: Date) -> Date {
+        min(max(date, now.addingTimeInterval(-Self.longestLifetime)), now.addingTimeInterval(Self.longestLifetime))
+    }
+
     /// The wait after `failures` failed attempts in a row (≥ 1); `random` is uniform in 0..<1.
     func backoff(failures: Int, random: Double) -> Duration {
         let ceiling = min(self.backoffCap.seconds, self.backoffBase.seconds * pow(2, Double(min(failures, 40) - 1)))

@@ -266,7 +266,10 @@ extension TokenManager {
         }
         if let lifetime = issued.lifetime { candidates.append(receivedAt.addingTimeInterval(lifetime.seconds)) }
         if let expiresAt = issued.expiresAt { candidates.append(expiresAt.addingTimeInterval(-skew)) }
-        let expiresAt = candidates.min() ?? receivedAt.addingTimeInterval(self.policy.defaultLifetime.seconds)
+        let expiresAt = RefreshPolicy.plausible(
+            candidates.min() ?? receivedAt.addingTimeInterval(self.policy.defaultLifetime.seconds),
+            around: receivedAt
+        )
         return Session(
             kind: kind,
             access: issued.accessToken,

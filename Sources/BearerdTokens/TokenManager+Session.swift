@@ -33,12 +33,16 @@ extension TokenManager {
         /// A session read back from the store: a still-valid access token is used as it is (no
         /// refresh at boot); an expired one is refreshed at once.
         init(restoring stored: StoredSession, kind: Kind, now: Date, policy: RefreshPolicy) {
-            let expiresAt = stored.accessExpiresAt ?? now
+            // A damaged or hostile store may hold any date; the engine computes with plausible ones.
+            let expiresAt = RefreshPolicy.plausible(stored.accessExpiresAt ?? now, around: now)
             // Kept until it really expires: usable while the token server is down (`.waiting`).
             let access = expiresAt > now ? stored.accessToken : nil
             // Margins as when it arrived (capped by its lifetime); without that time, the
             // configured ones.
-            let receivedAt = stored.receivedAt ?? expiresAt.addingTimeInterval(-policy.defaultLifetime.seconds)
+            let receivedAt = RefreshPolicy.plausible(
+                stored.receivedAt ?? expiresAt.addingTimeInterval(-policy.defaultLifetime.seconds),
+                around: now
+            )
             let usableUntil = access == nil ? now : policy.usableUntil(receivedAt: receivedAt, expiresAt: expiresAt)
             let refreshAt = policy.refreshTime(receivedAt: receivedAt, expiresAt: expiresAt, random: 0.5)
             self.init(

@@ -118,7 +118,7 @@ public actor TokenManager: TokenProvider {
         if let sent = (stored.user ?? stored.client)?.refreshSentAt {
             logger.notice(
                 "bearerd stopped while a refresh was in flight; refreshing again at once, within the token server's grace period for the previous refresh token",
-                metadata: ["sent_s_ago": "\(Int(now.timeIntervalSince(sent)))"]
+                metadata: ["sent_s_ago": "\(Int(now.timeIntervalSince(RefreshPolicy.plausible(sent, around: now))))"]
             )
         }
         if let user = stored.user {

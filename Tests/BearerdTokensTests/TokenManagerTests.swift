@@ -27,6 +27,40 @@ struct TokenManagerTests {
         #expect(neither.offset(await neither.manager.currentSession?.expiresAt) == 3600, "default_lifetime")
     }
 
+    /// Found by the token-response fuzzer: `expires_in` 1e300 trapped converting to `Duration`.
+    /// Absurd lifetimes, from the server (`expires_in`, JWT `exp`) or a damaged store, are taken
+    /// as ten years, and everything computed from them (status, logs, the timer) still works.
+    @Test(arguments: [
+        FakeTokenEndpoint.json(#"{"access_token":"opaque-token","expires_in":1e300}"#),
+        FakeTokenEndpoint.json(#"{"access_token":"opaque-token","expires_in":"368888888888888888888888888888"}"#),
+        FakeTokenEndpoint.tokens(access: jwt(#"{"exp":1e300}"#), expiresIn: nil),
+    ])
+    func anAbsurdLifetimeIsTakenAsTenYears(response: TokenHTTPResponse) async throws {
+        let harness = TokenHarness { _, _ in response }
+        _ = try await harness.manager.token()
+        #expect(harness.offset(await harness.manager.currentSession?.expiresAt) == RefreshPolicy.longestLifetime)
+        let status = await harness.manager.status()
+        #expect(status.expiresIn == Int(RefreshPolicy.longestLifetime))
+    }
+
+    @Test func absurdDatesInTheStoreAreMadePlausible() async throws {
+        let far = Date(timeIntervalSince1970: 1e308)
+        let stored = StoredTokens(
+            user: StoredSession(
+                refreshToken: Secret("refresh-0001"),
+                accessToken: BearerToken("access-0001"),
+                accessExpiresAt: far,
+                receivedAt: Date(timeIntervalSince1970: -1e308),
+                refreshSentAt: far
+            )
+        )
+        let harness = TokenHarness(stored: stored) { _, _ in FakeTokenEndpoint.tokens(access: "fresh-0002") }
+        let status = await harness.manager.status()
+        #expect(status.expiresIn == Int(RefreshPolicy.longestLifetime))
+        #expect(status.nextRefreshAt == harness.clock.now, "the refresh-in-flight mark still means: refresh at once")
+        #expect(harness.logText.contains("refresh was in flight"))
+    }
+
     @Test func aSkewedServerClockCorrectsJWTExpAndWarnsOnce() async throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         // The server's clock is two minutes ahead: its exp, read on our clock, is two minutes late.
