@@ -2,8 +2,9 @@ import Foundation
 
 /// IMF-fixdate (RFC 9110 §5.6.7), as in `Date` and `Retry-After` headers.
 enum HTTPDate {
+    /// Parsed by hand (``Timestamp``), never by ICU: the text comes from the token server.
     static func parse(_ text: String) -> Date? {
-        Self.formatter().date(from: text.trimmingCharacters(in: .whitespaces))
+        Timestamp.imfFixdate(text)
     }
 
     static func format(_ date: Date) -> String {

@@ -165,11 +165,7 @@ public struct JSONSource: TokenSource {
             // Milliseconds since 1970 are common too; no expiry in seconds is past year 5000.
             return Date(timeIntervalSince1970: number > 100_000_000_000 ? number / 1000 : number)
         case .string(let text):
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            if let date = formatter.date(from: text) { return date }
-            formatter.formatOptions = [.withInternetDateTime]
-            if let date = formatter.date(from: text) { return date }
+            if let date = Timestamp.rfc3339(text) { return date }
             if let seconds = Double(text) { return try Self.date(.number(seconds), pointer: pointer) }
             throw TokenBodyError("an expiry at \(pointer) that is not RFC 3339 or a number")
         default:
