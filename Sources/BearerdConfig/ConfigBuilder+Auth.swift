@@ -45,13 +45,7 @@ extension ConfigBuilder {
         if let caFile, access(caFile, R_OK) != 0 {
             self.issue("auth.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
         }
-        let maxRefreshes = self.parsed(
-            "auth.max_refreshes_per_minute",
-            default: 30,
-            expected: "a whole number",
-            ConfigValueParsers.count
-        )
-        if maxRefreshes < 1 { self.issue("auth.max_refreshes_per_minute", "must be at least 1") }
+        let maxRefreshes = self.count("auth.max_refreshes_per_minute", default: 30)
         return BearerdConfiguration.Auth(
             source: source,
             refreshTokenFile: refreshTokenFile,

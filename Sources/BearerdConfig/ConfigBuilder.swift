@@ -129,40 +129,10 @@ struct ConfigBuilder {
             )
             if maxBody == 0 { self.issue("proxy.max_request_body", "must be more than 0 (leave it out for no limit)") }
         }
-        let maxHeader = self.parsed(
-            "proxy.max_header_size",
-            default: 64 << 10,
-            expected: "a size like 64KiB",
-            ConfigValueParsers.size
-        )
-        if !(1024...(1 << 20)).contains(maxHeader) {
-            self.issue("proxy.max_header_size", "must be from 1KiB to 1MiB (got \(maxHeader) bytes)")
-        }
-        let maxLine = self.parsed(
-            "proxy.max_request_line",
-            default: 8 << 10,
-            expected: "a size like 8KiB",
-            ConfigValueParsers.size
-        )
-        if !(256...(1 << 20)).contains(maxLine) {
-            self.issue("proxy.max_request_line", "must be from 256B to 1MiB (got \(maxLine) bytes)")
-        }
-        let maxCount = self.parsed(
-            "proxy.max_header_count",
-            default: 100,
-            expected: "a whole number",
-            ConfigValueParsers.count
-        )
-        if !(1...10_000).contains(maxCount) {
-            self.issue("proxy.max_header_count", "must be from 1 to 10000 (got \(maxCount))")
-        }
-        let maxConnections = self.parsed(
-            "proxy.max_connections",
-            default: 512,
-            expected: "a whole number",
-            ConfigValueParsers.count
-        )
-        if maxConnections < 1 { self.issue("proxy.max_connections", "must be at least 1") }
+        let maxHeader = self.size("proxy.max_header_size", default: 64 << 10, within: 1024...(1 << 20), "1KiB to 1MiB")
+        let maxLine = self.size("proxy.max_request_line", default: 8 << 10, within: 256...(1 << 20), "256B to 1MiB")
+        let maxCount = self.count("proxy.max_header_count", default: 100, within: 1...10_000)
+        let maxConnections = self.count("proxy.max_connections", default: 512)
         let retryMethods = Set(
             (self.reader.stringArray(forKey: "proxy.retry_methods") ?? Self.defaultRetryMethods).map { $0.uppercased() }
         )
@@ -358,6 +328,34 @@ struct ConfigBuilder {
             ConfigValueParsers.duration
         )
         if value == .zero && !allowZero { self.issue(key, "must be more than 0") }
+        return value
+    }
+
+    /// A size in bytes (`64KiB`) within `range`, which `rangeText` says in words.
+    mutating func size(
+        _ key: String,
+        default defaultValue: Int,
+        within range: ClosedRange<Int>,
+        _ rangeText: String
+    )
+        -> Int
+    {
+        let value = self.parsed(key, default: defaultValue, expected: "a size like 64KiB", ConfigValueParsers.size)
+        if !range.contains(value) { self.issue(key, "must be from \(rangeText) (got \(value) bytes)") }
+        return value
+    }
+
+    /// A whole number within `range`.
+    mutating func count(_ key: String, default defaultValue: Int, within range: ClosedRange<Int> = 1...Int.max) -> Int {
+        let value = self.parsed(key, default: defaultValue, expected: "a whole number", ConfigValueParsers.count)
+        if !range.contains(value) {
+            self.issue(
+                key,
+                range.upperBound == Int.max
+                    ? "must be at least \(range.lowerBound)"
+                    : "must be from \(range.lowerBound) to \(range.upperBound) (got \(value))"
+            )
+        }
         return value
     }
 
