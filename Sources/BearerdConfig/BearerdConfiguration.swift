@@ -67,8 +67,7 @@ public struct BearerdConfiguration: Sendable {
         public var maxHeaderCount: Int
         /// `proxy.max_connections`: open client connections; more wait to be accepted.
         public var maxConnections: Int
-        /// `proxy.header_timeout`: from a request's first byte (a new connection's accept) to the
-        /// end of its head, before 408.
+        /// `proxy.header_timeout`: from a request's first byte to the end of its head, before 408.
         public var headerTimeout: Duration
         /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.
         public var bodyTimeout: Duration

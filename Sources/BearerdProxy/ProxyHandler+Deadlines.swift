@@ -1,15 +1,20 @@
 import NIOCore
 
 /// The client connection's deadlines, all served by one ``ConnectionTimer``:
-/// - idle between requests (`proxy.client_idle_timeout`): closed without an answer;
-/// - a request head from its first byte, or a new connection's first head from the accept
-///   (`proxy.header_timeout`): 408, or a plain close when nothing was sent;
+/// - idle before a request (`proxy.client_idle_timeout`), a new connection's first one included:
+///   closed without an answer;
+/// - a request head, from its first byte (`proxy.header_timeout`): 408;
 /// - a request body that stops coming while bearerd reads it (`proxy.body_timeout`): 408;
 /// - the upstream's response head (`upstream.response_timeout`): 504.
 ///
 /// The body is checked once per `body_timeout` rather than timed per read, so the data path pays
 /// nothing: a check that finds no new bytes, while bearerd itself did not hold reads back, ends
 /// the request. A stall is thus caught between one and two `body_timeout`s after it starts.
+///
+/// A new connection waits for its first byte as a kept-alive one waits for its next request:
+/// a deadline from the accept would add nothing against a client that holds connections (one
+/// cheap request buys it the idle timeout anyway) and would cut off honest clients on a machine
+/// too busy to write within `header_timeout` of connecting.
 extension ProxyHandler {
     /// The connection is between requests: it may stay so for `proxy.client_idle_timeout`.
     func becameIdle() {
@@ -17,10 +22,10 @@ extension ProxyHandler {
         self.arm(self.idleSince + self.settings.clientIdleTimeout)
     }
 
-    /// Starts the head's clock: at the accept, and at the first bytes of each later request.
-    func headStarted(at start: NIODeadline, bytesSeen: Bool) {
+    /// Starts the head's clock at a request's first bytes.
+    func headStarted() {
+        let start = NIODeadline.now()
         self.headStartedAt = start
-        self.headBytesSeen = bytesSeen
         self.arm(start + self.settings.headerTimeout)
     }
 
@@ -28,12 +33,8 @@ extension ProxyHandler {
     /// request whose body is still to come gets its first body check.
     func readEnded() {
         switch self.state {
-        case .idle where !self.partsInRead && self.pipelined.isEmpty:
-            if self.headStartedAt == nil {
-                self.headStarted(at: .now(), bytesSeen: true)
-            } else {
-                self.headBytesSeen = true
-            }
+        case .idle where !self.partsInRead && self.pipelined.isEmpty && self.headStartedAt == nil:
+            self.headStarted()
         case .exchanging(let exchange) where !exchange.requestEnded && exchange.bodyCheckAt == nil:
             let deadline = NIODeadline.now() + self.settings.bodyTimeout
             exchange.bodyCheckAt = deadline
@@ -57,7 +58,6 @@ extension ProxyHandler {
             if let start = self.headStartedAt {
                 let deadline = start + self.settings.headerTimeout
                 guard now >= deadline else { return self.arm(deadline) }
-                if !self.headBytesSeen { return self.closeClient() }
                 self.answerAndClose(
                     .requestTimeout(
                         "the request head was not complete within proxy.header_timeout (\(self.settings.headerTimeout.prettyPrint))"

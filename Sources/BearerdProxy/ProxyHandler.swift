@@ -45,9 +45,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// Every deadline of the connection shares one timer (see `ProxyHandler+Deadlines`).
     var timer = ConnectionTimer()
     var idleSince = NIODeadline.now()
-    /// When the request head now arriving started, and whether any of its bytes came.
+    /// When the first bytes of the request head now arriving came.
     var headStartedAt: NIODeadline?
-    var headBytesSeen = false
     /// A request part arrived in the current read.
     var partsInRead = false
 
@@ -71,9 +70,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.context = context
         self.peer = context.channel.remoteAddress?.ipAddress
         self.local = context.channel.localAddress
-        // A new connection's first request head is due within proxy.header_timeout of the accept.
-        self.idleSince = .now()
-        self.headStarted(at: self.idleSince, bytesSeen: false)
+        self.becameIdle()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {

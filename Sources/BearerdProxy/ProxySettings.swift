@@ -29,7 +29,7 @@ public struct ProxySettings: Sendable {
     public var maxConnections: Int
     /// How long a client connection may sit idle between requests.
     public var clientIdleTimeout: TimeAmount
-    /// From a request's first byte (a connection's accept) to the end of its head.
+    /// From a request's first byte to the end of its head.
     public var headerTimeout: TimeAmount
     /// Longest pause in a request body while bearerd reads it.
     public var bodyTimeout: TimeAmount

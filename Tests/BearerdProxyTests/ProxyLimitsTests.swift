@@ -122,8 +122,8 @@ struct ProxyLimitsTests {
         }
     }
 
-    @Test func aConnectionThatSendsNothingIsClosedWithoutAnAnswer() async throws {
-        try await ProxyFixture.with(yaml: Self.slow) { proxy in
+    @Test func aConnectionThatSendsNothingIsClosedAfterTheIdleTimeoutWithoutAnAnswer() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  client_idle_timeout: 300ms") { proxy in
             let answer = try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
                 try await connection.read(until: "never")
             }
