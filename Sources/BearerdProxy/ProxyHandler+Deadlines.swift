@@ -75,7 +75,7 @@ extension ProxyHandler {
         case .exchanging(let exchange):
             self.exchangeTimerFired(exchange, now: now)
         case .closed:
-            break
+            if self.lingering { self.context?.close(promise: nil) }
         }
     }
 

@@ -58,7 +58,7 @@ extension ProxyHandler {
         if close {
             self.timer.cancel()
             context.writeAndFlush(self.wrapOutboundOut(end ?? WireFormat.empty)).assumeIsolated().whenComplete { _ in
-                context.close(promise: nil)
+                self.linger()
             }
         } else {
             if let end { context.write(self.wrapOutboundOut(end), promise: nil) }
@@ -82,6 +82,19 @@ extension ProxyHandler {
         self.context?.close(promise: nil)
     }
 
+    /// After the last response: half-closes, then drops whatever the client still sends until it
+    /// closes too, for up to ``lingerTime``. Closing with unread input makes the kernel send a
+    /// reset, which can destroy the response (a 408, a 413) before the client reads it; nginx's
+    /// lingering close does the same.
+    func linger() {
+        guard let context, context.channel.isActive else { return }
+        self.lingering = true
+        self.pipelined.removeAll()
+        self.resumeClientReads()
+        context.close(mode: .output).assumeIsolated().whenFailure { _ in context.close(promise: nil) }
+        self.arm(.now() + Self.lingerTime)
+    }
+
     // MARK: Client connection events
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -94,6 +107,8 @@ extension ProxyHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // What a lingering client still sends is dropped, parseable or not.
+        if self.lingering { return }
         guard let parserError = error as? HTTPParserError else {
             self.logger.debug("client connection error", metadata: ["error": "\(error)"])
             if case .exchanging(let exchange) = self.state, exchange.phase != .finished {

@@ -35,6 +35,10 @@ final class ProxyHandler: ChannelDuplexHandler {
     var pipelined = CircularBuffer<HTTPServerRequestPart>()
     /// Graceful shutdown asked this connection to close once its current exchange ends.
     var quiescing = false
+    /// The last response went out and the output is closed; input is read and dropped.
+    var lingering = false
+    /// How long a lingering connection waits for the client to close.
+    static let lingerTime = TimeAmount.seconds(2)
     /// Inside a read loop: upstream writes are flushed once, at `channelReadComplete`.
     var inRead = false
     /// Inside `begin`: an exchange attached now went upstream without waiting.

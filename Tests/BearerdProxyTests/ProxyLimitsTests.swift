@@ -85,6 +85,28 @@ struct ProxyLimitsTests {
         }
     }
 
+    /// A client still sending when bearerd refuses it gets the answer and an orderly end: bearerd
+    /// half-closes and drops the rest. (Closing with unread input makes the kernel reset the
+    /// connection, which can destroy the answer; on loopback that race is rare here, and the drip
+    /// test below is the one that caught it in CI.)
+    @Test func aClientStillSendingGetsTheRefusalNotAReset() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 1KiB") { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                try await connection.send("POST /x HTTP/1.1\r\nHost: \(proxy.host)\r\nContent-Length: 4000000\r\n\r\n")
+                // The body keeps coming after the 413; the answer is read last, when a reset
+                // would already have thrown it away.
+                let chunk = String(repeating: "b", count: 64 << 10)
+                for _ in 0..<16 {
+                    do { try await connection.send(chunk) } catch { break }
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                let answer = try await connection.read(until: "never")
+                #expect(answer.hasPrefix("HTTP/1.1 413 "), "\(answer.prefix(200))")
+            }
+            #expect(proxy.upstream.connectionCount == 0)
+        }
+    }
+
     static let slow = """
         proxy:
           header_timeout: 300ms
