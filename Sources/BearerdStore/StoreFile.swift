@@ -25,22 +25,19 @@ public enum StoreFile {
         guard let (format, header, nonce, sealed) = StoreFormat.parse(file) else {
             throw .damaged("not a bearerd token store, or cut short")
         }
-        var material: [UInt8]
-        do {
-            material = try key(format)
-        } catch {
-            throw .store(error)
-        }
+        var material: [UInt8] = []
         defer { StoreCipher.wipe(&material) }
+        let check: [UInt8]
         let opened: [UInt8]?
-        do {
-            guard try StoreFormat.keyCheck(material) == format.keyCheck else { throw ReadError.wrongKey }
-            opened = try StoreCipher.open(sealed, key: material, nonce: nonce, aad: header)
-        } catch let error as StoreError {
-            throw .store(error)
+        do throws(StoreError) {
+            material = try key(format)
+            check = try StoreFormat.keyCheck(material)
+            opened =
+                check == format.keyCheck ? try StoreCipher.open(sealed, key: material, nonce: nonce, aad: header) : nil
         } catch {
-            throw .wrongKey
+            throw .store(error)
         }
+        guard check == format.keyCheck else { throw .wrongKey }
         guard var plaintext = opened else { throw .damaged("its contents do not authenticate") }
         defer { StoreCipher.wipe(&plaintext) }
         // Checked once the header is known to be authentic.
