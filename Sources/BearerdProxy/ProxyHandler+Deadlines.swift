@@ -53,22 +53,17 @@ extension ProxyHandler {
     func timerFired() {
         self.timer.fired()
         let now = NIODeadline.now()
-        switch self.state {
-        case .idle:
-            if let start = self.headStartedAt {
-                let deadline = start + self.settings.headerTimeout
-                guard now >= deadline else { return self.arm(deadline) }
-                self.answerAndClose(
-                    .requestTimeout(
-                        "the request head was not complete within proxy.header_timeout (\(self.settings.headerTimeout.prettyPrint))"
-                    )
+        if case .idle = self.state, let start = self.headStartedAt {
+            let deadline = start + self.settings.headerTimeout
+            guard now >= deadline else { return self.arm(deadline) }
+            return self.answerAndClose(
+                .requestTimeout(
+                    "the request head was not complete within proxy.header_timeout (\(self.settings.headerTimeout.prettyPrint))"
                 )
-            } else {
-                let deadline = self.idleSince + self.settings.clientIdleTimeout
-                guard now >= deadline else { return self.arm(deadline) }
-                self.closeClient()
-            }
-        case .discarding:
+            )
+        }
+        switch self.state {
+        case .idle, .discarding:
             let deadline = self.idleSince + self.settings.clientIdleTimeout
             guard now >= deadline else { return self.arm(deadline) }
             self.closeClient()
