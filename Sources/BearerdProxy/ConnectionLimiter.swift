@@ -1,5 +1,4 @@
 import Logging
-import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -20,11 +19,12 @@ final class ConnectionLimiter: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
-    private let open = Meter(label: "bearerd_client_connections")
+    private let metrics: ProxyMetrics
     private let logger: Logger
 
-    init(limit: Int, logger: Logger) {
+    init(limit: Int, metrics: ProxyMetrics, logger: Logger) {
         self.state = NIOLockedValueBox(State(limit: limit))
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -50,9 +50,9 @@ final class ConnectionLimiter: Sendable {
 
     /// A slot taken by a listener now belongs to the connection it accepted, until it closes.
     func hand(to channel: any Channel) {
-        self.open.increment()
+        self.metrics.connectionOpened()
         channel.closeFuture.whenComplete { _ in
-            self.open.decrement()
+            self.metrics.connectionClosed()
             self.give()
         }
     }

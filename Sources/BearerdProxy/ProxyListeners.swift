@@ -78,7 +78,7 @@ public final class ProxyListeners: Sendable {
 
     private let state: NIOLockedValueBox<State>
     private let tokens: any TokenProvider
-    private let metrics = ProxyMetrics()
+    private let metrics: ProxyMetrics
     /// `proxy.max_connections`, over every listener and generation.
     private let limiter: ConnectionLimiter
     private let group: any EventLoopGroup
@@ -89,7 +89,9 @@ public final class ProxyListeners: Sendable {
 
     private init(generation: Generation, tokens: any TokenProvider, group: any EventLoopGroup, logger: Logger) {
         self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
-        self.limiter = ConnectionLimiter(limit: generation.settings.maxConnections, logger: logger)
+        let metrics = ProxyMetrics()
+        self.metrics = metrics
+        self.limiter = ConnectionLimiter(limit: generation.settings.maxConnections, metrics: metrics, logger: logger)
         self.tokens = tokens
         self.group = group
         self.logger = logger

@@ -12,6 +12,7 @@ public final class ProxyMetrics: Sendable {
     private let bytesIn = Counter(label: "bearerd_request_body_bytes_total")
     private let bytesOut = Counter(label: "bearerd_response_body_bytes_total")
     private let retries = Counter(label: "bearerd_upstream_401_retries_total")
+    private let connections = Meter(label: "bearerd_client_connections")
 
     public init() {
         self.requests = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"].map {
@@ -25,6 +26,14 @@ public final class ProxyMetrics: Sendable {
 
     func retried() {
         self.retries.increment()
+    }
+
+    func connectionOpened() {
+        self.connections.increment()
+    }
+
+    func connectionClosed() {
+        self.connections.decrement()
     }
 
     /// Counts a finished exchange; `upstream` is how long the upstream took, when it was asked.

@@ -200,7 +200,7 @@ struct ProxyLimitsTests {
     }
 
     @Test func theLimiterWakesWaitingListenersWhenASlotFreesOrTheLimitRises() {
-        let limiter = ConnectionLimiter(limit: 1, logger: Logger(label: "test"))
+        let limiter = ConnectionLimiter(limit: 1, metrics: ProxyMetrics(), logger: Logger(label: "test"))
         let woken = NIOLockedValueBox(0)
         #expect(limiter.take())
         #expect(!limiter.take { woken.withLockedValue { $0 += 1 } })
