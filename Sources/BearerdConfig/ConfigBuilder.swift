@@ -139,28 +139,16 @@ struct ConfigBuilder {
         for method in retryMethods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
             self.issue("proxy.retry_methods", "must list HTTP methods like GET or POST (got \"\(method)\")")
         }
-        var origins: Set<String> = []
-        for origin in self.reader.stringArray(forKey: "proxy.allowed_origins") ?? [] {
-            if let normalized = Self.origin(origin) {
-                origins.insert(normalized)
-            } else {
-                self.issue(
-                    "proxy.allowed_origins",
-                    "each entry must be an origin like https://app.example.com or http://localhost:3000, without a path (got \"\(origin)\")"
-                )
-            }
-        }
-        var hosts: Set<String> = []
-        for host in self.reader.stringArray(forKey: "proxy.allowed_hosts") ?? [] {
-            if let normalized = Self.hostName(host) {
-                hosts.insert(normalized)
-            } else {
-                self.issue(
-                    "proxy.allowed_hosts",
-                    "each entry must be a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080 (got \"\(host)\")"
-                )
-            }
-        }
+        let origins = self.normalizedSet(
+            "proxy.allowed_origins",
+            Self.origin,
+            "an origin like https://app.example.com or http://localhost:3000, without a path"
+        )
+        let hosts = self.normalizedSet(
+            "proxy.allowed_hosts",
+            Self.hostName,
+            "a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080"
+        )
         let keyFile = self.string("proxy.client_key_file").map(self.resolve)
         if let keyFile, let problem = SecretFileCheck.problem(path: keyFile) {
             self.issue("proxy.client_key_file", problem)
@@ -329,6 +317,20 @@ struct ConfigBuilder {
         )
         if value == .zero && !allowZero { self.issue(key, "must be more than 0") }
         return value
+    }
+
+    /// A list whose entries `normalize` accepts, as a set of their normal forms; each entry it
+    /// refuses is an issue saying what `expected` is.
+    mutating func normalizedSet(_ key: String, _ normalize: (String) -> String?, _ expected: String) -> Set<String> {
+        var set: Set<String> = []
+        for entry in self.reader.stringArray(forKey: ConfigKey(key)) ?? [] {
+            if let normalized = normalize(entry) {
+                set.insert(normalized)
+            } else {
+                self.issue(key, "each entry must be \(expected) (got \"\(entry)\")")
+            }
+        }
+        return set
     }
 
     /// A size in bytes (`64KiB`) within `range`, which `rangeText` says in words.
