@@ -102,7 +102,8 @@ struct SessionVerbTests {
         let directory = try TemporaryDirectory()
         let config = try Self.config(directory, oauth: oauth, upstream: upstream.port)
         let daemon = try BearerdProcess(["serve", "-c", config])
-        try await waitUntil { daemon.stderr.contains("msg=listening") }
+        // The admin socket is its own service: it may come up after the proxy says it listens.
+        try await waitUntil { daemon.stderr.contains("msg=listening") && daemon.stderr.contains("admin socket ready") }
         let port = try #require(daemon.proxyPort)
         let bearerd = { (arguments: [String], input: String?) in
             try await BearerdProcess.run(arguments + ["-c", config], input: input)
