@@ -97,6 +97,12 @@ public struct BearerdConfiguration: Sendable {
         /// `proxy.allow_paths` / `proxy.deny_paths`: path prefixes, by whole segments.
         public var allowPaths: [String]
         public var denyPaths: [String]
+        /// `proxy.allow_path_params`: whether `;` may appear in a request path (off: 400).
+        public var allowPathParams: Bool
+        /// `proxy.pass_override_headers`: whether `X-HTTP-Method-Override`, `X-Original-URL`,
+        /// `X-Rewrite-URL`, `X-Real-IP`, `Forwarded` and their kind reach the upstream (off:
+        /// removed, since they can undo the method and path lists).
+        public var passOverrideHeaders: Bool
     }
 
     /// `store.*`: the encrypted token store.

@@ -172,13 +172,21 @@ struct ConfigBuilder {
             }
             methods[key] = listed
         }
+        let allowPathParams = self.bool("proxy.allow_path_params", default: false)
         var paths: [String: [String]] = [:]
         for key in ["proxy.allow_paths", "proxy.deny_paths"] {
-            let listed = self.reader.stringArray(forKey: ConfigKey(key)) ?? []
-            for path in listed where !path.hasPrefix("/") || path.contains("?") || path.contains("%") {
-                self.issue(key, "must list paths like /api/ or /admin, without a query or %-escapes (got \"\(path)\")")
+            var canonical: [String] = []
+            for path in self.reader.stringArray(forKey: ConfigKey(key)) ?? [] {
+                switch CanonicalTarget.parse(path, allowPathParams: allowPathParams) {
+                case .success(let target) where target.query == nil:
+                    canonical.append(target.path)
+                case .success:
+                    self.issue(key, "must list paths like /api/ or /admin, without a query (got \"\(path)\")")
+                case .failure(let refusal):
+                    self.issue(key, "must list paths like /api/ or /admin: \(refusal.reason) (got \"\(path)\")")
+                }
             }
-            paths[key] = listed
+            paths[key] = canonical
         }
         return BearerdConfiguration.Proxy(
             clientAuthorization: policy ?? .replace,
@@ -207,7 +215,9 @@ struct ConfigBuilder {
             allowMethods: methods["proxy.allow_methods"] ?? [],
             denyMethods: methods["proxy.deny_methods"] ?? [],
             allowPaths: paths["proxy.allow_paths"] ?? [],
-            denyPaths: paths["proxy.deny_paths"] ?? []
+            denyPaths: paths["proxy.deny_paths"] ?? [],
+            allowPathParams: allowPathParams,
+            passOverrideHeaders: self.bool("proxy.pass_override_headers", default: false)
         )
     }
 

@@ -46,6 +46,8 @@ enum ConfigSchema {
         "proxy.deny_methods": .list,
         "proxy.allow_paths": .list,
         "proxy.deny_paths": .list,
+        "proxy.allow_path_params": .scalar,
+        "proxy.pass_override_headers": .scalar,
         "auth.static_token_file": .scalar,
         "auth.token_url": .scalar,
         "auth.issuer": .scalar,

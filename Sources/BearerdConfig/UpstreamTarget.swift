@@ -44,8 +44,13 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
         let port = components.port ?? defaultPort
         guard (1...65535).contains(port) else { return .failure("has an invalid port \(port)") }
         var basePath = components.percentEncodedPath
+        if !basePath.isEmpty {
+            switch CanonicalTarget.parse(basePath.hasPrefix("/") ? basePath : "/" + basePath, allowPathParams: true) {
+            case .success(let canonical): basePath = canonical.path
+            case .failure(let refusal): return .failure("has a path bearerd cannot forward under: \(refusal.reason)")
+            }
+        }
         while basePath.hasSuffix("/") { basePath.removeLast() }
-        if !basePath.isEmpty && !basePath.hasPrefix("/") { basePath = "/" + basePath }
         let bracketedHost = host.contains(":") ? "[\(host)]" : host
         let hostHeader = port == defaultPort ? bracketedHost : "\(bracketedHost):\(port)"
         return .success(
@@ -53,17 +58,10 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
         )
     }
 
-    /// The request target to send upstream for a client's origin-form target (`/path?query`):
-    /// the base path joined to it with exactly one slash between them. Leading slashes of the
-    /// client's target are collapsed to one, so `//host/x` can never read as an authority.
-    public func join(_ requestTarget: String) -> String {
-        let utf8 = requestTarget.utf8
-        var rest = utf8.startIndex
-        while rest != utf8.endIndex && utf8[rest] == UInt8(ascii: "/") { rest = utf8.index(after: rest) }
-        if utf8.distance(from: utf8.startIndex, to: rest) == 1 {
-            return self.basePath.isEmpty ? requestTarget : self.basePath + requestTarget
-        }
-        return self.basePath + "/" + String(requestTarget[rest...])
+    /// The request target to send upstream for a client's canonical target: the base path,
+    /// then the target, which starts with its one `/`.
+    public func join(_ target: CanonicalTarget) -> String {
+        self.basePath + target.target
     }
 
     public var description: String {

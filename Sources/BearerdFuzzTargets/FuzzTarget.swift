@@ -13,6 +13,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case config
     /// The store file reader: the header, and the decrypted payload.
     case store
+    /// The request-target canonicaliser that the path lists and the forwarded target share.
+    case target
 
     /// Runs the target on one input; says how the input was taken (`issued`, `refused`…), so
     /// that a seed can be checked to reach what it was written for.
@@ -23,6 +25,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .tokenResponse: TokenResponseTarget.run(bytes)
         case .config: ConfigTarget.run(bytes)
         case .store: StoreTarget.run(bytes)
+        case .target: TargetTarget.run(bytes)
         }
     }
 }

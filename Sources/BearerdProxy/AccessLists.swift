@@ -1,5 +1,4 @@
 import BearerdConfig
-import Foundation
 import NIOHTTP1
 
 /// Which methods and paths may be forwarded with the token, like kubectl proxy's
@@ -23,18 +22,17 @@ struct AccessLists: Sendable {
         self.allowMethods.isEmpty && self.denyMethods.isEmpty && self.allowPaths.isEmpty && self.denyPaths.isEmpty
     }
 
-    /// Why `method uri` may not be forwarded, or `nil`.
-    func refusal(method: HTTPMethod, uri: String) -> String? {
+    /// Why `method path` may not be forwarded, or `nil`. `path` is canonical (``CanonicalTarget``),
+    /// as the listed paths are. A deny entry matches in any letter case, since some upstreams
+    /// route without regard to case; an allow entry only as written.
+    func refusal(method: HTTPMethod, path: String) -> String? {
         guard !self.isEmpty else { return nil }
-        let name = method.rawValue
+        let name = method.rawValue.uppercased()
         if self.denyMethods.contains(name) || (!self.allowMethods.isEmpty && !self.allowMethods.contains(name)) {
             return "\(name) is not allowed here (proxy.allow_methods, proxy.deny_methods)"
         }
-        // Compared decoded, so that /adm%69n is /admin; dot segments were refused already.
-        let raw = uri.prefix { $0 != "?" && $0 != "#" }
-        let path = String(raw).removingPercentEncoding ?? String(raw)
-        if self.denyPaths.contains(where: { Self.covers($0, path) })
-            || (!self.allowPaths.isEmpty && !self.allowPaths.contains(where: { Self.covers($0, path) }))
+        if self.denyPaths.contains(where: { Self.covers($0, path, anyCase: true) })
+            || (!self.allowPaths.isEmpty && !self.allowPaths.contains(where: { Self.covers($0, path, anyCase: false) }))
         {
             return "this path is not allowed here (proxy.allow_paths, proxy.deny_paths)"
         }
@@ -43,9 +41,21 @@ struct AccessLists: Sendable {
 
     /// Whether `prefix` covers `path` by whole segments: `/api/` covers `/api/x`; `/admin`
     /// covers `/admin` and `/admin/x` but not `/administrator`.
-    static func covers(_ prefix: String, _ path: String) -> Bool {
-        guard path.hasPrefix(prefix) else { return false }
-        return prefix.hasSuffix("/") || path.utf8.count == prefix.utf8.count
-            || path.utf8.dropFirst(prefix.utf8.count).first == UInt8(ascii: "/")
+    static func covers(_ prefix: String, _ path: String, anyCase: Bool) -> Bool {
+        let prefixBytes = prefix.utf8
+        let pathBytes = path.utf8
+        guard pathBytes.count >= prefixBytes.count else { return false }
+        let head = pathBytes.prefix(prefixBytes.count)
+        let same =
+            anyCase
+            ? zip(head, prefixBytes).allSatisfy { Self.folded($0) == Self.folded($1) }
+            : head.elementsEqual(prefixBytes)
+        guard same else { return false }
+        return prefixBytes.last == UInt8(ascii: "/") || pathBytes.count == prefixBytes.count
+            || pathBytes.dropFirst(prefixBytes.count).first == UInt8(ascii: "/")
+    }
+
+    private static func folded(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
     }
 }

@@ -16,6 +16,8 @@ final class Exchange {
     }
 
     let request: HTTPRequestHead
+    /// The request target as checked and forwarded (set once the request passed the checks).
+    var target: CanonicalTarget?
     let startedAt: NIODeadline
     var phase: Phase = .preparing
     /// Request parts received before the upstream connection was attached (at most one read's worth,

@@ -26,7 +26,7 @@ enum ResponseFraming {
 /// Turns a client's request head into the one sent upstream, and an upstream response head into
 /// the one sent to the client, written straight into the buffer that goes out.
 enum HeaderRewriter {
-    /// The upstream request head.
+    /// The upstream request head, for the canonical `target` the checks saw.
     ///
     /// Hop-by-hop headers and every header named by `Connection` are removed; `Host` becomes the
     /// upstream's; the token (when given) is the only `Authorization`; `X-Forwarded-*` are set
@@ -35,6 +35,7 @@ enum HeaderRewriter {
     /// content-length` cannot desynchronise the upstream connection.
     static func upstreamRequest(
         _ head: HTTPRequestHead,
+        target: CanonicalTarget,
         token: BearerToken?,
         peer: String?,
         settings: ProxySettings,
@@ -45,7 +46,8 @@ enum HeaderRewriter {
         let keepClientAuthorization = token == nil
         buffer.writeString(head.method.rawValue)
         buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(settings.target.join(head.uri))
+        buffer.writeString(settings.target.basePath)
+        buffer.writeString(target.target)
         buffer.writeStaticString(" HTTP/1.1\r\n")
         WireFormat.writeField("host", settings.target.hostHeader, into: &buffer)
         var length: String?
@@ -71,6 +73,7 @@ enum HeaderRewriter {
             if !keepClientAuthorization && HeaderName.equals(name, "authorization") { continue }
             if let key = settings.clientKey, key.isHeader(name) { continue }
             if settings.forwardedHeaders && Self.isForwardedHeader(name) { continue }
+            if !settings.passOverrideHeaders && Self.isOverrideHeader(name) { continue }
             if !options.isEmpty && HeaderName.isListed(name, in: options) { continue }
             WireFormat.writeField(name, value, into: &buffer)
         }
@@ -92,6 +95,7 @@ enum HeaderRewriter {
             if let peer { WireFormat.writeField("x-forwarded-for", peer, into: &buffer) }
             WireFormat.writeField("x-forwarded-proto", "http", into: &buffer)
             if let clientHost { WireFormat.writeField("x-forwarded-host", clientHost, into: &buffer) }
+            Self.writeForwarded(peer: peer, host: clientHost, into: &buffer)
         }
         buffer.writeStaticString("\r\n")
         return framing
@@ -147,11 +151,37 @@ enum HeaderRewriter {
         buffer.writeStaticString("\r\n")
     }
 
+    /// RFC 7239 `Forwarded`, from what bearerd saw: `for=` the peer (quoted with brackets when
+    /// IPv6), `proto=http`, `host=` the client's `Host` (already checked to be a plain host[:port]).
+    private static func writeForwarded(peer: String?, host: String?, into buffer: inout ByteBuffer) {
+        var value = ""
+        if let peer { value += peer.contains(":") ? "for=\"[\(peer)]\";" : "for=\(peer);" }
+        value += "proto=http"
+        if let host { value += ";host=\"\(host)\"" }
+        WireFormat.writeField("forwarded", value, into: &buffer)
+    }
+
     private static func isForwardedHeader(_ name: String) -> Bool {
         switch name.utf8.count {
+        case 9: HeaderName.equals(name, "forwarded")
         case 15: HeaderName.equals(name, "x-forwarded-for")
         case 16: HeaderName.equals(name, "x-forwarded-host")
         case 17: HeaderName.equals(name, "x-forwarded-proto")
+        default: false
+        }
+    }
+
+    /// Headers some frameworks and gateways read instead of the method, the path or the client's
+    /// address, which would undo the method and path lists (`proxy.pass_override_headers`).
+    static func isOverrideHeader(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 9: HeaderName.equals(name, "forwarded") || HeaderName.equals(name, "x-real-ip")
+        case 11: HeaderName.equals(name, "x-client-ip")
+        case 13: HeaderName.equals(name, "x-http-method") || HeaderName.equals(name, "x-rewrite-url")
+        case 14: HeaderName.equals(name, "x-original-url") || HeaderName.equals(name, "x-original-uri")
+        case 17: HeaderName.equals(name, "x-method-override") || HeaderName.equals(name, "x-original-method")
+        case 18: HeaderName.equals(name, "x-forwarded-prefix")
+        case 22: HeaderName.equals(name, "x-http-method-override")
         default: false
         }
     }

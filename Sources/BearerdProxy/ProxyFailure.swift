@@ -21,6 +21,14 @@ struct ProxyFailure: Error, Sendable {
         Self(status: .forbidden, error: "forbidden", message: message)
     }
 
+    static func methodNotAllowed(_ method: String) -> Self {
+        Self(
+            status: .methodNotAllowed,
+            error: "method_not_allowed",
+            message: "\(method) is refused: it echoes the request, and with it the token bearerd adds"
+        )
+    }
+
     static let headersTooLarge = Self(
         status: .requestHeaderFieldsTooLarge,
         error: "headers_too_large",

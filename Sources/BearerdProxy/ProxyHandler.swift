@@ -24,6 +24,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     let settings: ProxySettings
+    /// The connection came in on a TCP listener (known from the listener, never guessed from
+    /// the peer address, which a reset connection no longer has).
+    let viaTCP: Bool
     let pool: UpstreamConnectionPool
     let tokens: any TokenProvider
     let logger: Logger
@@ -58,12 +61,14 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     init(
         settings: ProxySettings,
+        viaTCP: Bool,
         pool: UpstreamConnectionPool,
         tokens: any TokenProvider,
         metrics: ProxyMetrics,
         logger: Logger
     ) {
         self.settings = settings
+        self.viaTCP = viaTCP
         self.pool = pool
         self.tokens = tokens
         self.metrics = metrics
@@ -74,6 +79,12 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.context = context
         self.peer = context.channel.remoteAddress?.ipAddress
         self.local = context.channel.localAddress
+        if self.viaTCP && (self.peer == nil || self.local == nil) {
+            // Reset before it was served: nobody to answer, and no address to check it against.
+            self.state = .closed
+            context.close(promise: nil)
+            return
+        }
         self.becameIdle()
     }
 
@@ -202,12 +213,10 @@ final class ProxyHandler: ChannelDuplexHandler {
         // After a reload, the next response says `Connection: close` and is the last.
         if self.quiescing { exchange.closeClientAfter = true }
         self.state = .exchanging(exchange)
-        if let failure = RequestPolicy.check(
-            head,
-            settings: self.settings,
-            viaTCP: self.peer != nil,
-            local: self.local
-        ) {
+        switch RequestPolicy.check(head, settings: self.settings, viaTCP: self.viaTCP, local: self.local) {
+        case .success(let target):
+            exchange.target = target
+        case .failure(let failure):
             self.fail(exchange, failure)
             return
         }
@@ -234,11 +243,12 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func prepare(_ exchange: Exchange, token: BearerToken?) {
-        guard let context else { return }
+        guard let context, let target = exchange.target else { return }
         exchange.token = token
         var head = context.channel.allocator.buffer(capacity: 512)
         exchange.requestFraming = HeaderRewriter.upstreamRequest(
             exchange.request,
+            target: target,
             token: token,
             peer: self.peer,
             settings: self.settings,

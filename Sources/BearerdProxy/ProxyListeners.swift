@@ -254,6 +254,7 @@ public final class ProxyListeners: Sendable {
                     try sync.addHandler(
                         ProxyHandler(
                             settings: current.settings,
+                            viaTCP: tcp,
                             pool: pool,
                             tokens: tokens,
                             metrics: metrics,

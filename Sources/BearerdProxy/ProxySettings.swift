@@ -15,8 +15,10 @@ public struct ProxySettings: Sendable {
     public var serverName: String?
     /// What to do with a client's own `Authorization` header.
     public var clientAuthorization: ClientAuthorizationPolicy
-    /// Whether to add `X-Forwarded-For`, `-Proto` and `-Host`.
+    /// Whether to add `X-Forwarded-For`, `-Proto`, `-Host` and `Forwarded`.
     public var forwardedHeaders: Bool
+    /// Whether method, path and client-address override headers pass (`proxy.pass_override_headers`).
+    public var passOverrideHeaders: Bool
     /// Largest request body in bytes, or `nil`.
     public var maxRequestBody: Int?
     /// Largest total size of request headers in bytes.
@@ -54,6 +56,8 @@ public struct ProxySettings: Sendable {
     var clientKey: ClientKey?
     /// Which methods and paths may be forwarded (`proxy.allow_*` / `proxy.deny_*`).
     var access: AccessLists
+    /// Whether `;` path parameters are forwarded (`proxy.allow_path_params`).
+    var allowPathParams: Bool
     /// `socket_allow_uids` / `socket_allow_gids`, for unix-socket callers.
     var socketAllowUIDs: Set<UInt32>
     var socketAllowGIDs: Set<UInt32>
@@ -89,6 +93,7 @@ public struct ProxySettings: Sendable {
         }
         self.clientAuthorization = configuration.proxy.clientAuthorization
         self.forwardedHeaders = configuration.proxy.forwardedHeaders
+        self.passOverrideHeaders = configuration.proxy.passOverrideHeaders
         self.maxRequestBody = configuration.proxy.maxRequestBody
         self.maxHeaderSize = configuration.proxy.maxHeaderSize
         self.maxRequestLine = configuration.proxy.maxRequestLine
@@ -108,6 +113,7 @@ public struct ProxySettings: Sendable {
         self.hostGuard =
             configuration.proxy.rebindingGuard ? HostGuard(allowedHosts: configuration.proxy.allowedHosts) : nil
         self.access = AccessLists(configuration.proxy)
+        self.allowPathParams = configuration.proxy.allowPathParams
         self.socketAllowUIDs = configuration.socketAllowUIDs
         self.socketAllowGIDs = configuration.socketAllowGIDs
         self.clientKey = try configuration.proxy.clientKeyFile.map {

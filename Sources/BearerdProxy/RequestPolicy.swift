@@ -8,30 +8,58 @@ import NIOHTTP1
 ///
 /// Only origin-form targets are accepted, so a request can never steer bearerd (and the token) to
 /// another host: absolute-form and authority-form targets, `CONNECT`, duplicate or malformed
-/// `Host` headers and dot segments that climb out of the upstream's base path are refused.
+/// `Host` headers are refused, and the path lists see the one canonical form of the target that
+/// is also the one forwarded (``CanonicalTarget``), so it never leaves the upstream's base path.
 enum RequestPolicy {
-    /// The failure to answer with, or `nil` when the request may be forwarded.
-    /// `viaTCP`: the caller came over TCP (the shared key applies); unix-socket callers are
-    /// already limited by the socket's mode. `local`: the address the client connected to, for
-    /// the rebinding guard.
+    /// The canonical target to check and forward, or the failure to answer with.
+    /// `viaTCP`: the caller came in on a TCP listener (the shared key applies); unix-socket
+    /// callers are already limited by the socket's mode. `local`: the address the client
+    /// connected to, for the rebinding guard.
     static func check(
         _ head: HTTPRequestHead,
         settings: ProxySettings,
         viaTCP: Bool = true,
         local: SocketAddress? = nil
-    ) -> ProxyFailure? {
+    ) -> Result<CanonicalTarget, ProxyFailure> {
         if head.method == .CONNECT {
-            return .badRequest("CONNECT is refused: bearerd forwards requests to its one configured upstream only")
-        }
-        if head.uri.utf8.count > settings.maxRequestLine { return .targetTooLong(limit: settings.maxRequestLine) }
-        guard head.uri.utf8.first == UInt8(ascii: "/") else {
-            return .badRequest(
-                "only origin-form request targets like /path?query are accepted; absolute-form (http://host/…), authority-form and * targets are refused"
+            return .failure(
+                .badRequest("CONNECT is refused: bearerd forwards requests to its one configured upstream only")
             )
         }
-        if Self.hasDotSegment(head.uri) {
-            return .badRequest("the path holds a . or .. segment; send a normalized path")
+        // TRACE echoes the request, and with it the token bearerd adds (nginx refuses it too).
+        if head.method == .TRACE || HeaderName.equals(head.method.rawValue, "trace")
+            || HeaderName.equals(head.method.rawValue, "track")
+        {
+            return .failure(.methodNotAllowed(head.method.rawValue))
         }
+        if head.uri.utf8.count > settings.maxRequestLine {
+            return .failure(.targetTooLong(limit: settings.maxRequestLine))
+        }
+        guard head.uri.utf8.first == UInt8(ascii: "/") else {
+            return .failure(
+                .badRequest(
+                    "only origin-form request targets like /path?query are accepted; absolute-form (http://host/…), authority-form and * targets are refused"
+                )
+            )
+        }
+        let target: CanonicalTarget
+        switch CanonicalTarget.parse(head.uri, allowPathParams: settings.allowPathParams) {
+        case .success(let canonical): target = canonical
+        case .failure(let refusal): return .failure(.badRequest(refusal.reason))
+        }
+        if let failure = Self.checkHeaders(head, target: target, settings: settings, viaTCP: viaTCP, local: local) {
+            return .failure(failure)
+        }
+        return .success(target)
+    }
+
+    private static func checkHeaders(
+        _ head: HTTPRequestHead,
+        target: CanonicalTarget,
+        settings: ProxySettings,
+        viaTCP: Bool,
+        local: SocketAddress?
+    ) -> ProxyFailure? {
         // One pass over the headers collects what the checks below need.
         var hosts = 0
         var host: String?
@@ -86,7 +114,7 @@ enum RequestPolicy {
                 "Host: \(shown) is not a name of this listener, so a web page may have sent it (DNS rebinding); use 127.0.0.1:PORT or localhost:PORT, or list the name in proxy.allowed_hosts"
             )
         }
-        if let refusal = settings.access.refusal(method: head.method, uri: head.uri) { return .forbidden(refusal) }
+        if let refusal = settings.access.refusal(method: head.method, path: target.path) { return .forbidden(refusal) }
         if transferCodings > 1 || !onlyChunked {
             return .badRequest("only the chunked transfer coding is supported in requests")
         }
@@ -145,42 +173,5 @@ enum RequestPolicy {
                 }
             }
         return valid ? nil : .badRequest("the Host header is not a valid host[:port]")
-    }
-
-    /// Whether the path (before `?`) has a `.` or `..` segment, also percent-encoded (`%2e`).
-    static func hasDotSegment(_ uri: String) -> Bool {
-        var bytes = uri.utf8.makeIterator()
-        var dots = 0
-        var other = false
-        var pending: [UInt8] = []
-        func endSegment() -> Bool {
-            defer {
-                dots = 0
-                other = false
-            }
-            return !other && (dots == 1 || dots == 2)
-        }
-        while let byte = pending.isEmpty ? bytes.next() : pending.removeFirst() {
-            switch byte {
-            case UInt8(ascii: "?"), UInt8(ascii: "#"):
-                return endSegment()
-            case UInt8(ascii: "/"):
-                if endSegment() { return true }
-            case UInt8(ascii: "."):
-                dots += 1
-            case UInt8(ascii: "%"):
-                let first = bytes.next()
-                let second = first == nil ? nil : bytes.next()
-                if first == UInt8(ascii: "2"), let second, second | 0x20 == UInt8(ascii: "e") {
-                    dots += 1
-                } else {
-                    other = true
-                    pending = [first, second].compactMap { $0 }
-                }
-            default:
-                other = true
-            }
-        }
-        return endSegment()
     }
 }

@@ -36,7 +36,8 @@ struct FuzzCorpusTests {
             (.tokenResponse, "error-invalid-grant", "rejected invalid_grant"),
             (.config, "oauth2-memory-store", "loaded"), (.config, "json-source", "loaded"),
             (.store, "file-valid", "read"), (.store, "file-wrong-key", "wrong key"),
-            (.store, "payload-sessions", "decoded"),
+            (.store, "payload-sessions", "decoded"), (.target, "plain", "accepted"), (.target, "params", "accepted"),
+            (.target, "encoded-dots", "refused"),
         ]
     )
     func seedReachesItsPath(target: FuzzTarget, seed: String, outcome: String) throws {

@@ -29,6 +29,7 @@ struct HeaderRewriterTests {
         var out = ByteBuffer()
         _ = HeaderRewriter.upstreamRequest(
             head,
+            target: try CanonicalTarget.parse(uri, allowPathParams: false).get(),
             token: self.token,
             peer: "127.0.0.1",
             settings: try settings ?? Self.settings(),
@@ -74,7 +75,14 @@ struct HeaderRewriterTests {
             headers: ["host": "h", "authorization": "Basic xyz"]
         )
         var bytes = ByteBuffer()
-        _ = HeaderRewriter.upstreamRequest(head, token: nil, peer: nil, settings: settings, into: &bytes)
+        _ = HeaderRewriter.upstreamRequest(
+            head,
+            target: try CanonicalTarget.parse("/", allowPathParams: false).get(),
+            token: nil,
+            peer: nil,
+            settings: settings,
+            into: &bytes
+        )
         let out = WireHeads.request(bytes)
         #expect(out.headers["authorization"] == ["Basic xyz"])
     }
@@ -87,6 +95,31 @@ struct HeaderRewriterTests {
         #expect(out.headers["x-forwarded-for"] == ["127.0.0.1"])
         #expect(out.headers["x-forwarded-proto"] == ["http"])
         #expect(out.headers["x-forwarded-host"] == ["127.0.0.1:8080"])
+    }
+
+    @Test func forwardedIsSetFromWhatBearerdSawAndOverrideHeadersAreStripped() throws {
+        let overrides: HTTPHeaders = [
+            "host": "127.0.0.1:8080", "X-HTTP-Method-Override": "DELETE", "x-http-method": "DELETE",
+            "x-method-override": "DELETE", "X-Original-URL": "/admin", "x-original-uri": "/admin",
+            "x-original-method": "DELETE", "X-Rewrite-URL": "/admin", "X-Real-IP": "10.0.0.1",
+            "x-client-ip": "10.0.0.1", "x-forwarded-prefix": "/admin", "Forwarded": "for=10.0.0.1;host=evil",
+            "accept": "*/*",
+        ]
+        let out = try self.rewrite(overrides)
+        for (name, _) in overrides where !["host", "accept"].contains(name) {
+            #expect(
+                out.headers[name].allSatisfy { !$0.contains("10.0.0.1") && !$0.contains("DELETE") && $0 != "/admin" },
+                "\(name) passed"
+            )
+        }
+        #expect(out.headers["forwarded"] == ["for=127.0.0.1;proto=http;host=\"127.0.0.1:8080\""])
+        #expect(out.headers["accept"] == ["*/*"])
+        let passed = try self.rewrite(
+            overrides,
+            settings: Self.settings("proxy:\n  pass_override_headers: true\n  forwarded_headers: false")
+        )
+        #expect(passed.headers["x-http-method-override"] == ["DELETE"])
+        #expect(passed.headers["forwarded"] == ["for=10.0.0.1;host=evil"])
     }
 
     @Test func forwardedHeadersCanBeTurnedOff() throws {

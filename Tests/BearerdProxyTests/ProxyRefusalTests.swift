@@ -52,10 +52,29 @@ struct ProxyRefusalTests {
             ("GET /\(String(repeating: "a", count: 9000)) HTTP/1.1\r\nHost: {host}\r\n\r\n", "414"),
             ("GET /x HTTP/1.1\r\nHost: {host}\r\n\((1...100).map { "X-\($0): v\r\n" }.joined())\r\n", "431"),
             ("GET /x HTTP/1.1\r\nHost: {host}\r\nX-Slow: 1\r\nX-Slower: 2\r\n", "408"),
+            // TRACE and TRACK echo the request, token included.
+            ("TRACE /x HTTP/1.1\r\nHost: {host}\r\n\r\n", "405"),
+            // The path checked is the path forwarded: deny_paths: ["/admin"] holds against every
+            // spelling of /admin, and what has no single meaning across upstreams is refused.
+            ("GET //admin/users HTTP/1.1\r\nHost: {host}\r\n\r\n", "403"),
+            ("GET /ADMIN/users HTTP/1.1\r\nHost: {host}\r\n\r\n", "403"),
+            ("GET /%61dmin HTTP/1.1\r\nHost: {host}\r\n\r\n", "403"),
+            ("GET /x/..%2f..%2fadmin/ HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x/%2e%2e/admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x/.%2E/admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x%5c..%5cadmin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x%00/admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x%zz HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x/%252e%252e/admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /admin;x=1 HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x/..;/admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x/%c0%ae%c0%ae/admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("GET /x/%ef%bc%8e%ef%bc%8e/admin HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
         ]
     )
     func refused(request: String, status: String) async throws {
-        try await ProxyFixture.with(yaml: "proxy:\n  max_request_body: 1KiB\n  header_timeout: 2s") { proxy in
+        let yaml = "proxy:\n  max_request_body: 1KiB\n  header_timeout: 2s\n  deny_paths: [\"/admin\"]"
+        try await ProxyFixture.with(yaml: yaml) { proxy in
             // Ask for a close so the raw client knows the answer is complete; a refused bodyless
             // request otherwise keeps its connection (tested below).
             let closing = request.replacingOccurrences(
@@ -185,6 +204,31 @@ struct ProxyRefusalTests {
                 #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(method) \(path): \(raw.prefix(200))")
             }
             #expect(proxy.upstream.requests.map(\.head.uri).sorted() == ["/api/administrator", "/api/users?id=1"])
+        }
+    }
+
+    @Test func anAllowedPrefixCannotBeEscapedAndTheCheckedPathIsTheForwardedOne() async throws {
+        let yaml = "proxy:\n  allow_paths: [\"/public/\"]"
+        try await ProxyFixture.with(yaml: yaml, upstreamPath: "/v2") { proxy in
+            let cases: [(String, String)] = [
+                ("/public/..%2f..%2fadmin/", "400"), ("/public/%2e%2e/admin", "400"), ("/public//../admin", "400"),
+                ("/Public/x", "403"), ("/public", "403"), ("//public//a//b/%7e%41?q=%2f", "200"),
+            ]
+            for (path, status) in cases {
+                let raw = try await proxy.raw("GET \(path) HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(path): \(raw.prefix(200))")
+            }
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/v2/public/a/b/~A?q=%2F"])
+        }
+    }
+
+    @Test func pathParametersPassWhenAllowedButNeverHideADotSegment() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  allow_path_params: true") { proxy in
+            for (path, status) in [("/a;v=1/b", "200"), ("/a/..;x/b", "400"), ("/a/%2e;x/b", "400")] {
+                let raw = try await proxy.raw("GET \(path) HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                #expect(raw.hasPrefix("HTTP/1.1 \(status) "), "\(path): \(raw.prefix(200))")
+            }
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/a;v=1/b"])
         }
     }
 

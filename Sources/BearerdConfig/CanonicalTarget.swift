@@ -1,0 +1,246 @@
+import Foundation
+
+/// The one form of a client's origin-form request target that bearerd checks against its path
+/// lists and forwards, so the path checked is always the path sent (RFC 3986 §6.2.2).
+///
+/// - `%`-escapes of unreserved characters are decoded (`%61` → `a`); every other escape is kept
+///   with upper-case hex digits; bytes that may not appear raw are %-escaped.
+/// - Repeated slashes are one slash.
+/// - Refused, because upstreams read them differently: `%2F`, `%5C`, `\`, `%00` and every other
+///   control character, `#`, invalid `%`-escapes, double-encoded escapes (`%252e`), `.` and `..`
+///   segments in any encoding (also overlong UTF-8, and characters whose compatibility form is a
+///   dot or a slash), invalid UTF-8, and `;` path parameters unless they are allowed.
+///
+/// The form is idempotent: parsing `target` again gives the same value.
+public struct CanonicalTarget: Sendable, Hashable {
+    /// The path: starts with `/`, never holds `//`, `.` or `..` segments.
+    public let path: String
+    /// The query without its `?`, or `nil` when there was no `?`.
+    public let query: String?
+
+    /// `path?query` as it is forwarded (before the upstream's base path is put in front).
+    public var target: String { self.query.map { self.path + "?" + $0 } ?? self.path }
+
+    /// Why a target has no single meaning; the reason is written for the client.
+    public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
+        public let reason: String
+        public var description: String { self.reason }
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// Parses an origin-form target (`/path?query`).
+    /// - Parameter allowPathParams: whether `;` may appear in the path (`proxy.allow_path_params`).
+    public static func parse(_ target: String, allowPathParams: Bool) -> Result<CanonicalTarget, Refusal> {
+        var parser = Parser(allowPathParams: allowPathParams)
+        return parser.parse(Array(target.utf8))
+    }
+
+    private struct Parser {
+        let allowPathParams: Bool
+        var out: [UInt8] = []
+        /// The path's bytes with every escape decoded, for the UTF-8 check.
+        var decoded: [UInt8] = []
+        var segmentStart = 0
+        var segmentHasNonASCII = false
+
+        init(allowPathParams: Bool) { self.allowPathParams = allowPathParams }
+
+        mutating func parse(_ bytes: [UInt8]) -> Result<CanonicalTarget, Refusal> {
+            guard bytes.first == UInt8(ascii: "/") else {
+                return .failure(Refusal("only origin-form request targets like /path?query are accepted"))
+            }
+            self.out.reserveCapacity(bytes.count + 8)
+            var index = 0
+            var queryStart: Int?
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "?") {
+                    queryStart = index + 1
+                    break
+                }
+                switch byte {
+                case UInt8(ascii: "/"):
+                    if let refusal = self.endSegment() { return .failure(refusal) }
+                    if self.out.last != UInt8(ascii: "/") {
+                        self.out.append(byte)
+                        self.decoded.append(byte)
+                    }
+                    self.segmentStart = self.out.count
+                    index += 1
+                case UInt8(ascii: "%"):
+                    guard let value = Self.escape(bytes, at: index) else {
+                        return .failure(Refusal("the path holds an invalid %-escape"))
+                    }
+                    if let refusal = self.appendDecoded(value) {
+                        return .failure(refusal)
+                    }
+                    index += 3
+                default:
+                    if let refusal = self.appendRaw(byte) { return .failure(refusal) }
+                    index += 1
+                }
+            }
+            if let refusal = self.endSegment() { return .failure(refusal) }
+            // `%25` then two hex digits, however it was spelled (`%252e`, `%25%32%65`): a
+            // server that decodes twice reads another character.
+            for index in self.out.indices.dropLast(4)
+            where self.out[index] == UInt8(ascii: "%") && self.out[index + 1] == UInt8(ascii: "2")
+                && self.out[index + 2] == UInt8(ascii: "5") && Self.hex(self.out[index + 3]) != nil
+                && Self.hex(self.out[index + 4]) != nil
+            {
+                return .failure(
+                    Refusal("the path holds a double-encoded %-escape (like %252e), which some servers decode twice")
+                )
+            }
+            guard String(validating: self.decoded, as: UTF8.self) != nil else {
+                return .failure(Refusal("the path is not valid UTF-8 once decoded (overlong forms can hide / or .)"))
+            }
+            let path = String(decoding: self.out, as: UTF8.self)
+            guard let queryStart else { return .success(CanonicalTarget(path: path, query: nil)) }
+            return Self.query(bytes[queryStart...]).map { CanonicalTarget(path: path, query: $0) }
+        }
+
+        private mutating func appendRaw(_ byte: UInt8) -> Refusal? {
+            switch byte {
+            case UInt8(ascii: "#"):
+                return Refusal("a request target must not hold # (a fragment is never sent to a server)")
+            case UInt8(ascii: "\\"):
+                return Refusal("the path holds a backslash, which some servers read as /")
+            case UInt8(ascii: ";") where !self.allowPathParams:
+                return Refusal("the path holds ; (path parameters are refused unless proxy.allow_path_params is on)")
+            case 0..<0x21, 0x7F:
+                return Refusal("the request target holds a space or a control character")
+            default:
+                if byte >= 0x80 { self.segmentHasNonASCII = true }
+                if Self.mayStandRaw(byte) { self.out.append(byte) } else { Self.writeEscape(byte, into: &self.out) }
+                self.decoded.append(byte)
+                return nil
+            }
+        }
+
+        private mutating func appendDecoded(_ value: UInt8) -> Refusal? {
+            switch value {
+            case UInt8(ascii: "/"), UInt8(ascii: "\\"):
+                return Refusal("the path holds an encoded / or \\ (%2F, %5C), which servers read in different ways")
+            case 0..<0x20, 0x7F:
+                return Refusal("the path holds an encoded control character (like %00 or %0A)")
+            case UInt8(ascii: ";") where !self.allowPathParams:
+                return Refusal(
+                    "the path holds an encoded ; (path parameters are refused unless proxy.allow_path_params is on)"
+                )
+            default:
+                if value >= 0x80 { self.segmentHasNonASCII = true }
+                if Self.isUnreserved(value) { self.out.append(value) } else { Self.writeEscape(value, into: &self.out) }
+                self.decoded.append(value)
+                return nil
+            }
+        }
+
+        /// Checks the segment that just ended: no `.` or `..`, in any form.
+        private mutating func endSegment() -> Refusal? {
+            defer { self.segmentHasNonASCII = false }
+            var segment = self.out[self.segmentStart...]
+            if self.allowPathParams {
+                // A parameter starts at `;`, or at `%3B` for a server that decodes first.
+                let end = segment.indices.first { index in
+                    segment[index] == UInt8(ascii: ";")
+                        || (segment[index] == UInt8(ascii: "%") && index + 2 < segment.endIndex
+                            && segment[index + 1] == UInt8(ascii: "3") && segment[index + 2] == UInt8(ascii: "B"))
+                }
+                if let end { segment = segment[..<end] }
+            }
+            if segment.elementsEqual([UInt8(ascii: ".")])
+                || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+            {
+                return Refusal("the path holds a . or .. segment (also %2E); send a normalized path")
+            }
+            guard self.segmentHasNonASCII else { return nil }
+            // Some servers fold compatibility characters (U+FF0E FULLWIDTH FULL STOP, U+2025 TWO
+            // DOT LEADER, U+FF0F FULLWIDTH SOLIDUS) into ASCII before routing.
+            let start = self.decoded.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? 0
+            guard let text = String(validating: self.decoded[start...], as: UTF8.self) else { return nil }
+            let folded = text.precomposedStringWithCompatibilityMapping
+            if folded == "." || folded == ".." || folded.contains("/") || folded.contains("\\") {
+                return Refusal("the path holds a segment that some servers read as ., .. or a slash")
+            }
+            return nil
+        }
+
+        /// The query: escapes checked and upper-cased, unsafe bytes escaped, nothing decoded.
+        static func query(_ bytes: ArraySlice<UInt8>) -> Result<String, Refusal> {
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count)
+            var index = bytes.startIndex
+            while index < bytes.endIndex {
+                let byte = bytes[index]
+                switch byte {
+                case UInt8(ascii: "#"):
+                    return .failure(Refusal("a request target must not hold # (a fragment is never sent to a server)"))
+                case 0..<0x21, 0x7F:
+                    return .failure(Refusal("the request target holds a space or a control character"))
+                case UInt8(ascii: "%"):
+                    guard let value = Self.escape(Array(bytes[index..<min(index + 3, bytes.endIndex)]), at: 0) else {
+                        return .failure(Refusal("the query holds an invalid %-escape"))
+                    }
+                    Self.writeEscape(value, into: &out)
+                    index += 3
+                    continue
+                default:
+                    if Self.mayStandRaw(byte) || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "/") {
+                        out.append(byte)
+                    } else {
+                        Self.writeEscape(byte, into: &out)
+                    }
+                }
+                index += 1
+            }
+            return .success(String(decoding: out, as: UTF8.self))
+        }
+
+        /// The value of the `%XY` escape at `index`, or `nil` when it is not one.
+        static func escape(_ bytes: [UInt8], at index: Int) -> UInt8? {
+            guard index + 2 < bytes.count, let high = Self.hex(bytes[index + 1]), let low = Self.hex(bytes[index + 2])
+            else { return nil }
+            return high << 4 | low
+        }
+
+        static func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+
+        static func writeEscape(_ byte: UInt8, into out: inout [UInt8]) {
+            let digits = Array("0123456789ABCDEF".utf8)
+            out.append(UInt8(ascii: "%"))
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+
+        /// ALPHA / DIGIT / `-` / `.` / `_` / `~` (RFC 3986 §2.3).
+        static func isUnreserved(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                true
+            default: false
+            }
+        }
+
+        /// A `pchar` that is not `%` (RFC 3986 §3.3): unreserved, sub-delims, `:` and `@`.
+        static func mayStandRaw(_ byte: UInt8) -> Bool {
+            if Self.isUnreserved(byte) { return true }
+            return switch byte {
+            case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+                UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+                UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"):
+                true
+            default: false
+            }
+        }
+    }
+}
