@@ -32,11 +32,13 @@ struct ClientKey: Sendable, CustomStringConvertible {
     /// Whether `value` is the key, in time that does not depend on where they differ.
     func matches(_ value: String) -> Bool {
         let given = Array(value.utf8)
-        var difference = UInt8(truncatingIfNeeded: given.count ^ self.key.count)
+        // The lengths compare whole: a key followed by 256 more bytes is not the key.
+        let lengthDifference = given.count ^ self.key.count
+        var difference: UInt8 = 0
         for index in 0..<self.key.count {
             difference |= self.key[index] ^ (index < given.count ? given[index] : 0)
         }
-        return difference == 0
+        return difference == 0 && lengthDifference == 0
     }
 
     var description: String { "ClientKey(header: \(self.header), key: redacted)" }
