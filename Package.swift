@@ -36,6 +36,10 @@ let package = Package(
         ),
         // The config file: schema, loading (YAML + environment), validation.
         .target(
+            name: "BearerdFiles",
+            swiftSettings: strict
+        ),
+        .target(
             name: "BearerdConfig",
             dependencies: [
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -68,6 +72,7 @@ let package = Package(
             dependencies: [
                 "BearerdAuth",
                 "BearerdTokens",
+                "BearerdFiles",
                 "CBearerdCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ],

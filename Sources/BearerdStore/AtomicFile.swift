@@ -1,19 +1,24 @@
-import Foundation
+import BearerdFiles
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Replaces a file so that a crash at any moment leaves the old content or the new, never a mix:
-/// a temp file in the same directory, written, fsynced, renamed over the old one, and the
-/// directory fsynced so the rename itself survives a power loss. Mode 0600 from the start.
+/// a temp file created new (`O_EXCL`, a random name) in the same checked directory, written,
+/// fsynced, renamed over the old one, and the directory fsynced so the rename itself survives a
+/// power loss. Mode 0600 from the start; root writing into a directory the daemon owns gives
+/// the new file to the directory's owner.
 enum AtomicFile {
-    static func write(_ bytes: [UInt8], to path: String) throws(StoreError) {
-        let url = URL(fileURLWithPath: path)
-        let directory = url.deletingLastPathComponent().path
-        let temporary = directory + "/." + url.lastPathComponent + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw Self.failure("create", temporary) }
+    static func write(_ bytes: [UInt8], to name: String, in directory: CheckedDirectory) throws(StoreError) {
+        let suffix = (try? StoreCipher.randomBytes(6))?.map { String($0, radix: 16) }.joined() ?? "\(getpid())"
+        let temporary = "." + name + ".tmp-" + suffix
+        let descriptor: Int32
+        do throws(FileCheckError) {
+            descriptor = try directory.create(temporary, flags: O_WRONLY, mode: 0o600)
+        } catch {
+            throw .io("\(error)")
+        }
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes {
@@ -21,45 +26,27 @@ enum AtomicFile {
             }
             if written < 0 && errno == EINTR { continue }
             guard written > 0 else {
-                let error = Self.failure("write", temporary)
+                let error = Self.failure("write", directory.pathOf(temporary))
                 close(descriptor)
-                unlink(temporary)
+                directory.remove(temporary)
                 throw error
             }
             offset += written
         }
-        // Root writing into a directory the daemon owns (`bearerd login` with no daemon running,
-        // under DynamicUser=): the file goes to the directory's owner, or the daemon could not
-        // read it back.
-        var directoryInfo = stat()
-        if geteuid() == 0, stat(directory, &directoryInfo) == 0, directoryInfo.st_uid != 0,
-            fchown(descriptor, directoryInfo.st_uid, directoryInfo.st_gid) != 0
-        {
-            let error = Self.failure("give to the directory's owner", temporary)
-            close(descriptor)
-            unlink(temporary)
-            throw error
-        }
         guard fchmod(descriptor, 0o600) == 0, fsync(descriptor) == 0 else {
-            let error = Self.failure("sync", temporary)
+            let error = Self.failure("sync", directory.pathOf(temporary))
             close(descriptor)
-            unlink(temporary)
+            directory.remove(temporary)
             throw error
         }
         close(descriptor)
-        guard rename(temporary, path) == 0 else {
-            let error = Self.failure("rename into place", path)
-            unlink(temporary)
-            throw error
+        do throws(FileCheckError) {
+            try directory.rename(temporary, to: name)
+        } catch {
+            directory.remove(temporary)
+            throw .io("\(error)")
         }
-        try Self.syncDirectory(directory)
-    }
-
-    static func syncDirectory(_ directory: String) throws(StoreError) {
-        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw Self.failure("open", directory) }
-        defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw Self.failure("sync", directory) }
+        do throws(FileCheckError) { try directory.sync() } catch { throw .io("\(error)") }
     }
 
     private static func failure(_ what: String, _ path: String) -> StoreError {

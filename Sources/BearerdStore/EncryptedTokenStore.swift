@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdFiles
 import BearerdTokens
 import Foundation
 import Synchronization
@@ -17,6 +18,9 @@ public final class EncryptedTokenStore: TokenStore {
     private let key: StoreKey
     private let profile: String
     private let lock: StoreLock
+    /// The store's directory, opened once and checked; every file is opened relative to it.
+    private let directory: CheckedDirectory
+    private let name: String
     /// The key in use and the salt it was derived with (scrypt runs once, not per save).
     private let derived = Mutex<(salt: [UInt8], key: [UInt8])?>(nil)
 
@@ -25,34 +29,38 @@ public final class EncryptedTokenStore: TokenStore {
         self.path = path
         self.key = key
         self.profile = profile
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        var info = stat()
-        guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+        do throws(FileCheckError) {
+            (self.directory, self.name) = try CheckedDirectory.parent(of: path)
+        } catch .system(_, let directory, ENOENT), .system(_, let directory, ENOTDIR) {
             throw .io("the token store's directory \(directory) does not exist: create it (mode 0700)")
+        } catch {
+            throw .io("the token store's directory: \(error)")
         }
-        self.lock = try StoreLock.acquire(for: path)
+        self.lock = try StoreLock.acquire(for: path, in: self.directory, name: self.name)
         var material = try key.material()
         StoreCipher.wipe(&material)
     }
 
+    /// The largest store file bearerd reads: a few tokens and their metadata, sealed.
+    static let maxFileSize = 1 << 20
+
     public func load() throws -> StoredTokens? {
-        var info = stat()
-        guard stat(self.path, &info) == 0 else {
-            guard errno == ENOENT else {
-                throw StoreError.io("cannot read \(self.path): \(String(cString: strerror(errno)))")
-            }
-            return nil
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try self.directory.read(self.name, limit: Self.maxFileSize)
+        } catch .tooLarge {
+            throw self.corrupted(why: "larger than \(Self.maxFileSize) bytes")
+        } catch {
+            throw StoreError.permissions("the token store: \(error)")
         }
-        if info.st_mode & 0o077 != 0 {
+        guard let (bytes, mode) = contents else { return nil }
+        if mode & 0o077 != 0 {
             throw StoreError.permissions(
-                "the token store \(self.path) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read it: run chmod 600 \(self.path)"
+                "the token store \(self.path) has mode 0\(String(mode & 0o777, radix: 8)), so other users may read it: run chmod 600 \(self.path)"
             )
         }
-        guard let data = FileManager.default.contents(atPath: self.path) else {
-            throw StoreError.io("cannot read \(self.path): check its owner and mode")
-        }
         do {
-            return try StoreFile.read([UInt8](data), profile: self.profile) { format throws(StoreError) in
+            return try StoreFile.read(bytes, profile: self.profile) { format throws(StoreError) in
                 try self.key(for: format)
             }
         } catch .damaged(let why) {
@@ -77,7 +85,7 @@ public final class EncryptedTokenStore: TokenStore {
         let nonce = try StoreCipher.randomBytes(StoreCipher.nonceLength)
         let header = format.header
         let sealed = try StoreCipher.seal(plaintext, key: key, nonce: nonce, aad: header)
-        try AtomicFile.write(header + nonce + sealed, to: self.path)
+        try AtomicFile.write(header + nonce + sealed, to: self.name, in: self.directory)
     }
 
     // MARK: Keys
@@ -142,9 +150,9 @@ public final class EncryptedTokenStore: TokenStore {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let aside = "\(self.path).corrupt-\(formatter.string(from: Date()))"
-        let moved = rename(self.path, aside) == 0
-        if moved { try? AtomicFile.syncDirectory(URL(fileURLWithPath: self.path).deletingLastPathComponent().path) }
-        return .corrupted(self.path, why: why, movedTo: moved ? aside : nil)
+        let aside = "\(self.name).corrupt-\(formatter.string(from: Date()))"
+        let moved = (try? self.directory.rename(self.name, to: aside)) != nil
+        if moved { try? self.directory.sync() }
+        return .corrupted(self.path, why: why, movedTo: moved ? self.directory.pathOf(aside) : nil)
     }
 }

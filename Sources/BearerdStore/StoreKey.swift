@@ -1,3 +1,4 @@
+import BearerdFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -23,19 +24,22 @@ public enum StoreKey: Sendable {
         switch self {
         case .keyFile(let file), .passphraseFile(let file): path = file
         }
-        var info = stat()
-        guard stat(path, &info) == 0 else {
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: path, limit: 4096)
+        } catch {
+            throw .key("cannot read the store key: \(error)")
+        }
+        guard let (read, mode) = contents else {
             throw .key("cannot find the store key \(path): create it with `bearerd keygen --out \(path)`")
         }
-        if info.st_mode & 0o077 != 0 {
+        var bytes = read
+        if mode & 0o077 != 0 {
+            StoreCipher.wipe(&bytes)
             throw .permissions(
-                "the store key \(path) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read it: run chmod 400 \(path)"
+                "the store key \(path) has mode 0\(String(mode & 0o777, radix: 8)), so other users may read it: run chmod 400 \(path)"
             )
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .key("cannot read the store key \(path): check its owner and mode")
-        }
-        var bytes = [UInt8](data)
         switch self {
         case .keyFile:
             guard bytes.count == StoreCipher.keyLength else {

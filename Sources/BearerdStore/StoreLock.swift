@@ -1,3 +1,4 @@
+import BearerdFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -6,6 +7,11 @@ import Glibc
 
 /// One daemon per store: an exclusive `flock` on `STORE.lock`, held while this object lives.
 /// The holder's pid is written into the lock file, so a second daemon can say who holds it.
+///
+/// The lock file is opened in the store's checked directory: never through a symlink, never one
+/// that belongs to someone else, and given to the directory's owner only when bearerd has just
+/// created it (root running `bearerd status` while the daemon is stopped must not be led to
+/// chown or truncate another file).
 final class StoreLock: Sendable {
     private let descriptor: Int32
 
@@ -13,17 +19,20 @@ final class StoreLock: Sendable {
         self.descriptor = descriptor
     }
 
-    static func acquire(for path: String) throws(StoreError) -> StoreLock {
-        let lockPath = path + ".lock"
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw .io("cannot open \(lockPath): \(String(cString: strerror(errno)))")
-        }
-        // Made by root for a daemon that runs as another user: it must be able to open it too.
-        var directory = stat()
-        let parent = URL(fileURLWithPath: lockPath).deletingLastPathComponent().path
-        if geteuid() == 0, stat(parent, &directory) == 0, directory.st_uid != 0 {
-            _ = fchown(descriptor, directory.st_uid, directory.st_gid)
+    static func acquire(for path: String, in directory: CheckedDirectory, name: String) throws(StoreError) -> StoreLock
+    {
+        let lockName = name + ".lock"
+        let descriptor: Int32
+        do throws(FileCheckError) {
+            if let existing = try directory.openExisting(lockName, flags: O_RDWR) {
+                descriptor = existing
+            } else {
+                descriptor = try directory.create(lockName, flags: O_RDWR, mode: 0o600)
+            }
+        } catch .system(let what, let file, EEXIST) {
+            throw .io("cannot \(what) \(file): another process created it at the same moment; try again")
+        } catch {
+            throw .permissions("the token store's lock: \(error)")
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let holder = Self.holder(descriptor)
@@ -35,7 +44,7 @@ final class StoreLock: Sendable {
         let record = Array("\(getpid())\n".utf8)
         if ftruncate(descriptor, 0) != 0 || pwrite(descriptor, record, record.count, 0) != record.count {
             close(descriptor)
-            throw .io("cannot write \(lockPath): \(String(cString: strerror(errno)))")
+            throw .io("cannot write \(directory.pathOf(lockName)): \(String(cString: strerror(errno)))")
         }
         return StoreLock(descriptor: descriptor)
     }

@@ -1,0 +1,154 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A directory opened once, so every file bearerd opens in it is found relative to that one
+/// descriptor (`openat`), never by a path that can change under it.
+///
+/// A directory is *trusted* when it is owned by root or by this process's user and nobody else
+/// may write it. In a directory that is not (the daemon's state directory, when root runs
+/// `bearerd login` or `status`), a file is opened with `O_NOFOLLOW` and refused when it is a
+/// symlink, not a regular file, has other hard links, or belongs to someone other than root,
+/// this user or the directory's owner. bearerd changes the owner only of a file it just created
+/// with `O_EXCL`.
+public final class CheckedDirectory: Sendable {
+    /// The directory's path, for messages.
+    public let path: String
+    /// `O_RDONLY | O_DIRECTORY` on the directory.
+    public let descriptor: Int32
+    /// The directory's owner and group.
+    public let owner: uid_t
+    public let group: gid_t
+    /// Owned by root or this user, and writable by nobody else.
+    public let isTrusted: Bool
+
+    /// Reads the file at `path` (see ``read(_:limit:)``), opened relative to its checked directory.
+    public static func read(file path: String, limit: Int) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
+        let (directory, name) = try CheckedDirectory.parent(of: path)
+        return try directory.read(name, limit: limit)
+    }
+
+    /// Opens `path` (symlinks in the path itself are followed: systemd's `StateDirectory=` is one).
+    public init(_ path: String) throws(FileCheckError) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .system("open the directory", path, errno) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw .system("inspect the directory", path, code)
+        }
+        self.path = path
+        self.descriptor = descriptor
+        self.owner = info.st_uid
+        self.group = info.st_gid
+        let ownerIsUs = info.st_uid == 0 || info.st_uid == geteuid()
+        let othersWrite = info.st_mode & 0o022 != 0
+        self.isTrusted = ownerIsUs && !othersWrite
+    }
+
+    /// The directory that holds `path`, and the file's name in it.
+    public static func parent(of path: String) throws(FileCheckError) -> (CheckedDirectory, String) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        guard !name.isEmpty, name != ".", name != ".." else { throw .notAFile(path) }
+        return (try CheckedDirectory(directory), name)
+    }
+
+    deinit { close(self.descriptor) }
+
+    /// The full path of `name`, for messages.
+    public func pathOf(_ name: String) -> String {
+        self.path.hasSuffix("/") ? self.path + name : self.path + "/" + name
+    }
+
+    /// Opens an existing file with `flags` (no `O_CREAT`), checked as the type describes.
+    /// - Returns: the descriptor, or `nil` when there is no such file.
+    public func openExisting(_ name: String, flags: Int32) throws(FileCheckError) -> Int32? {
+        let follow = self.isTrusted ? 0 : O_NOFOLLOW
+        let descriptor = openat(self.descriptor, name, flags | follow | O_CLOEXEC | O_NOCTTY)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            if code == ELOOP { throw .symlink(self.pathOf(name)) }
+            throw .system("open", self.pathOf(name), code)
+        }
+        do throws(FileCheckError) {
+            try self.check(descriptor, name)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        return descriptor
+    }
+
+    /// Creates `name`, which must not exist yet (`O_EXCL`, so never through a symlink), with
+    /// `mode`. Root creating it in a directory another user owns gives it to that owner, so the
+    /// daemon running as that user can use it.
+    public func create(_ name: String, flags: Int32, mode: mode_t) throws(FileCheckError) -> Int32 {
+        let descriptor = openat(
+            self.descriptor,
+            name,
+            flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+            mode
+        )
+        guard descriptor >= 0 else { throw .system("create", self.pathOf(name), errno) }
+        if geteuid() == 0, self.owner != 0, fchown(descriptor, self.owner, self.group) != 0 {
+            let code = errno
+            close(descriptor)
+            unlinkat(self.descriptor, name, 0)
+            throw .system("give to the directory's owner", self.pathOf(name), code)
+        }
+        return descriptor
+    }
+
+    /// Reads a whole file of at most `limit` bytes, checked as for ``openExisting(_:flags:)``.
+    /// - Returns: the bytes and the file's permission bits, or `nil` when there is no such file.
+    public func read(_ name: String, limit: Int) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
+        guard let descriptor = try self.openExisting(name, flags: O_RDONLY) else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw .system("inspect", self.pathOf(name), errno) }
+        let mode = info.st_mode & 0o7777
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw .system("read", self.pathOf(name), errno) }
+            if count == 0 { return (bytes, mode) }
+            guard bytes.count + count <= limit else { throw .tooLarge(self.pathOf(name), limit: limit) }
+            bytes += chunk[..<count]
+        }
+    }
+
+    /// Renames `from` over `to`, both in this directory.
+    public func rename(_ from: String, to: String) throws(FileCheckError) {
+        guard renameat(self.descriptor, from, self.descriptor, to) == 0 else {
+            throw .system("rename into place", self.pathOf(to), errno)
+        }
+    }
+
+    /// Removes `name` (a symlink itself, never what it points at).
+    public func remove(_ name: String) {
+        unlinkat(self.descriptor, name, 0)
+    }
+
+    /// Flushes the directory, so a rename in it survives a power loss.
+    public func sync() throws(FileCheckError) {
+        guard fsync(self.descriptor) == 0 else { throw .system("sync", self.path, errno) }
+    }
+
+    /// A regular file with one link, owned by root, this user or the directory's owner.
+    private func check(_ descriptor: Int32, _ name: String) throws(FileCheckError) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw .system("inspect", self.pathOf(name), errno) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .notAFile(self.pathOf(name)) }
+        guard !self.isTrusted else { return }
+        guard info.st_nlink == 1 else { throw .linked(self.pathOf(name)) }
+        guard info.st_uid == 0 || info.st_uid == geteuid() || info.st_uid == self.owner else {
+            throw .foreignOwner(self.pathOf(name), owner: info.st_uid)
+        }
+    }
+}

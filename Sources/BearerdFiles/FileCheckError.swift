@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file bearerd would not open, or could not; the message says which file and what to do.
+public enum FileCheckError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A symlink where bearerd opens a file in a directory others may write.
+    case symlink(String)
+    /// Not a regular file (a directory, a device, a FIFO).
+    case notAFile(String)
+    /// A regular file with more than one hard link, in a directory others may write.
+    case linked(String)
+    /// Owned by neither root, bearerd's user nor the directory's owner.
+    case foreignOwner(String, owner: uid_t)
+    /// Larger than bearerd ever reads for this kind of file.
+    case tooLarge(String, limit: Int)
+    /// A system call failed: what bearerd tried, the path, and `errno`.
+    case system(String, String, Int32)
+
+    public var description: String {
+        switch self {
+        case .symlink(let path):
+            "\(path) is a symbolic link in a directory others may write; bearerd does not follow it: remove it"
+        case .notAFile(let path):
+            "\(path) is not a regular file"
+        case .linked(let path):
+            "\(path) has other hard links, in a directory others may write; bearerd does not use it: remove it"
+        case .foreignOwner(let path, let owner):
+            "\(path) belongs to uid \(owner), neither root, bearerd's user nor the directory's owner; bearerd does not use it: remove it or change its owner"
+        case .tooLarge(let path, let limit):
+            "\(path) is larger than \(limit) bytes, more than such a file ever holds"
+        case .system(let what, let path, let code):
+            "cannot \(what) \(path): \(String(cString: strerror(code)))"
+        }
+    }
+
+    /// The `errno` of a failed system call, if this is one.
+    public var code: Int32? {
+        if case .system(_, _, let code) = self { return code }
+        return nil
+    }
+}
