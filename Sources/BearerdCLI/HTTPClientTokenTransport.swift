@@ -11,31 +11,51 @@ public struct HTTPClientTokenTransport: TokenTransport {
     static let maxBody = 1 << 20
 
     let client: HTTPClient
-    let timeout: TimeAmount
+    /// For each whole exchange: connect, request, response head and body.
+    let timeout: Duration
 
     /// - Parameters:
     ///   - caFile: PEM bundle to trust instead of the system's roots (`auth.ca_file`).
-    ///   - timeout: for each whole request (`auth.request_timeout`).
+    ///   - timeout: for each whole request, its body included (`auth.request_timeout`).
     public init(caFile: String?, timeout: Duration) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.trustRoots = .file(caFile) }
-        let configuration = HTTPClient.Configuration(
+        var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(10)),
             decompression: .disabled
         )
+        // A refused or unreachable token server fails at once instead of being retried until
+        // the deadline (swift-server/async-http-client#743); the engine's backoff retries.
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        let (seconds, attoseconds) = timeout.components
-        self.timeout = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        self.timeout = timeout
     }
 
+    /// Sends `request` and collects the answer, all within `timeout`: a server that sends its
+    /// head and then drips the body cannot keep the refresh in flight.
     public func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
+        let timeout = self.timeout
+        return try await withThrowingTaskGroup(of: TokenHTTPResponse.self) { group in
+            group.addTask { try await self.exchange(request) }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw TokenRequestTimeout(timeout: timeout)
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    private func exchange(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await self.client.execute(outgoing, timeout: self.timeout)
+        let (seconds, attoseconds) = self.timeout.components
+        let deadline = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        let response = try await self.client.execute(outgoing, timeout: deadline)
         let body = try await response.body.collect(upTo: Self.maxBody)
         return TokenHTTPResponse(
             status: Int(response.status.code),
@@ -47,5 +67,13 @@ public struct HTTPClientTokenTransport: TokenTransport {
     /// Closes the client's connections; call once, when the daemon stops.
     public func shutdown() async throws {
         try await self.client.shutdown()
+    }
+}
+
+/// A token request did not complete (connect, answer and body) within `auth.request_timeout`.
+struct TokenRequestTimeout: Error, CustomStringConvertible {
+    var timeout: Duration
+    var description: String {
+        "no complete answer within auth.request_timeout (\(timeout.components.seconds)s)"
     }
 }

@@ -50,10 +50,22 @@ extension ConfigBuilder {
             source: source,
             refreshTokenFile: refreshTokenFile,
             caFile: caFile,
-            requestTimeout: self.duration("auth.request_timeout", default: .seconds(10)),
-            leeway: self.duration("auth.leeway", default: .seconds(30), allowZero: true),
-            refreshMargin: self.duration("auth.refresh_margin", default: .seconds(60)),
-            defaultLifetime: self.duration("auth.default_lifetime", default: .seconds(3600)),
+            requestTimeout: self.duration(
+                "auth.request_timeout",
+                default: .seconds(10),
+                within: .milliseconds(100)...(.seconds(300))
+            ),
+            leeway: self.duration("auth.leeway", default: .seconds(30), within: .zero...(.seconds(3600))),
+            refreshMargin: self.duration(
+                "auth.refresh_margin",
+                default: .seconds(60),
+                within: .seconds(1)...(.seconds(86_400))
+            ),
+            defaultLifetime: self.duration(
+                "auth.default_lifetime",
+                default: .seconds(3600),
+                within: .seconds(1)...(.seconds(30 * 86_400))
+            ),
             maxRefreshesPerMinute: max(1, maxRefreshes)
         )
     }

@@ -36,7 +36,7 @@ struct ConfigBuilder {
                 expected: "a whole number (0: one per core)",
                 ConfigValueParsers.count
             ),
-            shutdownGrace: self.duration("shutdown_grace", default: .seconds(30), allowZero: true),
+            shutdownGrace: self.duration("shutdown_grace", default: .seconds(30), within: .zero...(.seconds(3600))),
             upstream: upstream ?? Self.placeholderUpstream,
             proxy: self.proxy(),
             auth: self.auth(),
@@ -101,9 +101,21 @@ struct ConfigBuilder {
             target: target,
             caFile: caFile,
             serverName: serverName,
-            connectTimeout: self.duration("upstream.connect_timeout", default: .seconds(5)),
-            responseTimeout: self.duration("upstream.response_timeout", default: .seconds(60)),
-            idleTimeout: self.duration("upstream.idle_timeout", default: .seconds(60)),
+            connectTimeout: self.duration(
+                "upstream.connect_timeout",
+                default: .seconds(5),
+                within: .milliseconds(10)...(.seconds(300))
+            ),
+            responseTimeout: self.duration(
+                "upstream.response_timeout",
+                default: .seconds(60),
+                within: .milliseconds(100)...(.seconds(86_400))
+            ),
+            idleTimeout: self.duration(
+                "upstream.idle_timeout",
+                default: .seconds(60),
+                within: .milliseconds(100)...(.seconds(86_400))
+            ),
             maxIdleConnections: self.parsed(
                 "upstream.max_idle_connections",
                 default: 512,
@@ -193,12 +205,24 @@ struct ConfigBuilder {
             forwardedHeaders: self.bool("proxy.forwarded_headers", default: true),
             maxRequestBody: maxBody,
             maxHeaderSize: maxHeader,
-            clientIdleTimeout: self.duration("proxy.client_idle_timeout", default: .seconds(60)),
+            clientIdleTimeout: self.duration(
+                "proxy.client_idle_timeout",
+                default: .seconds(60),
+                within: .milliseconds(100)...(.seconds(86_400))
+            ),
             maxRequestLine: maxLine,
             maxHeaderCount: maxCount,
             maxConnections: maxConnections,
-            headerTimeout: self.duration("proxy.header_timeout", default: .seconds(10)),
-            bodyTimeout: self.duration("proxy.body_timeout", default: .seconds(30)),
+            headerTimeout: self.duration(
+                "proxy.header_timeout",
+                default: .seconds(10),
+                within: .milliseconds(100)...(.seconds(3600))
+            ),
+            bodyTimeout: self.duration(
+                "proxy.body_timeout",
+                default: .seconds(30),
+                within: .milliseconds(100)...(.seconds(86_400))
+            ),
             retryBodyLimit: self.parsed(
                 "proxy.retry_body_limit",
                 default: 64 << 10,
@@ -318,14 +342,32 @@ struct ConfigBuilder {
         self.parsed(key, default: defaultValue, expected: "true or false", ConfigValueParsers.bool)
     }
 
-    mutating func duration(_ key: String, default defaultValue: Duration, allowZero: Bool = false) -> Duration {
+    /// A duration within `range`: every duration key has one, so no value can overflow a timer
+    /// or stop a loop for years.
+    mutating func duration(
+        _ key: String,
+        default defaultValue: Duration,
+        within range: ClosedRange<Duration>
+    )
+        -> Duration
+    {
         let value = self.parsed(
             key,
             default: defaultValue,
-            expected: "a duration like 500ms, 5s, 2m or 1h",
+            expected: "a duration like 500ms, 5s, 2m or 1h, at most \(ConfigValueParsers.text(range.upperBound))",
             ConfigValueParsers.duration
         )
-        if value == .zero && !allowZero { self.issue(key, "must be more than 0") }
+        if !range.contains(value) {
+            let low = ConfigValueParsers.text(range.lowerBound)
+            let high = ConfigValueParsers.text(range.upperBound)
+            self.issue(
+                key,
+                range.lowerBound == .zero
+                    ? "must be at most \(high) (got \(ConfigValueParsers.text(value)))"
+                    : "must be from \(low) to \(high) (got \(ConfigValueParsers.text(value)))"
+            )
+            return defaultValue
+        }
         return value
     }
 

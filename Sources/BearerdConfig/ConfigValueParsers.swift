@@ -27,8 +27,23 @@ enum ConfigValueParsers {
             scale = unit.perUnit
             break
         }
-        guard let value = Double(number.trimmingPrefixWhitespace()), value.isFinite, value >= 0 else { return nil }
+        guard let value = Double(number.trimmingPrefixWhitespace()), value.isFinite, value >= 0,
+            value * scale <= Self.longestDuration
+        else { return nil }
         return .milliseconds(Int64((value * scale * 1000).rounded()))
+    }
+
+    /// Beyond any key's range, but held by `Duration` and `TimeAmount` with room to spare, so a
+    /// value like 1e300s is refused instead of trapping.
+    static let longestDuration: Double = 1e9
+
+    /// A duration as the config file writes it: `250ms`, `30s`, `5m`, `2h`, `1d` → `24h`.
+    static func text(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        for (unit, size) in [("h", Int64(3_600_000)), ("m", 60_000), ("s", 1000)] where milliseconds % size == 0 {
+            return "\(milliseconds / size)\(unit)"
+        }
+        return "\(milliseconds)ms"
     }
 
     /// A size in bytes: a whole number with an optional unit (`B`, `KiB`, `MiB`, `GiB`, `KB`,

@@ -20,11 +20,20 @@ enum HTTPDate {
         return formatter
     }
 
-    /// `Retry-After`: delay-seconds or an HTTP-date, as a delay from `now` (never negative).
+    /// The longest `Retry-After` bearerd honours: a token server asking for more (a year, or
+    /// 2^63 seconds) is retried after an hour instead of never.
+    static let longestRetryAfter: TimeInterval = 3600
+
+    /// `Retry-After`: delay-seconds or an HTTP-date, as a delay from `now`, within 0 and
+    /// ``longestRetryAfter``.
     static func retryAfter(_ text: String, now: Date) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
+        if !trimmed.isEmpty, trimmed.utf8.count <= 40, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            // Digits beyond Int's range are still "very long".
+            let seconds = Int(trimmed).map(TimeInterval.init) ?? Self.longestRetryAfter
+            return .seconds(min(seconds, Self.longestRetryAfter))
+        }
         guard let date = Self.parse(trimmed) else { return nil }
-        return .seconds(max(0, date.timeIntervalSince(now)))
+        return .seconds(min(max(0, date.timeIntervalSince(now)), Self.longestRetryAfter))
     }
 }

@@ -41,6 +41,10 @@ public struct RefreshPolicy: Sendable {
     /// that really lives longer is refreshed at its first 401 instead.
     static let longestLifetime: TimeInterval = 10 * 365 * 86_400
 
+    /// The largest clock difference taken from a token server's `Date`: a day. Beyond it the
+    /// header is ignored, so a wrong `Date` cannot make every token look expired or eternal.
+    static let largestSkew: TimeInterval = 86_400
+
     /// `date`, moved to within ``longestLifetime`` of `now`.
     static func plausible(_ date: Date, around now: Date) -> Date {
         min(max(date, now.addingTimeInterval(-Self.longestLifetime)), now.addingTimeInterval(Self.longestLifetime))

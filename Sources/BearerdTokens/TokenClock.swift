@@ -15,8 +15,13 @@ public struct SystemTokenClock: TokenClock {
 
     public var now: Date { Date() }
 
+    /// The longest single sleep; callers re-plan after each wake-up, so a deadline further out
+    /// (or one no `Duration` can hold) is reached in steps.
+    static let longestSleep: TimeInterval = 86_400
+
     public func sleep(until deadline: Date) async throws {
         let delay = deadline.timeIntervalSinceNow
-        if delay > 0 { try await Task.sleep(for: .seconds(delay)) }
+        guard delay > 0 else { return }
+        try await Task.sleep(for: .seconds(delay.isFinite ? min(delay, Self.longestSleep) : Self.longestSleep))
     }
 }

@@ -249,7 +249,8 @@ extension TokenManager {
         var skew: TimeInterval = 0
         if let serverDate {
             let offset = serverDate.timeIntervalSince(receivedAt)
-            if abs(offset) > self.policy.skewTolerance.seconds {
+            // A clock a day or more off is a broken Date header, not a clock: ignored.
+            if abs(offset) > self.policy.skewTolerance.seconds && abs(offset) < RefreshPolicy.largestSkew {
                 skew = offset
                 if !self.skewWarned {
                     self.skewWarned = true

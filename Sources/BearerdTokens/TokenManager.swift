@@ -207,7 +207,8 @@ public actor TokenManager: TokenProvider {
     }
 
     static func unavailable(_ reason: String, retryAt: Date, now: Date) -> TokenUnavailableError {
-        let seconds = max(1, Int(retryAt.timeIntervalSince(now).rounded(.up)))
+        let wait = retryAt.timeIntervalSince(now)
+        let seconds = wait.isFinite ? max(1, Int(min(wait, RefreshPolicy.longestLifetime).rounded(.up))) : 1
         return .tokenServerUnavailable(
             "\(reason); bearerd retries in \(seconds)s by itself",
             retryAfterSeconds: seconds

@@ -100,6 +100,15 @@ struct ReloadTests {
         bearerd.signal(SIGHUP)
         try await waitUntil { bearerd.stderr.contains("the new config has errors") }
         try await waitUntil { tally.bodies.withLock { $0["second", default: 0] } > before + 200 }
+        // A duration no timer can hold used to trap the running daemon on SIGHUP.
+        let huge =
+            Self.config(upstream: second.port, listen: ["127.0.0.1:0"], token: token)
+            + "\nproxy:\n  header_timeout: 1e300s\n"
+        try huge.write(toFile: path, atomically: true, encoding: .utf8)
+        let beforeHuge = tally.bodies.withLock { $0["second", default: 0] }
+        bearerd.signal(SIGHUP)
+        try await waitUntil { bearerd.stderr.contains("proxy.header_timeout") }
+        try await waitUntil { tally.bodies.withLock { $0["second", default: 0] } > beforeHuge + 200 }
 
         // A new token source is reported, not applied.
         let other = try directory.write("another-token-6262\n", to: "other-token")
@@ -117,10 +126,10 @@ struct ReloadTests {
         #expect(second.requests.allSatisfy { $0.head.headers["authorization"] == ["Bearer reload-token-5150"] })
         let counts = tally.bodies.withLock { $0 }
         Self.log(
-            "\(counts.values.reduce(0, +)) requests across 3 reloads: \(counts), failures: \(tally.failures.withLock { $0.count })"
+            "\(counts.values.reduce(0, +)) requests across 4 reloads: \(counts), failures: \(tally.failures.withLock { $0.count })"
         )
 
-        // systemd heard, in order: READY with STATUS, watchdog pings, then RELOADING/READY three
+        // systemd heard, in order: READY with STATUS, watchdog pings, then RELOADING/READY four
         // times (pings between), then STOPPING.
         let messages = notify.messages
         #expect(messages.first == "READY=1\nSTATUS=serving with a static token")
@@ -131,10 +140,11 @@ struct ReloadTests {
         }
         #expect(
             events == [
-                "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1", "STOPPING=1",
+                "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1", "RELOADING=1", "READY=1",
+                "RELOADING=1", "READY=1", "STOPPING=1",
             ]
         )
-        #expect(notify.messages.filter { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") }.count == 3)
+        #expect(notify.messages.filter { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") }.count == 4)
         await first.stop()
         await second.stop()
         try await group.shutdownGracefully()

@@ -93,10 +93,12 @@ struct AuthConfigTests {
             "cannot find"
         ),
         ("token_url: https://a/t\nclient_id: a\nca_file: /nonexistent.pem", "auth.ca_file", "cannot read"),
-        ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 0s", "auth.request_timeout", "more than 0"),
+        ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 0s", "auth.request_timeout", "from "),
+        ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 1e18s", "auth.request_timeout", "at most 5m"),
+        ("token_url: https://a/t\nclient_id: a\ndefault_lifetime: 800h", "auth.default_lifetime", "to 720h"),
         ("token_url: https://a/t\nclient_id: a\nleeway: soon", "auth.leeway", "a duration"),
-        ("token_url: https://a/t\nclient_id: a\nrefresh_margin: 0s", "auth.refresh_margin", "more than 0"),
-        ("token_url: https://a/t\nclient_id: a\ndefault_lifetime: 0s", "auth.default_lifetime", "more than 0"),
+        ("token_url: https://a/t\nclient_id: a\nrefresh_margin: 0s", "auth.refresh_margin", "from "),
+        ("token_url: https://a/t\nclient_id: a\ndefault_lifetime: 0s", "auth.default_lifetime", "from "),
         (
             "token_url: https://a/t\nclient_id: a\nmax_refreshes_per_minute: 0", "auth.max_refreshes_per_minute",
             "at least 1"

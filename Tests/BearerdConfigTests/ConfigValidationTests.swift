@@ -94,7 +94,7 @@ struct ConfigValidationTests {
             ),
             ("MIN\nupstream:\n  url: https://x\n  ca_file: /nonexistent.pem", "upstream.ca_file", "cannot read"),
             ("MIN\nupstream:\n  url: https://x\n  server_name: \"a b\"", "upstream.server_name", "must be a DNS name"),
-            ("MIN\nupstream:\n  url: https://x\n  connect_timeout: 0s", "upstream.connect_timeout", "more than 0"),
+            ("MIN\nupstream:\n  url: https://x\n  connect_timeout: 0s", "upstream.connect_timeout", "from "),
             ("MIN\nupstream:\n  url: https://x\n  response_timeout: -1s", "upstream.response_timeout", "a duration"),
             ("MIN\nupstream:\n  url: https://x\n  idle_timeout: 1x", "upstream.idle_timeout", "a duration"),
             (
@@ -128,9 +128,18 @@ struct ConfigValidationTests {
             ("MIN\nproxy:\n  max_header_count: 0", "proxy.max_header_count", "from 1 to 10000"),
             ("MIN\nproxy:\n  max_connections: 0", "proxy.max_connections", "at least 1"),
             ("MIN\nproxy:\n  max_connections: many", "proxy.max_connections", "a whole number"),
-            ("MIN\nproxy:\n  header_timeout: 0", "proxy.header_timeout", "more than 0"),
+            ("MIN\nproxy:\n  header_timeout: 0", "proxy.header_timeout", "from "),
             ("MIN\nproxy:\n  body_timeout: soon", "proxy.body_timeout", "a duration"),
-            ("MIN\nproxy:\n  client_idle_timeout: 0", "proxy.client_idle_timeout", "more than 0"),
+            // Durations have ranges: nothing traps, and nothing waits for years.
+            ("MIN\nproxy:\n  header_timeout: 1e300s", "proxy.header_timeout", "at most 1h"),
+            ("MIN\nproxy:\n  body_timeout: 99999999999999999h", "proxy.body_timeout", "at most 24h"),
+            ("MIN\nproxy:\n  body_timeout: 25h", "proxy.body_timeout", "from 100ms to 24h (got 25h)"),
+            ("MIN\nshutdown_grace: 9223372036854775807s", "shutdown_grace", "at most 1h"),
+            (
+                "MIN\nupstream:\n  url: https://x\n  response_timeout: 2h\n  idle_timeout: 1ms",
+                "upstream.idle_timeout", "from 100ms"
+            ),
+            ("MIN\nproxy:\n  client_idle_timeout: 0", "proxy.client_idle_timeout", "from "),
             ("MIN\nlog:\n  level: loud", "log.level", "must be one of"),
             ("MIN\nlog:\n  access: sometimes", "log.access", "true or false"),
             ("MIN\nlog:\n  access_query: 1", "log.access_query", "true or false"),

@@ -182,6 +182,34 @@ struct TokenManagerTests {
         }
     }
 
+    /// A token server's Retry-After is honoured up to an hour: 2^63 - 1 seconds, more digits than
+    /// Int holds, or a date years ahead used to trap the scheduler or stop refreshing for years.
+    @Test(arguments: ["9223372036854775807", "99999999999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT", "3601"])
+    func aHugeRetryAfterIsTakenAsAnHour(value: String) async throws {
+        let harness = TokenHarness { _, _ in TokenHTTPResponse(status: 503, headers: [("Retry-After", value)]) }
+        await #expect {
+            try await harness.manager.token()
+        } throws: { error in
+            (error as? TokenUnavailableError)?.retryAfterSeconds == 3600
+        }
+        let (due, _) = await harness.manager.schedule()
+        #expect(harness.offset(due) == 3600)
+    }
+
+    @Test func aDateHeaderADayOrMoreOffIsIgnored() async throws {
+        let harness = TokenHarness { _, _ in
+            TokenHTTPResponse(
+                status: 200,
+                headers: [("Date", "Fri, 31 Dec 9999 23:59:59 GMT")],
+                body: Array(#"{"access_token":"a-token-0001","token_type":"Bearer","expires_in":600}"#.utf8)
+            )
+        }
+        _ = try await harness.manager.token()
+        let status = await harness.manager.status()
+        #expect(harness.offset(status.expiresAt) == 600)
+        #expect(!harness.logText.contains("clock differs"))
+    }
+
     @Test func theBreakerHoldsBackAttemptsBeyondTheLimit() async throws {
         var policy = RefreshPolicy()
         policy.maxRefreshesPerMinute = 3

@@ -1,0 +1,77 @@
+import BearerdCLI
+import BearerdTokens
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+/// The token endpoint's transport against servers that misbehave on purpose, on 127.0.0.1.
+@Suite("Token transport deadlines")
+struct TokenTransportTests {
+    /// The head comes at once, then the body one byte at a time: before the total deadline this
+    /// kept the single refresh in flight for as long as the server liked.
+    @Test func aDripFedBodyEndsAtTheTotalDeadline() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Dripper()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let transport = try HTTPClientTokenTransport(caFile: nil, timeout: .milliseconds(800))
+        let started = ContinuousClock.now
+        await #expect(throws: (any Error).self) {
+            _ = try await transport.send(
+                TokenHTTPRequest(url: "http://127.0.0.1:\(server.localAddress!.port!)/token")
+            )
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed < .seconds(3), "took \(elapsed)")
+        try await transport.shutdown()
+        try await server.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// A refused port fails in milliseconds, not after the whole request timeout (connect
+    /// retries are off).
+    @Test func aRefusedPortFailsAtOnce() async throws {
+        let port = try Self.closedPort()
+        let transport = try HTTPClientTokenTransport(caFile: nil, timeout: .seconds(10))
+        let started = ContinuousClock.now
+        await #expect(throws: (any Error).self) {
+            _ = try await transport.send(TokenHTTPRequest(url: "http://127.0.0.1:\(port)/token"))
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed < .seconds(2), "took \(elapsed)")
+        try await transport.shutdown()
+    }
+
+    /// A port nobody listens on: bound once to learn it, then closed.
+    static func closedPort() throws -> Int {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let channel = try ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).wait()
+        let port = channel.localAddress!.port!
+        try channel.close().wait()
+        return port
+    }
+}
+
+/// Answers the first request with a head promising 1000 bytes, then sends one every 100 ms.
+private final class Dripper: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    var started = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !self.started else { return }
+        self.started = true
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+        context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: head)), promise: nil)
+        let loop = context.eventLoop
+        let channel = context.channel
+        loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { task in
+            guard channel.isActive else { return task.cancel() }
+            channel.writeAndFlush(ByteBuffer(string: " "), promise: nil)
+        }
+    }
+}
