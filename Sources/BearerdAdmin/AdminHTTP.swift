@@ -1,3 +1,4 @@
+import BearerdProxy
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -10,6 +11,8 @@ struct AdminHTTP: Sendable {
 
     let api: AdminAPI
     let exposure: AdminAPI.Exposure
+    /// Over TCP: `Host` must name the listener (DNS rebinding), as on the proxy's listeners.
+    var hostGuard: HostGuard? = nil
 
     /// Accepts connections on `server` until graceful shutdown.
     func serve(_ server: NIOAsyncChannel<Connection?, Never>) async {
@@ -49,7 +52,18 @@ struct AdminHTTP: Sendable {
                     guard let request = head else { return }
                     head = nil
                     let keepAlive = request.isKeepAlive && !tooLarge
-                    if tooLarge {
+                    if let hostGuard = self.hostGuard, let local = connection.channel.localAddress,
+                        !(request.headers["host"].count == 1
+                            && hostGuard.permits(request.headers["host"][0], local: local))
+                    {
+                        let answer = AdminAPI.failure(
+                            .forbidden,
+                            "forbidden",
+                            "Host must name this listener, like 127.0.0.1:PORT (DNS rebinding guard)"
+                        )
+                        try await Self.write(answer, keepAlive: false, to: outbound)
+                        return
+                    } else if tooLarge {
                         let answer = AdminAPI.failure(.payloadTooLarge, "too_large", "the request body is too large")
                         try await Self.write(answer, keepAlive: false, to: outbound)
                     } else if self.exposure == .admin, AdminAPI.isDeviceLogin(method: request.method, path: request.uri)

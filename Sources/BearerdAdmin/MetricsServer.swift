@@ -1,5 +1,6 @@
 import BearerdProxy
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -23,15 +24,43 @@ public struct MetricsServer: Service {
         self.logger = logger
     }
 
+    /// Open connections at most; more are closed as they are accepted (a scraper needs one).
+    static let maxConnections = 16
+    /// A connection with no bytes coming for this long is closed…
+    static let idleTimeout = TimeAmount.seconds(10)
+    /// …and every connection after this long, so that a drip-feeding client cannot keep one.
+    static let lifetime = TimeAmount.seconds(60)
+
     public func run() async throws {
         let server: NIOAsyncChannel<AdminHTTP.Connection?, Never>
+        let open = NIOLockedValueBox(0)
+        let logger = self.logger
         do {
             server = try await ServerBootstrap(group: self.group)
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .bind(host: self.host, port: self.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        let admitted = open.withLockedValue { count in
+                            guard count < Self.maxConnections else { return false }
+                            count += 1
+                            return true
+                        }
+                        guard admitted else {
+                            logger.warning(
+                                "metrics.listen: connection limit reached; closed a new connection",
+                                metadata: ["limit": "\(Self.maxConnections)"]
+                            )
+                            channel.close(promise: nil)
+                            return nil
+                        }
+                        channel.closeFuture.whenComplete { _ in open.withLockedValue { $0 -= 1 } }
+                        let lifetime = channel.eventLoop.scheduleTask(in: Self.lifetime) { channel.close(promise: nil) }
+                        channel.closeFuture.whenComplete { _ in lifetime.cancel() }
+                        let sync = channel.pipeline.syncOperations
+                        try sync.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout))
+                        try sync.addHandler(CloseOnIdle())
+                        try sync.configureHTTPServerPipeline(withErrorHandling: true)
                         return try AdminHTTP.Connection(wrappingChannelSynchronously: channel)
                     }
                 }
@@ -42,6 +71,20 @@ public struct MetricsServer: Service {
             "metrics listening",
             metadata: ["address": "\(server.channel.localAddress?.bearerdDescription ?? "\(self.host):\(self.port)")"]
         )
-        await AdminHTTP(api: self.api, exposure: .observability).serve(server)
+        await AdminHTTP(api: self.api, exposure: .observability, hostGuard: HostGuard(allowedHosts: []))
+            .serve(server)
+    }
+}
+
+/// Closes a connection when ``IdleStateHandler`` says no bytes came in time.
+private final class CloseOnIdle: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 }

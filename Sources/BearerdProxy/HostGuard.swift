@@ -8,13 +8,17 @@ import NIOCore
 /// `127.0.0.1`, `localhost`, `[::1]` or the address the client connected to, at the listener's
 /// port, or a name from `proxy.allowed_hosts`. The port may be left out only for port 80, as
 /// clients do. Unix-socket listeners are not checked: browsers cannot reach them.
-struct HostGuard: Sendable {
+package struct HostGuard: Sendable {
     /// `proxy.allowed_hosts`: `name` (at the listener's port) or `name:port`, lower case.
-    var allowedHosts: Set<String>
+    package var allowedHosts: Set<String>
+
+    package init(allowedHosts: Set<String>) {
+        self.allowedHosts = allowedHosts
+    }
 
     /// Whether `host`, a `Host` value whose characters were already checked, names the listener
     /// the client connected to at `local`.
-    func permits(_ host: String, local: SocketAddress) -> Bool {
+    package func permits(_ host: String, local: SocketAddress) -> Bool {
         guard let listenerPort = local.port else { return true }
         let host = host.lowercased()
         let (name, port) = Self.split(host)

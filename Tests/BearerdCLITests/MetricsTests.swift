@@ -82,6 +82,23 @@ struct MetricsTests {
         _ = try await Self.get("/metrics", .tcp(port: port), group: group)
         #expect(upstream.requests.count == before + 1, "the proxy port forwards /metrics to the upstream")
 
+        // metrics.listen has the proxy's rebinding guard, a connection cap and timeouts: silent
+        // connections beyond the cap are closed at once, and the proxy keeps serving.
+        let rebound = try await RawClient.exchange(
+            port: metricsPort,
+            "GET /metrics HTTP/1.1\r\nHost: rebind.evil.example:\(metricsPort)\r\nConnection: close\r\n\r\n",
+            group: group
+        )
+        #expect(rebound.hasPrefix("HTTP/1.1 403 "), "\(rebound.prefix(200))")
+        let silent = (0..<40).map { _ in Self.connect(port: metricsPort) }
+        let closedByServer = Self.closedWithin(silent, milliseconds: 1000)
+        #expect(closedByServer >= 40 - 16, "\(closedByServer) of 40 silent connections were closed")
+        try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+            let answer = try await client.send(.GET, "/while-metrics-is-flooded")
+            #expect(answer.status == 200)
+        }
+        for descriptor in silent { close(descriptor) }
+
         // systemd's STATUS= line tells the session's state and its token's time left.
         let ready1 = try #require(notify.messages.first)
         #expect(ready1.hasPrefix("READY=1\nSTATUS=ready, user session; token expires in "), "\(ready1)")
@@ -99,6 +116,37 @@ struct MetricsTests {
         await upstream.stop()
         await oauth.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// A TCP connection to 127.0.0.1:`port` that sends nothing.
+    static func connect(port: Int) -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return descriptor
+    }
+
+    /// How many of the connections the server closed (a read returns end of file) within the time.
+    static func closedWithin(_ descriptors: [Int32], milliseconds: Int32) -> Int {
+        var entries = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        let deadline = ContinuousClock.now + .milliseconds(Int(milliseconds))
+        var closed = Set<Int32>()
+        while ContinuousClock.now < deadline && closed.count < descriptors.count {
+            guard poll(&entries, nfds_t(entries.count), 100) > 0 else { continue }
+            for index in entries.indices where entries[index].revents != 0 {
+                var byte: UInt8 = 0
+                if recv(entries[index].fd, &byte, 1, Int32(MSG_DONTWAIT)) == 0 { closed.insert(entries[index].fd) }
+                entries[index].events = 0
+            }
+        }
+        return closed.count
     }
 
     /// True the first time only.
