@@ -42,6 +42,7 @@ let package = Package(
         .target(
             name: "BearerdConfig",
             dependencies: [
+                "BearerdAuth",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -61,6 +62,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // The system's OpenSSL libcrypto (libssl-dev), for the token store.
+        .systemLibrary(name: "CBearerdSystem"),
         .systemLibrary(
             name: "CBearerdCrypto",
             pkgConfig: "libcrypto",
@@ -125,6 +127,7 @@ let package = Package(
         .target(
             name: "BearerdCLI",
             dependencies: [
+                "CBearerdSystem",
                 "BearerdAuth",
                 "BearerdConfig",
                 "BearerdProxy",

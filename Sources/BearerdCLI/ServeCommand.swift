@@ -46,6 +46,11 @@ struct ServeCommand: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "bearerd")
+        if prepared.configuration.auth.allowInsecureHTTP {
+            logger.warning(
+                "allow_insecure_http is on: the token, the client secret and the refresh token may cross the network over plain http"
+            )
+        }
         let threads = prepared.configuration.threads == 0 ? System.coreCount : prepared.configuration.threads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let tokens: any TokenProvider

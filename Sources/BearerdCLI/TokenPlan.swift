@@ -41,7 +41,8 @@ enum TokenPlan {
                     extraParameters: oauth2.extraParameters.map { ($0.name, $0.value) },
                     clientCredentials: oauth2.clientCredentials,
                     revocationURL: oauth2.revocationURL,
-                    deviceAuthorizationURL: oauth2.deviceAuthorizationURL
+                    deviceAuthorizationURL: oauth2.deviceAuthorizationURL,
+                    allowInsecureHTTP: auth.allowInsecureHTTP
                 )
             )
         case .json(let json):

@@ -58,6 +58,9 @@ extension BearerdConfiguration {
             }
         }
 
+        /// `allow_insecure_http` (top level): plain http to another machine is allowed for the
+        /// token URLs and the endpoints discovery finds.
+        public var allowInsecureHTTP: Bool
         public var source: Source
         /// `auth.refresh_token_file`: seeds an empty store with a refresh token.
         public var refreshTokenFile: String?

@@ -1,3 +1,4 @@
+import BearerdAuth
 import Configuration
 import Foundation
 
@@ -47,6 +48,7 @@ extension ConfigBuilder {
         }
         let maxRefreshes = self.count("auth.max_refreshes_per_minute", default: 30)
         return BearerdConfiguration.Auth(
+            allowInsecureHTTP: self.allowInsecureHTTP,
             source: source,
             refreshTokenFile: refreshTokenFile,
             caFile: caFile,
@@ -86,6 +88,8 @@ extension ConfigBuilder {
                 !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil
             {
                 self.issue(key, "must be an http or https URL (got \"\(value)\")")
+            } else if let value, let refusal = PlainHTTP.refusal(url: value, allowInsecure: self.allowInsecureHTTP) {
+                self.issue(key, refusal)
             }
         }
         let clientID = self.string("auth.client_id")
@@ -128,6 +132,8 @@ extension ConfigBuilder {
         ] {
             if !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil {
                 self.issue(key, "must be an http or https URL (got \"\(value)\")")
+            } else if let refusal = PlainHTTP.refusal(url: value, allowInsecure: self.allowInsecureHTTP) {
+                self.issue(key, refusal)
             }
         }
         let refreshBody = self.string("auth.json.refresh_body") ?? #"{"refreshToken":"{{refresh_token}}"}"#

@@ -1,3 +1,4 @@
+import BearerdAuth
 import Configuration
 import Foundation
 
@@ -13,8 +14,11 @@ struct ConfigBuilder {
     let environment: [String: String]
     let baseDirectory: String
     var issues: [ConfigIssue]
+    /// `allow_insecure_http`: plain http to another machine for the upstream and token URLs.
+    var allowInsecureHTTP = false
 
     mutating func build() -> BearerdConfiguration? {
+        self.allowInsecureHTTP = self.bool("allow_insecure_http", default: false)
         let allowRemote = self.bool("allow_remote", default: false)
         let listen = self.listen(allowRemote: allowRemote)
         let upstream = self.upstream()
@@ -87,6 +91,11 @@ struct ConfigBuilder {
         }
         let caFile = self.string("upstream.ca_file").map(self.resolve)
         let serverName = self.string("upstream.server_name")
+        if target.scheme == .http,
+            let refusal = PlainHTTP.refusal(url: target.description, allowInsecure: self.allowInsecureHTTP)
+        {
+            self.issue("upstream.url", refusal)
+        }
         if target.scheme == .http {
             if caFile != nil { self.issue("upstream.ca_file", "only applies to an https upstream") }
             if serverName != nil { self.issue("upstream.server_name", "only applies to an https upstream") }

@@ -11,6 +11,7 @@ enum ConfigSchema {
     static let keys: [String: Kind] = [
         "listen": .list,
         "allow_remote": .scalar,
+        "allow_insecure_http": .scalar,
         "socket_mode": .scalar,
         "socket_group": .scalar,
         "socket_allow_uids": .list,

@@ -1,27 +1,44 @@
+import BearerdAuth
 import Foundation
 
-/// What an authorization server says about itself (RFC 8414 §2), as far as bearerd uses it.
+/// What an authorization server says about itself, as far as bearerd uses it, and which
+/// document said it (for `check-config`).
 struct ServerMetadata: Sendable, Equatable {
     var tokenEndpoint: String
     var revocationEndpoint: String?
     var deviceAuthorizationEndpoint: String?
+    /// `endpoint name → document URL` for each endpoint found.
+    var sources: [String: String] = [:]
 }
 
-/// Finds a server's endpoints from an issuer: OpenID Connect Discovery 1.0, then RFC 8414 (both
-/// the form appended to the issuer, which many servers use, and the RFC's inserted form).
+/// Finds a server's endpoints from an issuer. Every metadata document is read — RFC 8414's
+/// (appended to the issuer, which many servers use, and the RFC's inserted form) and OpenID
+/// Connect Discovery's — and merged: RFC 8414 first for the OAuth endpoints, OIDC for the rest
+/// (django-oauth-toolkit lists `revocation_endpoint` only in the former).
+///
+/// A document is used only when its `issuer` is the configured one (RFC 8414 §3.3, OIDC
+/// Discovery §4.3); an https issuer's endpoints must be https; plain http goes only to this
+/// machine unless `allow_insecure_http`.
 enum Discovery {
     static func candidates(issuer: String) -> [String] {
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        var urls = [base + "/.well-known/openid-configuration", base + "/.well-known/oauth-authorization-server"]
+        var urls = [base + "/.well-known/oauth-authorization-server"]
         // RFC 8414 §3.1: https://host/.well-known/oauth-authorization-server/path
         if let schemeEnd = base.range(of: "://"), let pathStart = base[schemeEnd.upperBound...].firstIndex(of: "/") {
             urls.append(String(base[..<pathStart]) + "/.well-known/oauth-authorization-server" + base[pathStart...])
         }
+        urls.append(base + "/.well-known/openid-configuration")
         return urls
     }
 
-    static func metadata(issuer: String, transport: any TokenTransport) async throws -> ServerMetadata {
+    static func metadata(
+        issuer: String,
+        allowInsecureHTTP: Bool,
+        transport: any TokenTransport
+    ) async throws -> ServerMetadata {
         var problems: [String] = []
+        var documents: [(url: String, document: JSONValue)] = []
+        var answered = false
         for url in Self.candidates(issuer: issuer) {
             let response: TokenHTTPResponse
             do {
@@ -32,30 +49,65 @@ enum Discovery {
                 problems.append("\(url): \(error)")
                 continue
             }
-            guard response.status == 200 else {
-                problems.append("\(url): HTTP \(response.status)")
+            answered = answered || response.status != 404 && response.status != 410
+            guard response.status == 200, let document = JSONValue.parse(response.body) else {
+                problems.append("\(url): HTTP \(response.status)\(response.status == 200 ? " without JSON" : "")")
                 continue
             }
-            let document = JSONValue.parse(response.body)
-            guard let endpoint = Self.url(document?["token_endpoint"]) else {
-                problems.append("\(url): no token_endpoint in the metadata")
+            guard Self.sameIssuer(document["issuer"]?.stringValue, issuer) else {
+                problems.append("\(url): its issuer is not auth.issuer (RFC 8414 §3.3), so it is not used")
                 continue
             }
-            return ServerMetadata(
-                tokenEndpoint: endpoint,
-                revocationEndpoint: Self.url(document?["revocation_endpoint"]),
-                deviceAuthorizationEndpoint: Self.url(document?["device_authorization_endpoint"])
+            documents.append((url, document))
+        }
+        guard !documents.isEmpty else {
+            let what = answered ? "no usable metadata" : "no metadata (every document answered 404)"
+            throw TokenSourceError(
+                "\(what) for auth.issuer \(issuer): \(problems.joined(separator: "; ")); set auth.token_url or check auth.issuer"
             )
         }
-        throw TokenSourceError(
-            "cannot discover the token endpoint of \(issuer) (\(problems.joined(separator: "; "))); set auth.token_url instead"
-        )
+        var metadata = ServerMetadata(tokenEndpoint: "")
+        for name in ["token_endpoint", "revocation_endpoint", "device_authorization_endpoint"] {
+            guard
+                let (url, endpoint) = documents.lazy.compactMap({ entry in
+                    entry.document[name]?.stringValue.map { (entry.url, $0) }
+                }).first
+            else { continue }
+            try Self.check(endpoint, name: name, issuer: issuer, allowInsecureHTTP: allowInsecureHTTP)
+            metadata.sources[name] = url
+            switch name {
+            case "token_endpoint": metadata.tokenEndpoint = endpoint
+            case "revocation_endpoint": metadata.revocationEndpoint = endpoint
+            default: metadata.deviceAuthorizationEndpoint = endpoint
+            }
+        }
+        guard !metadata.tokenEndpoint.isEmpty else {
+            throw TokenSourceError(
+                "the metadata of auth.issuer \(issuer) names no token_endpoint; set auth.token_url"
+            )
+        }
+        return metadata
     }
 
-    private static func url(_ value: JSONValue?) -> String? {
-        guard let text = value?.stringValue, text.hasPrefix("https://") || text.hasPrefix("http://") else {
-            return nil
+    /// Issuers compare as strings (RFC 8414 §3.3), but a trailing slash in the config is forgiven.
+    private static func sameIssuer(_ stated: String?, _ configured: String) -> Bool {
+        guard let stated else { return false }
+        func trimmed(_ text: String) -> Substring { text.hasSuffix("/") ? text.dropLast() : Substring(text) }
+        return trimmed(stated) == trimmed(configured)
+    }
+
+    private static func check(_ endpoint: String, name: String, issuer: String, allowInsecureHTTP: Bool) throws {
+        let lowered = endpoint.lowercased()
+        guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://"), URL(string: endpoint)?.host != nil else {
+            throw TokenSourceError("the metadata of auth.issuer \(issuer) gives a \(name) that is not an http(s) URL")
         }
-        return text
+        if issuer.lowercased().hasPrefix("https://") && !lowered.hasPrefix("https://") {
+            throw TokenSourceError(
+                "the metadata of auth.issuer \(issuer), an https issuer, points \(name) at plain http (\(endpoint)); bearerd refuses to send credentials there"
+            )
+        }
+        if let refusal = PlainHTTP.refusal(url: endpoint, allowInsecure: allowInsecureHTTP) {
+            throw TokenSourceError("the \(name) that auth.issuer's metadata gives, \(endpoint), \(refusal)")
+        }
     }
 }

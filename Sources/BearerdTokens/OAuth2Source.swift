@@ -32,6 +32,8 @@ public final class OAuth2Source: TokenSource {
         public var revocationURL: String?
         /// RFC 8628 device authorization endpoint; discovered with an issuer when not set.
         public var deviceAuthorizationURL: String?
+        /// Whether discovered endpoints may be plain http to another machine (`allow_insecure_http`).
+        public var allowInsecureHTTP: Bool
 
         public init(
             endpoint: Endpoint,
@@ -42,7 +44,8 @@ public final class OAuth2Source: TokenSource {
             extraParameters: [(String, String)] = [],
             clientCredentials: Bool = false,
             revocationURL: String? = nil,
-            deviceAuthorizationURL: String? = nil
+            deviceAuthorizationURL: String? = nil,
+            allowInsecureHTTP: Bool = false
         ) {
             self.endpoint = endpoint
             self.clientID = clientID
@@ -53,6 +56,7 @@ public final class OAuth2Source: TokenSource {
             self.clientCredentials = clientCredentials
             self.revocationURL = revocationURL
             self.deviceAuthorizationURL = deviceAuthorizationURL
+            self.allowInsecureHTTP = allowInsecureHTTP
         }
     }
 
@@ -179,7 +183,11 @@ public final class OAuth2Source: TokenSource {
     /// The issuer's metadata, discovered once.
     private func metadata(_ issuer: String, _ transport: any TokenTransport) async throws -> ServerMetadata {
         if let metadata = self.discovered.withLock({ $0 }) { return metadata }
-        let metadata = try await Discovery.metadata(issuer: issuer, transport: transport)
+        let metadata = try await Discovery.metadata(
+            issuer: issuer,
+            allowInsecureHTTP: self.settings.allowInsecureHTTP,
+            transport: transport
+        )
         self.discovered.withLock { $0 = metadata }
         return metadata
     }

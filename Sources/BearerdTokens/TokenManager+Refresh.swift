@@ -81,6 +81,9 @@ extension TokenManager {
             }
             let response = try await transport.send(request)
             return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
+        } catch let error as TokenSourceError {
+            // Discovery or the source's own setup: the reason names the config key to fix.
+            return .unavailable(reason: "\(error)", retryAfter: nil)
         } catch {
             return .unavailable(reason: "cannot reach the token endpoint: \(error)", retryAfter: nil)
         }

@@ -95,6 +95,8 @@ struct AuthConfigTests {
         ("token_url: https://a/t\nclient_id: a\nca_file: /nonexistent.pem", "auth.ca_file", "cannot read"),
         ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 0s", "auth.request_timeout", "from "),
         ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 1e18s", "auth.request_timeout", "at most 5m"),
+        ("token_url: http://idp.example/t\nclient_id: a", "auth.token_url", "allow_insecure_http"),
+        ("issuer: http://10.0.0.5/realms/x\nclient_id: a", "auth.issuer", "plain http to 10.0.0.5"),
         ("token_url: https://a/t\nclient_id: a\ndefault_lifetime: 800h", "auth.default_lifetime", "to 720h"),
         ("token_url: https://a/t\nclient_id: a\nleeway: soon", "auth.leeway", "a duration"),
         ("token_url: https://a/t\nclient_id: a\nrefresh_margin: 0s", "auth.refresh_margin", "from "),

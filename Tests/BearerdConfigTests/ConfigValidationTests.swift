@@ -130,6 +130,9 @@ struct ConfigValidationTests {
             ("MIN\nproxy:\n  max_connections: many", "proxy.max_connections", "a whole number"),
             ("MIN\nproxy:\n  header_timeout: 0", "proxy.header_timeout", "from "),
             ("MIN\nproxy:\n  body_timeout: soon", "proxy.body_timeout", "a duration"),
+            // Plain http only to this machine.
+            ("MIN\nupstream:\n  url: http://api.example/v2", "upstream.url", "allow_insecure_http"),
+            ("MIN\nallow_insecure_http: maybe", "allow_insecure_http", "true or false"),
             // Durations have ranges: nothing traps, and nothing waits for years.
             ("MIN\nproxy:\n  header_timeout: 1e300s", "proxy.header_timeout", "at most 1h"),
             ("MIN\nproxy:\n  body_timeout: 99999999999999999h", "proxy.body_timeout", "at most 24h"),
@@ -212,7 +215,7 @@ struct ConfigValidationTests {
     @Test func relativeSecretFilesResolveInTheCredentialsDirectory() throws {
         let credentials = try TemporaryDirectory()
         try credentials.write("cred-token", to: "api-token")
-        let body = "upstream:\n  url: http://x\nauth:\n  static_token_file: api-token"
+        let body = "upstream:\n  url: https://x\nauth:\n  static_token_file: api-token"
         let config = try self.load(body, environment: ["CREDENTIALS_DIRECTORY": credentials.path])
         #expect(config.auth.staticTokenFile == credentials.path + "/api-token")
         // Without systemd's directory, the name resolves next to the config file.

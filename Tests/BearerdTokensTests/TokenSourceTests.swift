@@ -55,23 +55,76 @@ struct TokenSourceTests {
         #expect(!none.headers.contains { $0.0 == "authorization" })
     }
 
-    @Test func theTokenEndpointIsDiscoveredFromTheIssuerOnce() async throws {
+    /// django-oauth-toolkit's shape: OIDC lists the token endpoint, only RFC 8414 lists revocation.
+    @Test func everyMetadataDocumentIsReadMergedAndCached() async throws {
+        let issuer = "http://127.0.0.1:9101/o"
         let discovery = FakeTokenEndpoint { request, _ in
-            request.url == "http://127.0.0.1:9101/o/.well-known/oauth-authorization-server"
-                ? FakeTokenEndpoint.json(#"{"issuer":"x","token_endpoint":"http://127.0.0.1:9101/o/token/"}"#)
-                : TokenHTTPResponse(status: 404)
+            switch request.url {
+            case issuer + "/.well-known/oauth-authorization-server":
+                FakeTokenEndpoint.json(
+                    #"{"issuer":"\#(issuer)","token_endpoint":"\#(issuer)/token/","revocation_endpoint":"\#(issuer)/revoke_token/"}"#
+                )
+            case issuer + "/.well-known/openid-configuration":
+                FakeTokenEndpoint.json(#"{"issuer":"\#(issuer)/","token_endpoint":"\#(issuer)/token/"}"#)
+            default: TokenHTTPResponse(status: 404)
+            }
         }
-        let source = OAuth2Source(settings: .init(endpoint: .issuer("http://127.0.0.1:9101/o/"), clientID: "c"))
-        #expect(
-            try await source.refreshRequest(Secret("r"), transport: discovery).url == "http://127.0.0.1:9101/o/token/"
+        let source = OAuth2Source(settings: .init(endpoint: .issuer(issuer + "/"), clientID: "c"))
+        #expect(try await source.refreshRequest(Secret("r"), transport: discovery).url == issuer + "/token/")
+        let revoke = try await source.revocationRequest(
+            refreshToken: Secret("r"),
+            accessToken: nil,
+            transport: discovery
         )
+        #expect(revoke?.url == issuer + "/revoke_token/")
+        let asked = discovery.requests.filter { $0.url.contains("/.well-known/") }.count
         _ = try await source.refreshRequest(Secret("r"), transport: discovery)
-        #expect(discovery.requests.count == 2, "OIDC first, then RFC 8414; cached afterwards")
-        let nothing = OAuth2Source(settings: .init(endpoint: .issuer("https://none.example"), clientID: "c"))
-        await #expect {
-            _ = try await nothing.refreshRequest(Secret("r"), transport: self.endpoint)
-        } throws: { error in
-            "\(error)".contains("set auth.token_url")
+        #expect(discovery.requests.filter { $0.url.contains("/.well-known/") }.count == asked, "cached")
+    }
+
+    @Test(
+        "metadata that would send credentials elsewhere is refused",
+        arguments: [
+            (
+                "https://idp.example", #"{"issuer":"https://evil.example","token_endpoint":"https://evil.example/t"}"#,
+                false, "its issuer is not auth.issuer"
+            ),
+            (
+                "https://idp.example", #"{"token_endpoint":"https://idp.example/t"}"#, false,
+                "its issuer is not auth.issuer"
+            ),
+            (
+                "https://idp.example", #"{"issuer":"https://idp.example","token_endpoint":"http://idp.example/t"}"#,
+                false, "points token_endpoint at plain http"
+            ),
+            (
+                "http://idp.example", #"{"issuer":"http://idp.example","token_endpoint":"http://idp.example/t"}"#,
+                false, "allow_insecure_http"
+            ),
+            (
+                "https://idp.example", #"{"issuer":"https://idp.example","token_endpoint":"ftp://idp.example/t"}"#,
+                false, "not an http(s) URL"
+            ),
+            ("https://idp.example", "404", false, "every document answered 404"),
+            (
+                "http://idp.example", #"{"issuer":"http://idp.example","token_endpoint":"http://idp.example/t"}"#, true,
+                ""
+            ),
+        ]
+    )
+    func untrustworthyMetadataIsRefused(issuer: String, document: String, allowInsecure: Bool, message: String) async {
+        let discovery = FakeTokenEndpoint { _, _ in
+            document == "404" ? TokenHTTPResponse(status: 404) : FakeTokenEndpoint.json(document)
+        }
+        let source = OAuth2Source(
+            settings: .init(endpoint: .issuer(issuer), clientID: "c", allowInsecureHTTP: allowInsecure)
+        )
+        do {
+            _ = try await source.refreshRequest(Secret("r"), transport: discovery)
+            #expect(message.isEmpty, "accepted \(document)")
+        } catch {
+            #expect(!message.isEmpty && "\(error)".contains(message), "\(error)")
+            #expect("\(error)".contains("auth."), "names the config key: \(error)")
         }
     }
 
