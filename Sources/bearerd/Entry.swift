@@ -1,6 +1,12 @@
 import ArgumentParser
 import BearerdCLI
 
-/// The process entry point: parses the command line and runs the chosen command.
+/// The process entry point: hardens the process, then parses the command line and runs the
+/// chosen command.
 @main
-extension Bearerd {}
+enum Entry {
+    static func main() async {
+        ProcessHardening.apply()
+        await Bearerd.main()
+    }
+}

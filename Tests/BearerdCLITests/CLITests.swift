@@ -93,9 +93,16 @@ struct CLITests {
             """,
             to: "b.yaml"
         )
+        // The daemon inherits a core limit it must lower itself (as root, raise it to make sure).
+        var unlimited = rlimit(rlim_cur: rlim_t.max, rlim_max: rlim_t.max)
+        if getuid() == 0 { _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &unlimited) }
         let bearerd = try BearerdProcess(["serve", "--config", config])
         try await waitUntil { bearerd.stderr.contains("msg=listening") }
         let port = try #require(bearerd.proxyPort)
+        // A crash writes no core file with the tokens in it.
+        let limits = try String(contentsOfFile: "/proc/\(bearerd.pid)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
+        #expect(core.map { Array($0.split(separator: " ").dropFirst(4).prefix(2)) } == ["0", "0"], "\(core ?? "")")
 
         try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
             let ok = try await client.send(.GET, "/ok?q=1")

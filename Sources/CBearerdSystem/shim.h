@@ -1,0 +1,15 @@
+#ifndef CBEARERD_SYSTEM_SHIM_H
+#define CBEARERD_SYSTEM_SHIM_H
+
+#include <sys/prctl.h>
+
+/* prctl is variadic, which Swift cannot call: one wrapper per use. */
+static inline int bearerd_set_dumpable(int dumpable) {
+    return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0UL, 0UL, 0UL);
+}
+
+static inline int bearerd_get_dumpable(void) {
+    return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+
+#endif
