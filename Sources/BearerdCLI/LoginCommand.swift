@@ -67,8 +67,8 @@ struct LoginCommand: AsyncParsableCommand {
             }
             if let prompt = event.prompt {
                 var text =
-                    "To log in, open \(prompt.verificationURI) in a browser and enter the code \(prompt.userCode)"
-                if let complete = prompt.verificationURIComplete { text += "\n(or open \(complete))" }
+                    "To log in, open \(PrintableText.of(prompt.verificationURI)) in a browser and enter the code \(PrintableText.of(prompt.userCode))"
+                if let complete = prompt.verificationURIComplete { text += "\n(or open \(PrintableText.of(complete)))" }
                 text += "\nThe code expires in \(StatusText.span(prompt.expiresIn)). Waiting…"
                 StandardError.emit(text)
             }
@@ -84,7 +84,7 @@ struct LoginCommand: AsyncParsableCommand {
 
     private static func summary(_ status: TokenStatus) -> String {
         var parts: [String] = []
-        if let subject = status.subject { parts.append("as \(subject)") }
+        if let subject = status.subject { parts.append("as \(PrintableText.of(subject))") }
         if let expiresAt = status.expiresAt {
             parts.append("token valid for \(StatusText.span(max(0, Int(expiresAt.timeIntervalSince(status.now)))))")
         }

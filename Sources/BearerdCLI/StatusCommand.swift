@@ -53,7 +53,7 @@ enum StatusText {
         }
         let width = (lines.map(\.0.count).max() ?? 0) + 2
         return lines.map { name, value in
-            (name + ":").padding(toLength: width, withPad: " ", startingAt: 0) + value + "\n"
+            (name + ":").padding(toLength: width, withPad: " ", startingAt: 0) + PrintableText.of(value) + "\n"
         }.joined()
     }
 

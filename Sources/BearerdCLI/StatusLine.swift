@@ -13,6 +13,6 @@ enum StatusLine {
             parts.append(seconds > 0 ? "token expires in \(StatusText.span(seconds))" : "token expired")
         }
         if let detail = status.detail, status.state != "ready" { parts.append(detail) }
-        return parts.joined(separator: "; ")
+        return PrintableText.of(parts.joined(separator: "; "))
     }
 }

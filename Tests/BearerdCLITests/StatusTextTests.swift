@@ -1,0 +1,25 @@
+import BearerdTokens
+import Foundation
+import Testing
+
+@testable import BearerdCLI
+
+/// What a token server chose reaches a person's terminal only as printable text.
+@Suite("status prints only printable characters")
+struct StatusTextTests {
+    @Test(arguments: [
+        "\u{1B}]0;pwned\u{07}", "\u{1B}[2J\u{1B}[H", "line\nforged: yes", "\u{9B}31m", "user\u{202E}nimda",
+        "a\u{2066}b",
+        "tab\tand\rcr", "del\u{7F}",
+    ])
+    func serverTextIsMadePrintable(hostile: String) {
+        var status = TokenStatus(state: "ready", now: Date(timeIntervalSince1970: 1_800_000_000))
+        status.subject = hostile
+        status.scope = hostile
+        status.detail = hostile
+        let text = StatusText.render(status)
+        #expect(!text.unicodeScalars.contains { PrintableText.isControl($0) && $0 != "\n" }, "\(text.debugDescription)")
+        #expect(text.split(separator: "\n").count == 5, "one line per fact: \(text.debugDescription)")
+        #expect(PrintableText.of("alice@example.com read write") == "alice@example.com read write")
+    }
+}
