@@ -129,18 +129,26 @@ enum HeaderRewriter {
             buffer.writeStaticString("\r\n")
             for field in head.fields {
                 if HeaderName.isHopByHop(raw, field.name) { continue }
+                // The length is written below from the parsed value: a `Connection:
+                // content-length` must not strip it while the body is still framed by it.
+                if HeaderName.equals(raw, field.name, "content-length") { continue }
                 if !head.connectionOptions.isEmpty
                     && head.connectionOptions.contains(where: { HeaderName.equals(raw, $0, field.name) })
                 {
                     continue
                 }
-                // A 204 carries no body and no length (RFC 9110 §8.6).
-                if head.status == 204 && HeaderName.equals(raw, field.name, "content-length") { continue }
                 buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.name]))
                 buffer.writeStaticString(": ")
                 buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.value]))
                 buffer.writeStaticString("\r\n")
             }
+        }
+        // A 204 carries no length (RFC 9110 §8.6); a HEAD or 304 answer states the length the
+        // body would have.
+        if let length = head.contentLength, head.status != 204 {
+            buffer.writeStaticString("content-length: ")
+            buffer.writeString(String(length))
+            buffer.writeStaticString("\r\n")
         }
         if framing == .chunked { buffer.writeStaticString("transfer-encoding: chunked\r\n") }
         if close {

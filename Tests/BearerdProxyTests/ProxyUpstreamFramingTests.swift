@@ -1,4 +1,5 @@
 import BearerdTestSupport
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -39,6 +40,25 @@ struct ProxyUpstreamFramingTests {
             #expect(response.status == 502)
             #expect(response.bodyText.contains("\"error\":\"upstream_failed\""))
             #expect(response.bodyText.contains("both Transfer-Encoding and Content-Length"), "\(response.bodyText)")
+        }
+    }
+
+    /// `Connection: content-length` names the length as hop-by-hop; dropping it while the body
+    /// stays length-framed would leave the client to read a body of unknown end, and the next
+    /// response on the connection as part of it.
+    @Test func aConnectionHeaderCannotStripTheResponseLength() async throws {
+        let response =
+            "HTTP/1.1 200 OK\r\nConnection: content-length, X-Hop\r\nX-Hop: 1\r\nContent-Length: 5\r\n\r\nhello"
+        try await self.withScripted(response) { proxy, _ in
+            let raw = try await proxy.raw(
+                "GET /x HTTP/1.1\r\nHost: {host}\r\n\r\nGET /y HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+            )
+            let heads = raw.components(separatedBy: "HTTP/1.1 200 OK\r\n")
+            #expect(heads.count == 3, "two whole responses: \(raw)")
+            for head in heads.dropFirst() {
+                #expect(head.lowercased().contains("content-length: 5\r\n"), "\(head)")
+                #expect(!head.lowercased().contains("x-hop"))
+            }
         }
     }
 
