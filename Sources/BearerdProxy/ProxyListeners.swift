@@ -103,6 +103,7 @@ public final class ProxyListeners: Sendable {
     public static func bind(
         listen: [ListenAddress],
         passed: [Int32] = [],
+        allowRemote: Bool = false,
         socketMode: UInt32,
         socketGroup: UInt32?,
         settings: ProxySettings,
@@ -122,9 +123,20 @@ public final class ProxyListeners: Sendable {
                 let quiesce = ServerQuiescingHelper(group: group)
                 let channel = try await listeners.bootstrap(tcp: Self.isInternet(descriptor), quiesce: quiesce)
                     .withBoundSocket(descriptor).get()
-                bound.append(
-                    Listener(address: nil, bound: channel.localAddress!, channel: channel, quiescer: quiesce)
-                )
+                guard let local = channel.localAddress else {
+                    try? await channel.close()
+                    throw ProxySetupError(
+                        "a socket systemd passed has no address; check bearerd.socket's ListenStream="
+                    )
+                }
+                // systemd's socket unit chose the address: it gets the same check as `listen`.
+                if let ip = local.ipAddress, !allowRemote, !ListenAddress.tcp(host: ip, port: 0).isLoopback {
+                    try? await channel.close()
+                    throw ProxySetupError(
+                        "the socket systemd passed listens on \(local.bearerdDescription), not a loopback address: anyone who can reach it could use the token; use ListenStream=127.0.0.1:PORT in bearerd.socket, or set allow_remote: true"
+                    )
+                }
+                bound.append(Listener(address: nil, bound: local, channel: channel, quiescer: quiesce))
             }
             for address in passed.isEmpty ? listen : [] {
                 bound.append(try await listeners.bind(address, socketMode: socketMode, socketGroup: socketGroup))

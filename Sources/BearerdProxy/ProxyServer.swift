@@ -43,6 +43,7 @@ public struct ProxyServer: Service {
         let listeners = try await ProxyListeners.bind(
             listen: self.configuration.listen,
             passed: self.passed,
+            allowRemote: self.configuration.allowRemote,
             socketMode: self.configuration.socketMode,
             socketGroup: self.configuration.socketGroup,
             settings: self.settings,
