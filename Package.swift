@@ -127,6 +127,7 @@ let package = Package(
         .target(
             name: "BearerdCLI",
             dependencies: [
+                "BearerdFiles",
                 "CBearerdSystem",
                 "BearerdAuth",
                 "BearerdConfig",
@@ -240,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "BearerdCLITests",
             dependencies: [
-                "BearerdCLI", "BearerdTestSupport", "BearerdConfig",
+                "BearerdCLI", "BearerdTestSupport", "BearerdConfig", "BearerdFiles",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

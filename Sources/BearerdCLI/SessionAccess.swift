@@ -1,6 +1,7 @@
 import BearerdAdmin
 import BearerdAuth
 import BearerdConfig
+import BearerdFiles
 import BearerdProxy
 import BearerdStore
 import BearerdTokens
@@ -24,6 +25,9 @@ enum SessionAccess {
         case .failure(let failure): throw CommandFailure(failure.report, exitCode: 78)
         }
         let socket = prepared.configuration.admin.socket
+        if let problem = SocketTrust.problem(socket) {
+            throw CommandFailure("bearerd does not talk to the admin socket: \(problem)")
+        }
         switch UnixSocketFile.connectError(socket) {
         case 0:
             return SocketAdminChannel(socket: socket)
