@@ -41,6 +41,9 @@ public struct RefreshPolicy: Sendable {
     /// that really lives longer is refreshed at its first 401 instead.
     static let longestLifetime: TimeInterval = 10 * 365 * 86_400
 
+    /// A 401 from the upstream forces a refresh only for a token at least this old (seconds).
+    static let forcedRefreshFloor: TimeInterval = 10
+
     /// The largest clock difference taken from a token server's `Date`: a day. Beyond it the
     /// header is ignored, so a wrong `Date` cannot make every token look expired or eternal.
     static let largestSkew: TimeInterval = 86_400

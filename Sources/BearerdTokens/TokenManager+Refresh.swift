@@ -25,19 +25,18 @@ extension TokenManager {
     }
 
     /// Enters `.refreshing` with the task that sends `grant` and returns it, unless the breaker
-    /// says wait (then `nil`, and the state says why).
+    /// says wait (then `nil`, and the state says why). The breaker never holds back an explicit
+    /// login: a person asked for it, and it is the way out of whatever tripped the breaker.
     @discardableResult
     func start(_ grant: Grant, previous: Session?, reason: String) -> Task<ExchangeResult, Never>? {
         let now = self.clock.now
         self.attempts.removeAll { now.timeIntervalSince($0) >= 60 }
-        if self.attempts.count >= self.policy.maxRefreshesPerMinute, let oldest = self.attempts.first {
+        if !grant.isLogin, self.attempts.count >= self.policy.maxRefreshesPerMinute, let oldest = self.attempts.first {
             let why =
                 "more than \(self.policy.maxRefreshesPerMinute) refresh attempts in a minute (auth.max_refreshes_per_minute)"
             self.logger.warning("token refresh held back", metadata: ["reason": "\(why)"])
             self.lastOutcome = why
-            if !grant.isLogin {
-                self.transition(to: .waiting(previous, retryAt: oldest.addingTimeInterval(60), reason: why))
-            }
+            self.transition(to: .waiting(previous, retryAt: oldest.addingTimeInterval(60), reason: why))
             return nil
         }
         self.attempts.append(now)

@@ -179,10 +179,21 @@ public actor TokenManager: TokenProvider {
 
     /// The upstream answered 401 to a request sent with `token`. Refreshes once if `token` is
     /// still the current one; if another request already replaced it, does not refresh again.
+    /// A token younger than ``RefreshPolicy/forcedRefreshFloor`` (or a quarter of its lifetime,
+    /// if that is less) is not refreshed: the 401 is
+    /// the upstream's answer to the request, and any caller could otherwise spin the refresh
+    /// token (and trip the breaker) by calling a path that always answers 401.
     /// Returns the token to retry with, if there is a new one.
     public func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
         if let current = self.currentSession?.access, current != token {
             return self.currentToken()
+        }
+        if let session = self.currentSession, let receivedAt = session.receivedAt,
+            self.clock.now.timeIntervalSince(receivedAt)
+                < min(RefreshPolicy.forcedRefreshFloor, 0.25 * session.expiresAt.timeIntervalSince(receivedAt))
+        {
+            self.logger.debug("the upstream rejected a token issued moments ago; passing the 401 on")
+            return nil
         }
         if case .refreshing(_, let task) = self.state {
             _ = await task.value

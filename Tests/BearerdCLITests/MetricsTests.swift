@@ -46,6 +46,8 @@ struct MetricsTests {
         let metricsPort = try #require(bearerd.number(after: "address=127.0.0.1:"))
         // 4 s tokens: the daemon refreshes on its own within a couple of seconds.
         try await waitUntil(.seconds(10)) { bearerd.stderr.contains("msg=\"token refreshed\"") }
+        // A 401 forces a refresh only for a token past the floor: a quarter of its 4 s lifetime.
+        try await Task.sleep(for: .milliseconds(1200))
 
         for path in ["/a", "/b", "/c", "/d", "/fresh", "/missing/1", "/missing/2"] {
             try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in

@@ -268,6 +268,7 @@ struct TokenManagerTests {
             FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)")
         }
         let first = try await harness.manager.token()
+        harness.clock.advance(by: .seconds(10))
         let retried = await harness.manager.upstreamRejected(first)
         #expect(retried == BearerToken("access-1"))
         #expect(harness.endpoint.requests.count == 2)
@@ -275,6 +276,31 @@ struct TokenManagerTests {
         let stale = await harness.manager.upstreamRejected(first)
         #expect(stale == BearerToken("access-1"))
         #expect(harness.endpoint.requests.count == 2)
+    }
+
+    /// A path that always answers 401 cannot spin the refresh token: a token younger than the
+    /// floor is not refreshed, however many 401s come back; and the breaker, tripped by
+    /// whatever, never holds back an explicit login.
+    @Test func repeated401sForAFreshTokenPassThroughAndTheBreakerSparesLogin() async throws {
+        var policy = RefreshPolicy()
+        policy.maxRefreshesPerMinute = 3
+        let harness = TokenHarness(policy: policy) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)")
+        }
+        var token = try await harness.manager.token()
+        for _ in 0..<30 {
+            if let next = await harness.manager.upstreamRejected(token) { token = next }
+        }
+        #expect(harness.endpoint.requests.count == 1, "30 quick 401s refreshed nothing")
+        // Each 401 after the floor may refresh once; the breaker then holds the rest back…
+        for _ in 0..<5 {
+            harness.clock.advance(by: .seconds(10))
+            if let next = await harness.manager.upstreamRejected(token) { token = next }
+        }
+        #expect(harness.endpoint.requests.count == 3, "the breaker held back refreshes beyond 3 a minute")
+        // …but not a person's login.
+        try await harness.manager.logIn(username: "alice", password: Secret("pw"))
+        #expect(harness.endpoint.requests.count == 4)
     }
 
     @Test func theLoginUsesThePasswordGrant() async throws {
