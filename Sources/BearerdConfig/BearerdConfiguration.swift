@@ -45,6 +45,9 @@ public struct BearerdConfiguration: Sendable {
         public var responseTimeout: Duration
         /// `upstream.idle_timeout`: how long a pooled connection may sit unused.
         public var idleTimeout: Duration
+        /// `upstream.read_timeout`: longest pause in a response body from the upstream while the
+        /// client is ready for more; then both connections close.
+        public var readTimeout: Duration
         /// `upstream.max_idle_connections`: pooled connections kept per thread.
         public var maxIdleConnections: Int
     }
@@ -71,6 +74,9 @@ public struct BearerdConfiguration: Sendable {
         public var headerTimeout: Duration
         /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.
         public var bodyTimeout: Duration
+        /// `proxy.send_timeout`: longest time a client may go without reading any of a response
+        /// bearerd has for it; then both connections close.
+        public var sendTimeout: Duration
         /// `proxy.retry_body_limit`: request bodies up to this size are kept for a retry after 401.
         public var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.

@@ -125,6 +125,11 @@ struct ConfigBuilder {
                 default: .seconds(60),
                 within: .milliseconds(100)...(.seconds(86_400))
             ),
+            readTimeout: self.duration(
+                "upstream.read_timeout",
+                default: .seconds(60),
+                within: .milliseconds(100)...(.seconds(86_400))
+            ),
             maxIdleConnections: self.parsed(
                 "upstream.max_idle_connections",
                 default: 512,
@@ -230,6 +235,11 @@ struct ConfigBuilder {
             bodyTimeout: self.duration(
                 "proxy.body_timeout",
                 default: .seconds(30),
+                within: .milliseconds(100)...(.seconds(86_400))
+            ),
+            sendTimeout: self.duration(
+                "proxy.send_timeout",
+                default: .seconds(60),
                 within: .milliseconds(100)...(.seconds(86_400))
             ),
             retryBodyLimit: self.parsed(
@@ -451,6 +461,7 @@ struct ConfigBuilder {
         connectTimeout: .seconds(5),
         responseTimeout: .seconds(60),
         idleTimeout: .seconds(60),
+        readTimeout: .seconds(60),
         maxIdleConnections: 0
     )
 }

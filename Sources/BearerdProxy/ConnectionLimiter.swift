@@ -7,12 +7,21 @@ import NIOCore
 /// A listener takes a slot before it accepts (see ``AcceptGate``) and the accepted connection
 /// keeps it until it closes, so the count never goes over the limit. At the limit, listeners stop
 /// accepting and the kernel queues new connections until a slot frees: they wait rather than
-/// being refused.
+/// being refused. Each listener may hold at most its share (the limit divided by the number of
+/// listeners), so one TCP caller opening connections cannot crowd out the unix-socket callers.
 final class ConnectionLimiter: Sendable {
     private struct State {
         var limit: Int
         /// Slots held by open connections and by listeners about to accept.
         var taken = 0
+        /// Slots held per listener (``AcceptGate``).
+        var perListener: [ObjectIdentifier: Int] = [:]
+
+        var share: Int { max(1, self.limit / max(1, self.perListener.count)) }
+
+        func hasRoom(for listener: ObjectIdentifier) -> Bool {
+            self.taken < self.limit && self.perListener[listener, default: 0] < self.share
+        }
         /// Listeners waiting for a slot.
         var waiting: [@Sendable () -> Void] = []
         var full = false
@@ -28,11 +37,28 @@ final class ConnectionLimiter: Sendable {
         self.logger = logger
     }
 
-    /// Takes a slot, or returns `false` and runs `whenFree` (if any) once one may be free.
-    func take(orWhenFree whenFree: (@Sendable () -> Void)? = nil) -> Bool {
+    /// A listener starts or stops taking slots; the shares follow the number of listeners.
+    func addListener(_ listener: ObjectIdentifier) {
+        self.state.withLockedValue { state in
+            if state.perListener[listener] == nil { state.perListener[listener] = 0 }
+        }
+    }
+
+    func removeListener(_ listener: ObjectIdentifier) {
+        let wake = self.state.withLockedValue { state -> [@Sendable () -> Void] in
+            state.perListener.removeValue(forKey: listener)
+            return Self.wakeIfFree(&state)
+        }
+        for resume in wake { resume() }
+    }
+
+    /// Takes a slot for `listener`, or returns `false` and runs `whenFree` (if any) once one may
+    /// be free.
+    func take(for listener: ObjectIdentifier, orWhenFree whenFree: (@Sendable () -> Void)? = nil) -> Bool {
         let (taken, becameFull) = self.state.withLockedValue { state -> (Bool, Bool) in
-            if state.taken < state.limit {
+            if state.hasRoom(for: listener) {
                 state.taken += 1
+                state.perListener[listener, default: 0] += 1
                 return (true, false)
             }
             if let whenFree { state.waiting.append(whenFree) }
@@ -49,18 +75,19 @@ final class ConnectionLimiter: Sendable {
     }
 
     /// A slot taken by a listener now belongs to the connection it accepted, until it closes.
-    func hand(to channel: any Channel) {
+    func hand(to channel: any Channel, from listener: ObjectIdentifier) {
         self.metrics.connectionOpened()
         channel.closeFuture.whenComplete { _ in
             self.metrics.connectionClosed()
-            self.give()
+            self.give(from: listener)
         }
     }
 
-    /// Frees a slot.
-    func give() {
+    /// Frees a slot of `listener`.
+    func give(from listener: ObjectIdentifier) {
         let wake = self.state.withLockedValue { state -> [@Sendable () -> Void] in
             state.taken -= 1
+            if let held = state.perListener[listener] { state.perListener[listener] = max(0, held - 1) }
             return Self.wakeIfFree(&state)
         }
         for resume in wake { resume() }
@@ -76,6 +103,7 @@ final class ConnectionLimiter: Sendable {
     }
 
     private static func wakeIfFree(_ state: inout State) -> [@Sendable () -> Void] {
+        // Every waiter looks again (each checks its own share); those still without room wait on.
         guard state.taken < state.limit, !state.waiting.isEmpty else { return [] }
         defer {
             state.waiting = []
@@ -102,13 +130,17 @@ final class AcceptGate: ChannelDuplexHandler {
         self.limiter = limiter
     }
 
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
+
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        self.limiter.addListener(self.id)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
         self.returnSlot()
+        self.limiter.removeListener(self.id)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -120,10 +152,10 @@ final class AcceptGate: ChannelDuplexHandler {
         let child = self.unwrapInboundIn(data)
         if self.holdsSlot {
             self.holdsSlot = false
-            self.limiter.hand(to: child)
-        } else if self.limiter.take() {
+            self.limiter.hand(to: child, from: self.id)
+        } else if self.limiter.take(for: self.id) {
             // Accepted without a read of ours (cannot happen with one message per read; never trust it).
-            self.limiter.hand(to: child)
+            self.limiter.hand(to: child, from: self.id)
         } else {
             child.close(promise: nil)
             return
@@ -138,7 +170,7 @@ final class AcceptGate: ChannelDuplexHandler {
         }
         let loop = context.eventLoop
         let gate = NIOLoopBound(self, eventLoop: loop)
-        if self.limiter.take(orWhenFree: { loop.execute { gate.value.resume() } }) {
+        if self.limiter.take(for: self.id, orWhenFree: { loop.execute { gate.value.resume() } }) {
             self.holdsSlot = true
             context.read()
         } else {
@@ -155,7 +187,7 @@ final class AcceptGate: ChannelDuplexHandler {
     private func returnSlot() {
         if self.holdsSlot {
             self.holdsSlot = false
-            self.limiter.give()
+            self.limiter.give(from: self.id)
         }
     }
 }

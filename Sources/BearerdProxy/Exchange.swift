@@ -47,6 +47,12 @@ final class Exchange {
     var bodyCheckAt: NIODeadline?
     var bodyBytesAtCheck = 0
     var readsHeld = false
+    /// After the response head went out: when the response is next checked for progress, the
+    /// body bytes it had then, and since when it has made none (`proxy.send_timeout`,
+    /// `upstream.read_timeout`).
+    var progressCheckAt: NIODeadline?
+    var progressBytes = 0
+    var stalledSince: NIODeadline?
     /// Replayed once on a fresh connection after a pooled one turned out closed.
     var retried = false
     /// The request body so far, kept while it fits `proxy.retry_body_limit`; `nil` once it does not.

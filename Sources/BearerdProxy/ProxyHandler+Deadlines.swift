@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 
 /// The client connection's deadlines, all served by one ``ConnectionTimer``:
@@ -5,7 +6,10 @@ import NIOCore
 ///   closed without an answer;
 /// - a request head, from its first byte (`proxy.header_timeout`): 408;
 /// - a request body that stops coming while bearerd reads it (`proxy.body_timeout`): 408;
-/// - the upstream's response head (`upstream.response_timeout`): 504.
+/// - the upstream's response head (`upstream.response_timeout`): 504;
+/// - once the response head went out, a response that makes no progress: the client does not
+///   read it (`proxy.send_timeout`) or the upstream sends nothing more while the client could
+///   take it (`upstream.read_timeout`): both connections close, as the answer has begun.
 ///
 /// The body is checked once per `body_timeout` rather than timed per read, so the data path pays
 /// nothing: a check that finds no new bytes, while bearerd itself did not hold reads back, ends
@@ -95,6 +99,13 @@ extension ProxyHandler {
             }
             self.arm(exchange.bodyCheckAt!)
         }
+        if let check = exchange.progressCheckAt, exchange.responseHeadSent, exchange.phase != .finished {
+            if now >= check {
+                if self.responseStalled(exchange, now: now) { return }
+                exchange.progressCheckAt = now + self.progressInterval
+            }
+            self.arm(exchange.progressCheckAt!)
+        }
         if let deadline = exchange.responseDeadline, !exchange.responseHeadSent {
             if now >= deadline {
                 self.responseTimedOut(exchange)
@@ -102,5 +113,39 @@ extension ProxyHandler {
                 self.arm(deadline)
             }
         }
+    }
+
+    /// How often a response in progress is checked: the shorter of the two timeouts, so a stall
+    /// is caught within one to two of them.
+    var progressInterval: TimeAmount { min(self.settings.sendTimeout, self.settings.readTimeout) }
+
+    func startProgressChecks(_ exchange: Exchange) {
+        let check = NIODeadline.now() + self.progressInterval
+        exchange.progressCheckAt = check
+        self.arm(check)
+    }
+
+    /// Whether the response stalled past its timeout (it is then abandoned).
+    private func responseStalled(_ exchange: Exchange, now: NIODeadline) -> Bool {
+        guard exchange.responseBodyBytes == exchange.progressBytes else {
+            exchange.progressBytes = exchange.responseBodyBytes
+            exchange.stalledSince = nil
+            return false
+        }
+        guard let since = exchange.stalledSince else {
+            exchange.stalledSince = now - self.progressInterval
+            return false
+        }
+        let clientReads = self.clientIsWritable
+        let limit = clientReads ? self.settings.readTimeout : self.settings.sendTimeout
+        guard now - since >= limit else { return false }
+        self.logger.warning(
+            clientReads
+                ? "the upstream sent nothing more within upstream.read_timeout; closing both connections"
+                : "the client read nothing within proxy.send_timeout; closing both connections",
+            metadata: ["timeout": "\(limit.prettyPrint)"]
+        )
+        self.abandon(exchange, outcome: clientReads ? "upstream_read_timeout" : "send_timeout")
+        return true
     }
 }

@@ -36,6 +36,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             )
             exchange.responseHeadSent = true
             context.write(self.wrapOutboundOut(out), promise: nil)
+            self.startProgressChecks(exchange)
         case .body(let buffer) where exchange.held != nil:
             self.holdBody(buffer, of: exchange)
         case .end where exchange.held != nil:

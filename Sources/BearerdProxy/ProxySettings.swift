@@ -35,6 +35,10 @@ public struct ProxySettings: Sendable {
     public var headerTimeout: TimeAmount
     /// Longest pause in a request body while bearerd reads it.
     public var bodyTimeout: TimeAmount
+    /// Longest a client may leave a response unread (`proxy.send_timeout`).
+    public var sendTimeout: TimeAmount
+    /// Longest pause in a response body from the upstream (`upstream.read_timeout`).
+    public var readTimeout: TimeAmount
     /// TCP connect timeout to the upstream.
     public var connectTimeout: TimeAmount
     /// From the end of a request to the response head.
@@ -102,6 +106,8 @@ public struct ProxySettings: Sendable {
         self.clientIdleTimeout = TimeAmount(configuration.proxy.clientIdleTimeout)
         self.headerTimeout = TimeAmount(configuration.proxy.headerTimeout)
         self.bodyTimeout = TimeAmount(configuration.proxy.bodyTimeout)
+        self.sendTimeout = TimeAmount(configuration.proxy.sendTimeout)
+        self.readTimeout = TimeAmount(upstream.readTimeout)
         self.connectTimeout = TimeAmount(upstream.connectTimeout)
         self.responseTimeout = TimeAmount(upstream.responseTimeout)
         self.upstreamIdleTimeout = TimeAmount(upstream.idleTimeout)

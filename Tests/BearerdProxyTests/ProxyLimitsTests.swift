@@ -199,19 +199,58 @@ struct ProxyLimitsTests {
         }
     }
 
+    /// A client that asks for a large response and never reads it: the exchange used to hold
+    /// its slot and an upstream connection forever.
+    @Test func aClientThatStopsReadingIsClosedAtTheSendTimeout() async throws {
+        let yaml = "proxy:\n  send_timeout: 300ms\n  max_connections: 1"
+        let responder = Responder { $0.head.uri == "/big" ? .stream(bytes: 256 << 20) : .ok() }
+        try await ProxyFixture.with(yaml: yaml, responder: responder) { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
+                try await connection.send("GET /big HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
+                try await waitUntil(.seconds(10)) { proxy.logText.contains("proxy.send_timeout") }
+            }
+            // The slot is free again: with max_connections 1, another client is served.
+            let answer = try await proxy.raw("GET /small HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(100))")
+        }
+    }
+
     @Test func theLimiterWakesWaitingListenersWhenASlotFreesOrTheLimitRises() {
         let limiter = ConnectionLimiter(limit: 1, metrics: ProxyMetrics(), logger: Logger(label: "test"))
+        let listener = ObjectIdentifier(limiter)
+        limiter.addListener(listener)
         let woken = NIOLockedValueBox(0)
-        #expect(limiter.take())
-        #expect(!limiter.take { woken.withLockedValue { $0 += 1 } })
+        #expect(limiter.take(for: listener))
+        #expect(!limiter.take(for: listener) { woken.withLockedValue { $0 += 1 } })
         #expect(woken.withLockedValue { $0 } == 0)
-        limiter.give()
+        limiter.give(from: listener)
         #expect(woken.withLockedValue { $0 } == 1)
-        #expect(limiter.take())
-        #expect(!limiter.take { woken.withLockedValue { $0 += 1 } })
+        #expect(limiter.take(for: listener))
+        #expect(!limiter.take(for: listener) { woken.withLockedValue { $0 += 1 } })
         limiter.setLimit(2)
         #expect(woken.withLockedValue { $0 } == 2)
-        #expect(limiter.take())
-        #expect(!limiter.take())
+        #expect(limiter.take(for: listener))
+        #expect(!limiter.take(for: listener))
+    }
+
+    /// A TCP caller holding every connection it can must leave the unix socket its share.
+    @Test func eachListenerHasItsShareOfTheLimit() {
+        let limiter = ConnectionLimiter(limit: 4, metrics: ProxyMetrics(), logger: Logger(label: "test"))
+        let tcpListener = ProxyMetrics()
+        let tcp = ObjectIdentifier(tcpListener)
+        let unix = ObjectIdentifier(limiter)
+        limiter.addListener(tcp)
+        limiter.addListener(unix)
+        #expect(limiter.take(for: tcp) && limiter.take(for: tcp))
+        #expect(!limiter.take(for: tcp), "the TCP listener's share is 2 of 4")
+        #expect(limiter.take(for: unix) && limiter.take(for: unix))
+        #expect(!limiter.take(for: unix))
+        limiter.give(from: unix)
+        #expect(!limiter.take(for: tcp), "a unix slot freed stays the unix listener's")
+        #expect(limiter.take(for: unix))
+        limiter.removeListener(unix)
+        limiter.give(from: tcp)
+        #expect(limiter.take(for: tcp), "one listener left: its share is the whole limit")
+        withExtendedLifetime(tcpListener) {}
     }
 }

@@ -11,12 +11,16 @@ struct ProxyUpstreamFramingTests {
     func withScripted<Result: Sendable>(
         _ response: String,
         close: Bool = false,
+        upstreamYAML: String = "",
         _ body: (ProxyFixture, ScriptedUpstream) async throws -> Result
     ) async throws -> Result {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let upstream = try await ScriptedUpstream(group: group, response: response, close: close)
         do {
-            let result = try await ProxyFixture.with(upstreamURL: "http://127.0.0.1:\(upstream.port)") { proxy in
+            let result = try await ProxyFixture.with(
+                upstreamYAML: upstreamYAML,
+                upstreamURL: "http://127.0.0.1:\(upstream.port)"
+            ) { proxy in
                 try await body(proxy, upstream)
             }
             await upstream.stop()
@@ -59,6 +63,19 @@ struct ProxyUpstreamFramingTests {
                 #expect(head.lowercased().contains("content-length: 5\r\n"), "\(head)")
                 #expect(!head.lowercased().contains("x-hop"))
             }
+        }
+    }
+
+    /// An upstream that sends a head and part of the body, then nothing: the exchange used to
+    /// hold the client's slot and the upstream connection forever.
+    @Test func aResponseBodyThatStopsComingEndsAtTheReadTimeout() async throws {
+        let stalling = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"
+        try await self.withScripted(stalling, upstreamYAML: "read_timeout: 300ms") { proxy, _ in
+            let started = ContinuousClock.now
+            let answer = try await proxy.raw("GET /x HTTP/1.1\r\nHost: {host}\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.hasSuffix("abc"), "\(answer)")
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(proxy.logText.contains("upstream.read_timeout"))
         }
     }
 
