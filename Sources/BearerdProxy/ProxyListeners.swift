@@ -24,8 +24,13 @@ public final class ProxyListeners: Sendable {
         init(settings: ProxySettings, group: any EventLoopGroup) {
             self.settings = settings
             var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
+            let budget = IdleConnectionBudget(limit: settings.maxIdleConnections)
             for loop in group.makeIterator() {
-                pools[ObjectIdentifier(loop)] = UpstreamConnectionPool(eventLoop: loop, settings: settings)
+                pools[ObjectIdentifier(loop)] = UpstreamConnectionPool(
+                    eventLoop: loop,
+                    settings: settings,
+                    budget: budget
+                )
             }
             self.pools = pools
         }

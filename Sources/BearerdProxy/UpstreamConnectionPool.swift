@@ -7,7 +7,8 @@ import NIOPosix
 import NIOSSL
 
 /// Kept-alive connections to the upstream, one pool per event loop, used only on that loop, so a
-/// client connection and the upstream connection serving it share a thread and never hop.
+/// client connection and the upstream connection serving it share a thread and never hop. How
+/// many are kept idle over all loops is bounded by one shared ``IdleConnectionBudget``.
 final class UpstreamConnectionPool: @unchecked Sendable {
     /// What ``acquire()`` gives: a pooled connection now, or a new one being opened.
     enum Lease {
@@ -17,18 +18,22 @@ final class UpstreamConnectionPool: @unchecked Sendable {
 
     let eventLoop: any EventLoop
     private let settings: ProxySettings
+    /// Shared by every loop's pool: each idle connection holds one slot.
+    private let budget: IdleConnectionBudget
     private var idle: [UpstreamConnection] = []
     private var isClosed = false
 
-    init(eventLoop: any EventLoop, settings: ProxySettings) {
+    init(eventLoop: any EventLoop, settings: ProxySettings, budget: IdleConnectionBudget) {
         self.eventLoop = eventLoop
         self.settings = settings
+        self.budget = budget
     }
 
     /// The most recently used open connection, or a new one (always new when `fresh`).
     func acquire(fresh: Bool = false) -> Lease {
         self.eventLoop.assertInEventLoop()
         while !fresh, let connection = self.idle.popLast() {
+            self.budget.give()
             if connection.isOpen { return .ready(connection) }
         }
         return .connecting(self.connect())
@@ -37,7 +42,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     /// Gives a connection back after an exchange: pooled if it can carry another request.
     func release(_ connection: UpstreamConnection, reusable: Bool) {
         self.eventLoop.assertInEventLoop()
-        guard reusable, connection.isOpen, !self.isClosed, self.idle.count < self.settings.maxIdleConnections else {
+        guard reusable, connection.isOpen, !self.isClosed, self.budget.take() else {
             connection.close()
             return
         }
@@ -47,7 +52,9 @@ final class UpstreamConnectionPool: @unchecked Sendable {
 
     /// Forgets a connection that closed.
     func remove(_ connection: UpstreamConnection) {
+        let before = self.idle.count
         self.idle.removeAll { $0 === connection }
+        self.budget.give(before - self.idle.count)
     }
 
     /// Closes the idle connections and pools no more; leased ones close when their exchange ends.
@@ -56,6 +63,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         self.isClosed = true
         let connections = self.idle
         self.idle.removeAll()
+        self.budget.give(connections.count)
         for connection in connections { connection.close() }
     }
 
