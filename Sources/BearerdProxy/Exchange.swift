@@ -55,14 +55,49 @@ final class Exchange {
     var stalledSince: NIODeadline?
     /// Replayed once on a fresh connection after a pooled one turned out closed.
     var retried = false
-    /// The request body so far, kept while it fits `proxy.retry_body_limit`; `nil` once it does not.
-    var retryBody: [ByteBuffer]? = []
+    /// The request body so far, in one buffer, kept for a retry after a 401 while it fits
+    /// `proxy.retry_body_limit` and the shared ``ProxySettings/retryBufferTotal``; `nil` when no
+    /// retry is possible (a method never retried, a body too large, the total reached).
+    var retryBody: ByteBuffer?
+    /// Whether the whole body so far is kept (a bodyless request needs no buffer at all).
+    var retryPossible = false
+    /// The bytes of capacity `retryBody` holds of `retryBudget`, given back when it goes.
+    var retryReserved = 0
+    var retryBudget: SharedBudget?
     /// A 401 held back while the token provider decides whether this request is retried.
     var held: HeldResponse?
     /// The token provider heard of this exchange's 401 (at most once per exchange).
     var rejectionReported = false
     /// Sent again with a new token after a 401 (at most once).
     var authRetried = false
+
+    /// Appends a piece of the request body to the retry buffer, or drops the buffer when the
+    /// body no longer fits.
+    func keepForRetry(_ piece: ByteBuffer, limit: Int) {
+        guard self.retryPossible else { return }
+        var kept = self.retryBody ?? ByteBufferAllocator().buffer(capacity: piece.readableBytes)
+        self.retryBody = nil  // one owner while it grows, so the write does not copy it
+        guard kept.readableBytes + piece.readableBytes <= limit else { return self.dropRetryBody() }
+        kept.writeImmutableBuffer(piece)
+        let growth = kept.capacity - self.retryReserved
+        if growth > 0 {
+            guard self.retryBudget?.take(growth) ?? false else { return self.dropRetryBody() }
+            self.retryReserved += growth
+        }
+        self.retryBody = kept
+    }
+
+    /// The body is not needed for a retry any more (or cannot be kept): its bytes go back.
+    func dropRetryBody() {
+        self.retryPossible = false
+        self.retryBody = nil
+        self.retryBudget?.give(self.retryReserved)
+        self.retryReserved = 0
+    }
+
+    deinit {
+        self.retryBudget?.give(self.retryReserved)
+    }
 
     init(request: HTTPRequestHead, startedAt: NIODeadline) {
         self.request = request

@@ -26,8 +26,7 @@ extension ProxyHandler {
     /// Whether a 401 to this exchange may be answered by a refresh and one more try: only once,
     /// only for a request bearerd added a token to, whose body is complete and was kept.
     func mayRetry(_ exchange: Exchange) -> Bool {
-        !exchange.authRetried && exchange.requestEnded && exchange.retryBody != nil
-            && self.settings.retryMethods.contains(exchange.request.method.rawValue)
+        !exchange.authRetried && exchange.requestEnded && exchange.retryPossible
     }
 
     /// Holds the 401 and asks the provider for a new token; a provider that sees `token`
@@ -76,7 +75,9 @@ extension ProxyHandler {
         self.metrics.retried()
         exchange.phase = .preparing
         exchange.responseStatus = nil
-        exchange.buffered = (exchange.retryBody ?? []).map { .body($0) } + [.end(nil)]
+        let body = exchange.retryBody
+        exchange.dropRetryBody()
+        exchange.buffered = (body.map { [.body($0)] } ?? []) + [.end(nil)]
         self.prepare(exchange, token: token)
         self.logger.debug("retrying a request the upstream answered 401 with a new token")
     }
@@ -84,6 +85,7 @@ extension ProxyHandler {
     /// Sends the held 401 to the client as if it had never been held.
     private func release(_ held: HeldResponse, of exchange: Exchange) {
         exchange.held = nil
+        exchange.dropRetryBody()
         self.upstreamReceived(.head(held.head))
         for buffer in held.body { self.upstreamReceived(.body(buffer)) }
         if held.ended {

@@ -23,6 +23,8 @@ extension ProxyHandler: UpstreamConnectionOwner {
                 let tokens = self.tokens
                 context.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in }
             }
+            // This answer goes to the client: no retry can follow, so the kept body goes.
+            exchange.dropRetryBody()
             let framing = HeaderRewriter.clientFraming(head, for: exchange.request)
             exchange.responseFraming = framing
             if !exchange.requestEnded || framing == .close { exchange.closeClientAfter = true }

@@ -24,6 +24,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     let settings: ProxySettings
+    /// Bytes of request bodies kept for retries, over every connection of the generation.
+    let retryBudget: SharedBudget
     /// The connection came in on a TCP listener (known from the listener, never guessed from
     /// the peer address, which a reset connection no longer has).
     let viaTCP: Bool
@@ -61,6 +63,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     init(
         settings: ProxySettings,
+        retryBudget: SharedBudget,
         viaTCP: Bool,
         pool: UpstreamConnectionPool,
         tokens: any TokenProvider,
@@ -68,6 +71,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         logger: Logger
     ) {
         self.settings = settings
+        self.retryBudget = retryBudget
         self.viaTCP = viaTCP
         self.pool = pool
         self.tokens = tokens
@@ -118,13 +122,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.begin(head, context: context)
         case (.exchanging(let exchange), .body(let buffer)):
             exchange.requestBodyBytes += buffer.readableBytes
-            if exchange.retryBody != nil {
-                if exchange.requestBodyBytes <= self.settings.retryBodyLimit {
-                    exchange.retryBody!.append(buffer)
-                } else {
-                    exchange.retryBody = nil
-                }
-            }
+            exchange.keepForRetry(buffer, limit: self.settings.retryBodyLimit)
             if let limit = self.settings.maxRequestBody, exchange.requestBodyBytes > limit {
                 self.fail(exchange, .bodyTooLarge(limit: limit))
             } else if exchange.phase == .forwarding, let upstream = exchange.upstream {
@@ -224,6 +222,11 @@ final class ProxyHandler: ChannelDuplexHandler {
         defer { self.beginning = false }
         let clientKeepsOwnAuthorization =
             self.settings.clientAuthorization == .keep && head.headers.contains(name: "authorization")
+        // The body is kept for a retry after a 401 only when such a retry can happen.
+        if !clientKeepsOwnAuthorization && self.settings.retryMethods.contains(head.method.rawValue) {
+            exchange.retryPossible = true
+            exchange.retryBudget = self.retryBudget
+        }
         if clientKeepsOwnAuthorization {
             self.prepare(exchange, token: nil)
         } else if let token = self.tokens.currentToken() {

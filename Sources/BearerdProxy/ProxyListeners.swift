@@ -18,13 +18,15 @@ public final class ProxyListeners: Sendable {
     final class Generation: Sendable {
         let settings: ProxySettings
         let pools: [ObjectIdentifier: UpstreamConnectionPool]
+        /// Request bodies kept for retries, over all of this generation's connections.
+        let retryBudget = SharedBudget(limit: ProxySettings.retryBufferTotal)
         /// The client connections it serves, so a reload can ask them to finish.
         let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
 
         init(settings: ProxySettings, group: any EventLoopGroup) {
             self.settings = settings
             var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
-            let budget = IdleConnectionBudget(limit: settings.maxIdleConnections)
+            let budget = SharedBudget(limit: settings.maxIdleConnections)
             for loop in group.makeIterator() {
                 pools[ObjectIdentifier(loop)] = UpstreamConnectionPool(
                     eventLoop: loop,
@@ -271,6 +273,7 @@ public final class ProxyListeners: Sendable {
                     try sync.addHandler(
                         ProxyHandler(
                             settings: current.settings,
+                            retryBudget: current.retryBudget,
                             viaTCP: tcp,
                             pool: pool,
                             tokens: tokens,

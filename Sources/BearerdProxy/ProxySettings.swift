@@ -49,6 +49,9 @@ public struct ProxySettings: Sendable {
     public var maxIdleConnections: Int
     /// Request bodies up to this size are kept, so a request can be retried after a 401.
     public var retryBodyLimit: Int
+    /// The most bytes of request bodies kept for retries over all connections at once; beyond
+    /// it a request is forwarded without a copy, and a 401 to it passes to the client.
+    public static let retryBufferTotal = 32 << 20
     /// Methods retried after a 401 (upper case).
     public var retryMethods: Set<String>
     /// Refuse requests a web page sent (`proxy.browser_guard`), except from `allowedOrigins`.

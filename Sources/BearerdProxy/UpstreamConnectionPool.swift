@@ -8,7 +8,7 @@ import NIOSSL
 
 /// Kept-alive connections to the upstream, one pool per event loop, used only on that loop, so a
 /// client connection and the upstream connection serving it share a thread and never hop. How
-/// many are kept idle over all loops is bounded by one shared ``IdleConnectionBudget``.
+/// many are kept idle over all loops is bounded by one ``SharedBudget``.
 final class UpstreamConnectionPool: @unchecked Sendable {
     /// What ``acquire()`` gives: a pooled connection now, or a new one being opened.
     enum Lease {
@@ -19,11 +19,11 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     let eventLoop: any EventLoop
     private let settings: ProxySettings
     /// Shared by every loop's pool: each idle connection holds one slot.
-    private let budget: IdleConnectionBudget
+    private let budget: SharedBudget
     private var idle: [UpstreamConnection] = []
     private var isClosed = false
 
-    init(eventLoop: any EventLoop, settings: ProxySettings, budget: IdleConnectionBudget) {
+    init(eventLoop: any EventLoop, settings: ProxySettings, budget: SharedBudget) {
         self.eventLoop = eventLoop
         self.settings = settings
         self.budget = budget
