@@ -30,6 +30,7 @@ let package = Package(
         .target(
             name: "BearerdAuth",
             dependencies: [
+                "BearerdFiles",
                 .product(name: "Logging", package: "swift-log")
             ],
             swiftSettings: strict
@@ -84,6 +85,7 @@ let package = Package(
         .target(
             name: "BearerdProxy",
             dependencies: [
+                "BearerdFiles",
                 "BearerdAuth",
                 "BearerdConfig",
                 .product(name: "NIOCore", package: "swift-nio"),

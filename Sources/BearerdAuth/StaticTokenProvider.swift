@@ -1,3 +1,4 @@
+import BearerdFiles
 import Foundation
 import Logging
 import Synchronization
@@ -51,16 +52,22 @@ public final class StaticTokenProvider: TokenProvider {
         return nil
     }
 
+    /// Larger than any token file holds (a JWT is a few KiB).
+    static let maxFileSize = 64 << 10
+
     static func read(path: String) throws -> BearerToken {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: path, limit: Self.maxFileSize)
         } catch {
+            throw TokenUnavailableError.tokenSourceFailed("cannot read the token file: \(error)")
+        }
+        guard let bytes = contents?.bytes else {
             throw TokenUnavailableError.tokenSourceFailed(
-                "cannot read the token file \(path): check that it exists and bearerd may read it"
+                "cannot read the token file \(path): it does not exist; write the token into it"
             )
         }
-        let value = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let value = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !value.isEmpty else {
             throw TokenUnavailableError.tokenSourceFailed("the token file \(path) is empty: write the token into it")
         }

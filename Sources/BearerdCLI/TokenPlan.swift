@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdFiles
 import BearerdTokens
 import Foundation
 import Logging
@@ -68,12 +69,16 @@ enum TokenPlan {
 
     /// A secret file's content, surrounding white space removed.
     static func readSecret(_ path: String, what: String) throws -> Secret {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw StartupFailure(
-                report: "cannot read the \(what) file \(path): check that it exists and bearerd may read it"
-            )
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: path, limit: 64 << 10)
+        } catch {
+            throw StartupFailure(report: "cannot read the \(what) file: \(error)")
         }
-        let value = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let contents else {
+            throw StartupFailure(report: "the \(what) file \(path) does not exist: create it")
+        }
+        let value = String(decoding: contents.bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
             throw StartupFailure(report: "the \(what) file \(path) must hold the \(what) alone, on one line")
         }

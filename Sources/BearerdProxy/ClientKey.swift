@@ -1,3 +1,4 @@
+import BearerdFiles
 import Foundation
 
 /// A shared secret that TCP callers must send in a header (`proxy.client_key_file`): a local
@@ -8,12 +9,18 @@ struct ClientKey: Sendable, CustomStringConvertible {
     private let key: [UInt8]
 
     init(file: String, header: String) throws {
-        guard let data = FileManager.default.contents(atPath: file) else {
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: file, limit: 64 << 10)
+        } catch {
+            throw ProxySetupError("proxy.client_key_file: \(error)")
+        }
+        guard let contents else {
             throw ProxySetupError(
-                "proxy.client_key_file: cannot read \(file): check that it exists and bearerd may read it"
+                "proxy.client_key_file: \(file) does not exist: create it (bearerd keygen, or any 16+ characters)"
             )
         }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: contents.bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count >= 16, !text.contains(where: \.isNewline) else {
             throw ProxySetupError(
                 "proxy.client_key_file: \(file) must hold one key of at least 16 characters, on one line"

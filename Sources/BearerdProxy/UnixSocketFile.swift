@@ -18,12 +18,22 @@ public enum UnixSocketFile {
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         let directory = path[..<slash]
         let name = path[path.index(after: slash)...].prefix(40)
-        return "\(directory)/.\(name).bearerd-\(getpid())"
+        return "\(directory)/.\(name).bearerd-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
     }
 
     /// Refuses to take over a path that is not a socket, or a socket another process still
     /// serves. `key` is the config key the path came from.
     public static func checkReplaceable(_ path: String, key: String = "listen") throws {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var directoryInfo = stat()
+        if stat(directory, &directoryInfo) == 0, directoryInfo.st_mode & 0o002 != 0,
+            directoryInfo.st_mode & S_ISVTX == 0
+        {
+            throw ProxySetupError(
+                "\(key): \(directory) may be written and emptied by every user, so the socket could be swapped under bearerd; choose a directory of bearerd's own"
+            )
+        }
         var info = stat()
         guard lstat(path, &info) == 0 else { return }
         guard (info.st_mode & S_IFMT) == S_IFSOCK else {
@@ -44,10 +54,18 @@ public enum UnixSocketFile {
         group: UInt32?,
         key: String = "listen"
     ) throws {
+        // Bound a moment ago: it must still be the socket this process made, not something a
+        // user who may write the directory put there (chmod and chown would follow a symlink).
+        var info = stat()
+        guard lstat(temporary, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK, info.st_uid == geteuid() else {
+            throw ProxySetupError(
+                "\(key): the socket bearerd bound for \(path) was replaced; check who may write its directory"
+            )
+        }
         if chmod(temporary, mode_t(mode)) != 0 {
             throw ProxySetupError("\(key): cannot set mode \(String(mode, radix: 8)) on \(path): \(Self.lastError())")
         }
-        if let group, chown(temporary, uid_t.max, gid_t(group)) != 0 {
+        if let group, lchown(temporary, uid_t.max, gid_t(group)) != 0 {
             throw ProxySetupError("socket_group: cannot give \(path) to group \(group): \(Self.lastError())")
         }
         if rename(temporary, path) != 0 {

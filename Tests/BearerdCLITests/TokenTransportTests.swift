@@ -31,17 +31,18 @@ struct TokenTransportTests {
         try await group.shutdownGracefully()
     }
 
-    /// A refused port fails in milliseconds, not after the whole request timeout (connect
-    /// retries are off).
+    /// A refused port fails at once, not after the whole request timeout: async-http-client
+    /// retried the connect until the deadline (60 s here). Alone it takes about 0.1 s; the
+    /// bound leaves room for a loaded machine running every suite at once.
     @Test func aRefusedPortFailsAtOnce() async throws {
         let port = try Self.closedPort()
-        let transport = try HTTPClientTokenTransport(caFile: nil, timeout: .seconds(10))
+        let transport = try HTTPClientTokenTransport(caFile: nil, timeout: .seconds(60))
         let started = ContinuousClock.now
         await #expect(throws: (any Error).self) {
             _ = try await transport.send(TokenHTTPRequest(url: "http://127.0.0.1:\(port)/token"))
         }
         let elapsed = ContinuousClock.now - started
-        #expect(elapsed < .seconds(2), "took \(elapsed)")
+        #expect(elapsed < .seconds(15), "took \(elapsed)")
         try await transport.shutdown()
     }
 

@@ -3,6 +3,7 @@ import BearerdConfig
 import BearerdTestSupport
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import Testing
 
@@ -54,5 +55,29 @@ struct SocketActivationTests {
             #expect("\(error)".contains("allow_remote"))
         }
         try await group.shutdownGracefully()
+    }
+}
+
+@Suite("Unix socket files")
+struct UnixSocketFileTests {
+    /// A directory every user may write and empty: the bound socket could be swapped for a
+    /// symlink before bearerd sets its mode, which would then change another file's.
+    @Test func aSocketInAWorldWritableDirectoryWithoutTheStickyBitIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        chmod(directory.path, 0o777)
+        await #expect {
+            try await ProxyFixture.with(listen: ["unix:\(directory.path)/proxy.sock"]) { _ in }
+        } throws: { error in
+            "\(error)".contains("written and emptied by every user")
+        }
+        chmod(directory.path, 0o1777)
+        try await ProxyFixture.with(listen: ["127.0.0.1:0", "unix:\(directory.path)/proxy.sock"]) { proxy in
+            try await TestHTTPClient.withConnection(to: .unix(path: directory.path + "/proxy.sock"), group: proxy.group)
+            {
+                client in
+                let answer = try await client.send(.GET, "/sticky-is-fine")
+                #expect(answer.status == 200)
+            }
+        }
     }
 }
