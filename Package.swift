@@ -31,15 +31,17 @@ let package = Package(
             name: "BearerdAuth",
             dependencies: [
                 "BearerdFiles",
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
-        // The config file: schema, loading (YAML + environment), validation.
+        // Files opened relative to a checked directory: no symlinks or foreign owners where
+        // others may write.
         .target(
             name: "BearerdFiles",
             swiftSettings: strict
         ),
+        // The config file: schema, loading (YAML + environment), validation.
         .target(
             name: "BearerdConfig",
             dependencies: [
@@ -63,6 +65,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // The system's OpenSSL libcrypto (libssl-dev), for the token store.
+        // prctl, which Swift cannot call (it is variadic).
         .systemLibrary(name: "CBearerdSystem"),
         .systemLibrary(
             name: "CBearerdCrypto",
