@@ -155,13 +155,17 @@ public struct CanonicalTarget: Sendable, Hashable {
                 return Refusal("the path holds a . or .. segment (also %2E); send a normalized path")
             }
             guard self.segmentHasNonASCII else { return nil }
-            // Some servers fold compatibility characters (U+FF0E FULLWIDTH FULL STOP, U+2025 TWO
-            // DOT LEADER, U+FF0F FULLWIDTH SOLIDUS) into ASCII before routing.
+            // Some servers normalise (NFC, NFKC) before routing: U+FF0E FULLWIDTH FULL STOP and
+            // U+2025 TWO DOT LEADER become dots, U+FF0F a slash, U+037E GREEK QUESTION MARK a `;`.
+            // A segment that folds into a dot segment or any delimiter has no single meaning.
             let start = self.decoded.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? 0
             guard let text = String(validating: self.decoded[start...], as: UTF8.self) else { return nil }
             let folded = text.precomposedStringWithCompatibilityMapping
-            if folded == "." || folded == ".." || folded.contains("/") || folded.contains("\\") {
-                return Refusal("the path holds a segment that some servers read as ., .. or a slash")
+            let delimiters: Set<Unicode.Scalar> = ["/", "\\", ";", "?", "#", "%"]
+            if folded == "." || folded == ".."
+                || folded.unicodeScalars.contains(where: { delimiters.contains($0) || $0.value < 0x20 })
+            {
+                return Refusal("the path holds a character that some servers read as ., / or another delimiter")
             }
             return nil
         }

@@ -26,6 +26,7 @@ struct CanonicalTargetTests {
             "/a%2Fb", "/a%5cb", "/a\\b", "/a%00", "/a%0d%0aX: y", "/a%7f", "/a#f", "/a?b#f", "/a%", "/a%4",
             "/a%g0", "/a?b=%zz", "/a;b", "/a%3bb", "/%252e%252e/x", "/%25%32%65", "/%c0%ae%c0%ae/x", "/%c0%af",
             "/%e0%80%ae", "/%ff", "/%ef%bc%8e%ef%bc%8e/x", "/%ef%bc%8f", "/a/\u{2025}/b", "/a\u{ff3c}b", "/a\tb",
+            "/admin\u{37e}x", "/a%cd%bex",
         ]
     )
     func refused(input: String) {
