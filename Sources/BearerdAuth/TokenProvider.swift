@@ -15,4 +15,12 @@ public protocol TokenProvider: Sendable {
     /// The upstream answered 401 to a request that carried `token`. Returns the token to retry
     /// that request with, when there is a new one (`nil`: do not retry).
     func upstreamRejected(_ token: BearerToken) async -> BearerToken?
+
+    /// Seconds until the provider's next real attempt at a token (at least 1), for the
+    /// `Retry-After` of a request that gave up waiting; `nil` when it cannot say. Must not block.
+    func secondsUntilNextAttempt() -> Int?
+}
+
+extension TokenProvider {
+    public func secondsUntilNextAttempt() -> Int? { nil }
 }

@@ -17,13 +17,14 @@ public struct HTTPClientTokenTransport: TokenTransport {
     /// - Parameters:
     ///   - caFile: PEM bundle to trust instead of the system's roots (`auth.ca_file`).
     ///   - timeout: for each whole request, its body included (`auth.request_timeout`).
-    public init(caFile: String?, timeout: Duration) throws {
+    ///   - connectTimeout: for connecting, tried once (`auth.connect_timeout`).
+    public init(caFile: String?, timeout: Duration, connectTimeout: Duration = .seconds(2)) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.trustRoots = .file(caFile) }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(10)),
+            timeout: .init(connect: TimeAmount(connectTimeout)),
             decompression: .disabled
         )
         // A refused or unreachable token server fails at once instead of being retried until
@@ -75,5 +76,12 @@ struct TokenRequestTimeout: Error, CustomStringConvertible {
     var timeout: Duration
     var description: String {
         "no complete answer within auth.request_timeout (\(timeout.components.seconds)s)"
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

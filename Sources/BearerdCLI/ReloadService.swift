@@ -109,6 +109,7 @@ final class ReloadService: Service, Sendable {
         merged.auth.refreshTokenFile = old.auth.refreshTokenFile
         merged.auth.caFile = old.auth.caFile
         merged.auth.requestTimeout = old.auth.requestTimeout
+        merged.auth.connectTimeout = old.auth.connectTimeout
         merged.store = old.store
         merged.admin = old.admin
         return merged

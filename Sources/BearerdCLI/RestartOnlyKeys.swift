@@ -17,6 +17,7 @@ enum RestartOnlyKeys {
             "auth.refresh_token_file": auth.refreshTokenFile ?? "",
             "auth.ca_file": auth.caFile ?? "",
             "auth.request_timeout": "\(auth.requestTimeout)",
+            "auth.connect_timeout": "\(auth.connectTimeout)",
             "store.path": configuration.store.path,
             "store.key_file": configuration.store.keyFile ?? "",
             "store.passphrase_file": configuration.store.passphraseFile ?? "",

@@ -62,9 +62,13 @@ struct ServeCommand: AsyncParsableCommand {
         case .staticToken(let provider):
             tokens = provider
             backend = .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
-        case .engine(let source, let seed, let policy, let caFile, let timeout):
+        case .engine(let source, let seed, let policy, let caFile, let timeout, let connectTimeout):
             do {
-                transport = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout)
+                transport = try HTTPClientTokenTransport(
+                    caFile: caFile,
+                    timeout: timeout,
+                    connectTimeout: connectTimeout
+                )
             } catch {
                 StandardError.emit("bearerd: cannot set up the token client: \(error)")
                 throw ExitCode(78)

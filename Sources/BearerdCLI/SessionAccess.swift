@@ -50,7 +50,7 @@ enum SessionAccess {
                 api: AdminAPI(backend: .staticToken(provider, path: path), logger: logger),
                 onClose: {}
             )
-        case .engine(let source, let seed, let policy, let caFile, let timeout):
+        case .engine(let source, let seed, let policy, let caFile, let timeout, let connectTimeout):
             guard prepared.configuration.store.isEncryptedOnDisk else {
                 throw CommandFailure(
                     "no daemon answers on \(socket), and this config keeps tokens in memory only (no store.key_file or store.passphrase_file): start `bearerd serve` first, or configure a store key"
@@ -68,7 +68,11 @@ enum SessionAccess {
             }
             let transport: HTTPClientTokenTransport
             do {
-                transport = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout)
+                transport = try HTTPClientTokenTransport(
+                    caFile: caFile,
+                    timeout: timeout,
+                    connectTimeout: connectTimeout
+                )
             } catch {
                 throw CommandFailure("cannot set up the token client: \(error)", exitCode: 78)
             }

@@ -9,7 +9,14 @@ import Logging
 /// client, no task, nothing to shut down until `serve` starts it.
 enum TokenPlan {
     case staticToken(StaticTokenProvider)
-    case engine(source: any TokenSource, seed: Secret?, policy: RefreshPolicy, caFile: String?, timeout: Duration)
+    case engine(
+        source: any TokenSource,
+        seed: Secret?,
+        policy: RefreshPolicy,
+        caFile: String?,
+        timeout: Duration,
+        connectTimeout: Duration
+    )
 
     /// The engine's timing rules from `auth.*` (what a reload may change in a running engine).
     static func policy(_ auth: BearerdConfiguration.Auth) -> RefreshPolicy {
@@ -64,7 +71,14 @@ enum TokenPlan {
                 )
             )
         }
-        return .engine(source: source, seed: seed, policy: policy, caFile: auth.caFile, timeout: auth.requestTimeout)
+        return .engine(
+            source: source,
+            seed: seed,
+            policy: policy,
+            caFile: auth.caFile,
+            timeout: auth.requestTimeout,
+            connectTimeout: auth.connectTimeout
+        )
     }
 
     /// A secret file's content, surrounding white space removed.

@@ -66,7 +66,10 @@ extension BearerdConfiguration {
         public var refreshTokenFile: String?
         /// `auth.ca_file`: PEM bundle trusted for the token endpoint.
         public var caFile: String?
+        /// `auth.request_timeout`: each whole token request, its body included.
         public var requestTimeout: Duration
+        /// `auth.connect_timeout`: connecting to the token endpoint (no retries).
+        public var connectTimeout: Duration
         public var leeway: Duration
         public var refreshMargin: Duration
         public var defaultLifetime: Duration

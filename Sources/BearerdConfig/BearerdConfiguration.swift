@@ -77,6 +77,8 @@ public struct BearerdConfiguration: Sendable {
         /// `proxy.send_timeout`: longest time a client may go without reading any of a response
         /// bearerd has for it; then both connections close.
         public var sendTimeout: Duration
+        /// `proxy.token_wait`: longest a request waits for a token being refreshed, before 503.
+        public var tokenWait: Duration
         /// `proxy.retry_body_limit`: request bodies up to this size are kept for a retry after 401.
         public var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.

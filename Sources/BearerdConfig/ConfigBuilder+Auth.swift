@@ -57,6 +57,11 @@ extension ConfigBuilder {
                 default: .seconds(10),
                 within: .milliseconds(100)...(.seconds(300))
             ),
+            connectTimeout: self.duration(
+                "auth.connect_timeout",
+                default: .seconds(2),
+                within: .milliseconds(10)...(.seconds(60))
+            ),
             leeway: self.duration("auth.leeway", default: .seconds(30), within: .zero...(.seconds(3600))),
             refreshMargin: self.duration(
                 "auth.refresh_margin",

@@ -242,6 +242,11 @@ struct ConfigBuilder {
                 default: .seconds(60),
                 within: .milliseconds(100)...(.seconds(86_400))
             ),
+            tokenWait: self.duration(
+                "proxy.token_wait",
+                default: .seconds(2),
+                within: .milliseconds(10)...(.seconds(300))
+            ),
             retryBodyLimit: self.parsed(
                 "proxy.retry_body_limit",
                 default: 64 << 10,

@@ -29,6 +29,16 @@ struct ProxyFailure: Error, Sendable {
         )
     }
 
+    /// The token is being refreshed and did not come within `proxy.token_wait`.
+    static func tokenWaitExceeded(_ wait: TimeAmount) -> Self {
+        Self(
+            status: .serviceUnavailable,
+            error: "token_server_unavailable",
+            message:
+                "the token is being refreshed and did not come within proxy.token_wait (\(wait.prettyPrint)); retry after the time Retry-After gives"
+        )
+    }
+
     static let headersTooLarge = Self(
         status: .requestHeaderFieldsTooLarge,
         error: "headers_too_large",

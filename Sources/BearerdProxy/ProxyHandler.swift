@@ -232,17 +232,30 @@ final class ProxyHandler: ChannelDuplexHandler {
         } else if let token = self.tokens.currentToken() {
             self.prepare(exchange, token: token)
         } else {
-            let tokens = self.tokens
-            context.eventLoop.makeFutureWithTask { try await tokens.token() }
-                .assumeIsolated()
-                .whenComplete { result in
-                    guard self.isCurrent(exchange) else { return }
-                    switch result {
-                    case .success(let token): self.prepare(exchange, token: token)
-                    case .failure(let error): self.fail(exchange, Self.tokenFailure(error))
-                    }
-                }
+            self.waitForToken(exchange, context: context)
         }
+    }
+
+    /// Waits for the token provider, at most `proxy.token_wait`: then the request gets 503 with
+    /// the time of the provider's next real attempt, while the refresh goes on for the others.
+    private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
+        let tokens = self.tokens
+        let giveUp = context.eventLoop.assumeIsolated().scheduleTask(in: self.settings.tokenWait) {
+            guard self.isCurrent(exchange), exchange.phase == .preparing, exchange.token == nil else { return }
+            var failure = ProxyFailure.tokenWaitExceeded(self.settings.tokenWait)
+            failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
+            self.fail(exchange, failure)
+        }
+        context.eventLoop.makeFutureWithTask { try await tokens.token() }
+            .assumeIsolated()
+            .whenComplete { result in
+                giveUp.cancel()
+                guard self.isCurrent(exchange) else { return }
+                switch result {
+                case .success(let token): self.prepare(exchange, token: token)
+                case .failure(let error): self.fail(exchange, Self.tokenFailure(error))
+                }
+            }
     }
 
     func prepare(_ exchange: Exchange, token: BearerToken?) {

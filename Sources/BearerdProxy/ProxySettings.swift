@@ -35,6 +35,8 @@ public struct ProxySettings: Sendable {
     public var headerTimeout: TimeAmount
     /// Longest pause in a request body while bearerd reads it.
     public var bodyTimeout: TimeAmount
+    /// Longest a request waits for a token being refreshed (`proxy.token_wait`).
+    public var tokenWait: TimeAmount
     /// Longest a client may leave a response unread (`proxy.send_timeout`).
     public var sendTimeout: TimeAmount
     /// Longest pause in a response body from the upstream (`upstream.read_timeout`).
@@ -110,6 +112,7 @@ public struct ProxySettings: Sendable {
         self.headerTimeout = TimeAmount(configuration.proxy.headerTimeout)
         self.bodyTimeout = TimeAmount(configuration.proxy.bodyTimeout)
         self.sendTimeout = TimeAmount(configuration.proxy.sendTimeout)
+        self.tokenWait = TimeAmount(configuration.proxy.tokenWait)
         self.readTimeout = TimeAmount(upstream.readTimeout)
         self.connectTimeout = TimeAmount(upstream.connectTimeout)
         self.responseTimeout = TimeAmount(upstream.responseTimeout)

@@ -327,6 +327,11 @@ extension TokenManager {
         case .loggedOut, .refreshing(nil, _), .waiting(nil, _, _):
             self.snapshot.withLock { $0 = nil }
         }
+        switch state {
+        case .refreshing: self.nextAttempt.withLock { $0 = self.clock.now }
+        case .waiting(_, let retryAt, _): self.nextAttempt.withLock { $0 = retryAt }
+        case .ready, .loggedOut: self.nextAttempt.withLock { $0 = nil }
+        }
         self.generation += 1
         let waiters = self.changeWaiters
         self.changeWaiters.removeAll()

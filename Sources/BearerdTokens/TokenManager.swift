@@ -68,6 +68,9 @@ public actor TokenManager: TokenProvider {
     nonisolated let clock: any TokenClock
     /// The token requests may use without a hop to the actor, and until when.
     nonisolated let snapshot = Mutex<(token: BearerToken, usableUntil: Date)?>(nil)
+    /// When the next attempt at a token happens: now while one is in flight, `retryAt` while
+    /// waiting; `nil` otherwise. Read without the actor by requests that stop waiting.
+    nonisolated let nextAttempt = Mutex<Date?>(nil)
 
     var state: State
     var consecutiveFailures = 0
@@ -148,6 +151,12 @@ public actor TokenManager: TokenProvider {
     public nonisolated func currentToken() -> BearerToken? {
         guard let (token, usableUntil) = self.snapshot.withLock({ $0 }) else { return nil }
         return self.clock.now < usableUntil ? token : nil
+    }
+
+    public nonisolated func secondsUntilNextAttempt() -> Int? {
+        guard let next = self.nextAttempt.withLock({ $0 }) else { return nil }
+        let wait = next.timeIntervalSince(self.clock.now)
+        return wait.isFinite ? max(1, Int(min(wait, RefreshPolicy.longestLifetime).rounded(.up))) : nil
     }
 
     public func token() async throws -> BearerToken {
