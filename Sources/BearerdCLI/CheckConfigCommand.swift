@@ -2,6 +2,7 @@ import ArgumentParser
 import BearerdAuth
 import BearerdConfig
 import BearerdProxy
+import BearerdStore
 import Logging
 
 /// `bearerd check-config`: validates the config file (and the files it names) without serving.
@@ -11,9 +12,11 @@ struct CheckConfigCommand: ParsableCommand {
         abstract: "Check the config file and print OK or every problem found.",
         discussion: """
             Reads the file and the BEARERD_* environment overrides exactly as `serve` would, \
-            checks every key, and opens the files it names (CA bundle, token file). Exits 0 and \
-            prints OK when `serve` would start; otherwise prints one line per problem, each naming \
-            its key, and exits 1.
+            checks every key, opens the files it names (CA bundle, token file), and checks what \
+            `serve` checks before it binds: the store key (length and mode) against the token \
+            store, the store's mode and profile, and the directories of the admin socket and unix \
+            listeners. Changes nothing. Exits 0 and prints OK when `serve` would start; otherwise \
+            prints one line per problem, each naming its key, and exits 1.
             """
     )
 
@@ -21,7 +24,17 @@ struct CheckConfigCommand: ParsableCommand {
 
     func run() throws {
         switch Startup.prepare(configPath: self.options.path, logger: Logger(label: "bearerd.check-config")) {
-        case .success:
+        case .success(let prepared):
+            let findings = StartupChecks.run(prepared.configuration)
+            guard findings.errors.isEmpty else {
+                let count = findings.errors.count
+                StandardError.emit(
+                    "bearerd: \(self.options.path) has \(count) problem\(count == 1 ? "" : "s"):\n"
+                        + findings.errors.map { "  \($0)" }.joined(separator: "\n")
+                )
+                throw ExitCode.failure
+            }
+            for note in findings.notes { print("note: \(note)") }
             print("OK")
         case .failure(let failure):
             StandardError.emit(failure.report)

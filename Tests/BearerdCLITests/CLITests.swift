@@ -35,6 +35,45 @@ struct CLITests {
         #expect(result.stdout == "OK\n")
     }
 
+    /// `check-config` checks what `serve` checks before it binds: a key of the wrong length, or
+    /// one that does not open the existing store, used to pass it while `serve` exited 78.
+    @Test func checkConfigChecksTheStoreKeyAgainstTheStore() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let oauth = try await FakeOAuthServer.start(group: group)
+        let directory = try TemporaryDirectory()
+        let config = try SessionVerbTests.config(directory, oauth: oauth, upstream: 9)
+        let login = try await BearerdProcess.run(
+            ["login", "-c", config, "--username", "alice", "--password-stdin"],
+            input: "alice-pass\n"
+        )
+        try #require(login.status == 0, "\(login.stderr)")
+        let ok = try await BearerdProcess.run(["check-config", "-c", config])
+        #expect(ok.status == 0 && ok.stdout.hasSuffix("OK\n"), "\(ok.stdout) \(ok.stderr)")
+
+        let key = directory.path + "/store.key"
+        try FileManager.default.removeItem(atPath: key)
+        _ = try await BearerdProcess.run(["keygen", "--out", key])
+        let otherKey = try await BearerdProcess.run(["check-config", "-c", config])
+        #expect(otherKey.status == 1)
+        #expect(
+            otherKey.stderr.contains("store.key_file: the key does not match the token store"),
+            "\(otherKey.stderr)"
+        )
+        let serve = try await BearerdProcess.run(["serve", "-c", config])
+        #expect(serve.status == 78, "serve agrees: \(serve.stderr)")
+
+        try FileManager.default.removeItem(atPath: key)
+        _ = try directory.write(String(repeating: "k", count: 16), to: "store.key", mode: 0o400)
+        let short = try await BearerdProcess.run(["check-config", "-c", config])
+        #expect(short.status == 1 && short.stderr.contains("store.key_file:") && short.stderr.contains("32 bytes"))
+
+        chmod(key, 0o644)
+        let open = try await BearerdProcess.run(["check-config", "-c", config])
+        #expect(open.status == 1 && open.stderr.contains("other users may read it"), "\(open.stderr)")
+        await oauth.stop()
+        try await group.shutdownGracefully()
+    }
+
     @Test func checkConfigListsEveryProblemAndFails() async throws {
         let directory = try TemporaryDirectory()
         let config = try directory.write("upstream:\n  url: ftp://x\nlisten: [\"0.0.0.0:1\"]\ntypo: 1\n", to: "b.yaml")

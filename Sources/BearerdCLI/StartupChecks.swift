@@ -1,0 +1,57 @@
+import BearerdConfig
+import BearerdStore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `serve` checks after the config loads and before it binds, run by `check-config` too
+/// without changing anything, so that OK means `serve` will start.
+enum StartupChecks {
+    /// Problems that would stop `serve`, and notes that would not.
+    static func run(_ configuration: BearerdConfiguration) -> StoreCheck.Findings {
+        var findings = StoreCheck.Findings()
+        let store = configuration.store
+        if let file = store.keyFile ?? store.passphraseFile {
+            let key: StoreKey = store.keyFile != nil ? .keyFile(file) : .passphraseFile(file)
+            let found = StoreCheck.findings(path: store.path, key: key, profile: store.profile)
+            findings.errors += found.errors
+            findings.notes += found.notes
+        } else if configuration.auth.staticTokenFile == nil {
+            findings.notes.append(
+                "store: no store.key_file or store.passphrase_file, so tokens are kept in memory only and `bearerd login` must follow every restart"
+            )
+        }
+        if let problem = Self.socketDirectoryProblem(configuration.admin.socket, key: "admin.socket") {
+            findings.errors.append(problem)
+        }
+        for case .unix(let path) in configuration.listen {
+            if let problem = Self.socketDirectoryProblem(path, key: "listen") { findings.errors.append(problem) }
+        }
+        return findings
+    }
+
+    /// Whether bearerd could create a socket at `path`: a directory it can make or write, that
+    /// not every user may empty, and nothing but a socket already at the path.
+    static func socketDirectoryProblem(_ path: String, key: String) -> String? {
+        var info = stat()
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFSOCK {
+            return "\(key): \(path) exists and is not a socket; remove it or choose another path"
+        }
+        var directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard stat(directory, &info) == 0 else {
+            // serve creates it (mode 0700): the nearest existing parent must be writable.
+            while stat(directory, &info) != 0, directory != "/" {
+                directory = URL(fileURLWithPath: directory).deletingLastPathComponent().path
+            }
+            return access(directory, W_OK) == 0
+                ? nil : "\(key): cannot create the directory of \(path): \(directory) is not writable"
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "\(key): \(directory) is not a directory" }
+        if info.st_mode & 0o002 != 0, info.st_mode & S_ISVTX == 0 {
+            return "\(key): \(directory) may be written and emptied by every user; choose a directory of bearerd's own"
+        }
+        return access(directory, W_OK | X_OK) == 0 ? nil : "\(key): cannot create \(path): \(directory) is not writable"
+    }
+}

@@ -1,0 +1,94 @@
+import BearerdFiles
+import BearerdTokens
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `serve` would find wrong with the token store, found without changing anything: no
+/// lock is taken, nothing is written, a damaged file is not moved aside (`check-config`).
+public enum StoreCheck {
+    /// What was found: errors stop `serve`; notes do not.
+    public struct Findings: Sendable {
+        public var errors: [String] = []
+        public var notes: [String] = []
+
+        public init() {}
+    }
+
+    public static func findings(path: String, key: StoreKey, profile: String) -> Findings {
+        var findings = Findings()
+        do throws(StoreError) {
+            var material = try key.material()
+            StoreCipher.wipe(&material)
+        } catch {
+            findings.errors.append("\(Self.keyName(key)): \(error)")
+            return findings
+        }
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: path, limit: EncryptedTokenStore.maxFileSize)
+        } catch .system(_, let directory, ENOENT) {
+            findings.errors.append(
+                "store.path: the token store's directory \(directory) does not exist: create it (mode 0700)"
+            )
+            return findings
+        } catch {
+            findings.errors.append("store.path: \(error)")
+            return findings
+        }
+        guard let (bytes, mode) = contents else {
+            findings.notes.append("store.path: \(path) does not exist yet; `bearerd login` creates it")
+            return findings
+        }
+        if mode & 0o077 != 0 {
+            findings.errors.append(
+                "store.path: \(path) has mode 0\(String(mode & 0o777, radix: 8)), so other users may read it: run chmod 600 \(path)"
+            )
+        }
+        let outcome = Result<StoredTokens, StoreFile.ReadError> { () throws(StoreFile.ReadError) in
+            try StoreFile.read(bytes, profile: profile) { format throws(StoreError) in
+                switch (key, format.kdf) {
+                case (.keyFile, .key):
+                    return try key.material()
+                case (.passphraseFile, .scrypt):
+                    var passphrase = try key.material()
+                    defer { StoreCipher.wipe(&passphrase) }
+                    return try StoreCipher.scrypt(
+                        passphrase: passphrase,
+                        salt: format.salt,
+                        log2N: format.log2N,
+                        r: format.r,
+                        p: format.p
+                    )
+                case (.keyFile, .scrypt), (.passphraseFile, .key):
+                    throw StoreError.wrongKey(path)
+                }
+            }
+        }
+        switch outcome {
+        case .success:
+            break
+        case .failure(.wrongKey):
+            findings.errors.append("\(Self.keyName(key)): \(StoreError.wrongKey(path))")
+        case .failure(.otherProfile(let other)):
+            findings.errors.append(
+                "store.profile: the token store \(path) belongs to the profile \"\(other)\", not \"\(profile)\""
+            )
+        case .failure(.damaged(let why)):
+            findings.notes.append(
+                "store.path: \(path) is damaged (\(why)); serve will move it aside and start logged out"
+            )
+        case .failure(.store(let error)):
+            findings.errors.append("\(Self.keyName(key)): \(error)")
+        }
+        return findings
+    }
+
+    private static func keyName(_ key: StoreKey) -> String {
+        switch key {
+        case .keyFile: "store.key_file"
+        case .passphraseFile: "store.passphrase_file"
+        }
+    }
+}
