@@ -79,3 +79,8 @@ public struct AdminServer: Service {
         await AdminHTTP(api: self.api, exposure: .admin).serve(server)
     }
 }
+
+extension AdminServer: CustomStringConvertible {
+    /// What service-lifecycle logs: the name and socket, not a dump of the API behind it.
+    public var description: String { "AdminServer(\(self.path))" }
+}

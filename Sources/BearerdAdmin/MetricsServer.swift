@@ -88,3 +88,8 @@ private final class CloseOnIdle: ChannelInboundHandler {
         }
     }
 }
+
+extension MetricsServer: CustomStringConvertible {
+    /// What service-lifecycle logs.
+    public var description: String { "MetricsServer(\(self.host):\(self.port))" }
+}

@@ -1,7 +1,9 @@
 import AsyncHTTPClient
 import BearerdTokens
+import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 
 /// Talks to token endpoints with async-http-client: its own client, no redirects followed (a
@@ -39,7 +41,13 @@ public struct HTTPClientTokenTransport: TokenTransport {
     public func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         let timeout = self.timeout
         return try await withThrowingTaskGroup(of: TokenHTTPResponse.self) { group in
-            group.addTask { try await self.exchange(request) }
+            group.addTask {
+                do {
+                    return try await self.exchange(request)
+                } catch {
+                    throw TokenConnectionError(error, url: request.url)
+                }
+            }
             group.addTask {
                 try await Task.sleep(for: timeout)
                 throw TokenRequestTimeout(timeout: timeout)
@@ -83,5 +91,46 @@ extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+/// A token request that failed below HTTP, said in words: "connection refused", not NIO's
+/// "connection reset (error set): Connection refused (errno: 111)".
+struct TokenConnectionError: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ error: any Error, url: String) {
+        let target =
+            url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: true).dropFirst().first
+            .map(String.init) ?? url
+        self.description = Self.describe(error, target: target)
+    }
+
+    private static func describe(_ error: any Error, target: String) -> String {
+        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
+            return Self.describe(first.error, target: target)
+        }
+        if let io = error as? IOError {
+            switch io.errnoCode {
+            case ECONNREFUSED: return "connection refused by \(target): nothing listens there"
+            case ENETUNREACH, EHOSTUNREACH: return "\(target) is unreachable from this machine"
+            case ECONNRESET: return "\(target) reset the connection"
+            case ETIMEDOUT: return "no connection to \(target) in time"
+            default: return "cannot connect to \(target): \(String(cString: strerror(io.errnoCode)))"
+            }
+        }
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .connectTimeout: return "no connection to \(target) within auth.connect_timeout"
+            case .remoteConnectionClosed: return "\(target) closed the connection before answering"
+            case .readTimeout, .deadlineExceeded: return "no answer from \(target) in time"
+            default: return "\(client)"
+            }
+        }
+        if error is ChannelError, case ChannelError.connectTimeout = error {
+            return "no connection to \(target) within auth.connect_timeout"
+        }
+        if let tls = error as? NIOSSLError { return "TLS with \(target) failed: \(tls)" }
+        return "\(error)"
     }
 }

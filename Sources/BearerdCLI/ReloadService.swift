@@ -115,3 +115,8 @@ final class ReloadService: Service, Sendable {
         return merged
     }
 }
+
+extension ReloadService: CustomStringConvertible {
+    /// What service-lifecycle logs.
+    var description: String { "ReloadService" }
+}

@@ -62,7 +62,8 @@ enum StatusText {
         let formatter = ISO8601DateFormatter()
         let seconds = Int(date.timeIntervalSince(now).rounded())
         let span = Self.span(abs(seconds))
-        return formatter.string(from: date) + (seconds >= 0 ? " (in \(span))" : " (\(span) ago)")
+        if seconds == 0 { return formatter.string(from: date) + (date <= now ? " (just now)" : " (now)") }
+        return formatter.string(from: date) + (seconds > 0 ? " (in \(span))" : " (\(span) ago)")
     }
 
     static func span(_ seconds: Int) -> String {

@@ -145,8 +145,11 @@ extension ConfigBuilder {
         if !refreshBody.contains("{{refresh_token}}") {
             self.issue("auth.json.refresh_body", "must contain {{refresh_token}}")
         }
+        // Unset, it is the refresh body, whose own issue is reported above.
         let logoutBody = self.string("auth.json.logout_body") ?? refreshBody
-        if !logoutBody.contains("{{refresh_token}}") && !logoutBody.contains("{{access_token}}") {
+        if self.string("auth.json.logout_body") != nil, !logoutBody.contains("{{refresh_token}}"),
+            !logoutBody.contains("{{access_token}}")
+        {
             self.issue("auth.json.logout_body", "must contain {{refresh_token}} or {{access_token}}")
         }
         let loginBody = self.string("auth.json.login_body") ?? #"{"email":"{{username}}","password":"{{password}}"}"#

@@ -133,7 +133,9 @@ public struct ConfigLoader: Sendable {
             case (nil, _) where ConfigSchema.sections.contains(key):
                 issues.append(ConfigIssue(key: key, message: "must be a mapping of keys (a section)"))
             case (nil, _):
-                let hint = ConfigSchema.suggestion(for: key).map { "; did you mean \($0)?" } ?? ""
+                let hint =
+                    ConfigSchema.hints[key].map { "; \($0)" }
+                    ?? ConfigSchema.suggestion(for: key).map { "; did you mean \($0)?" } ?? ""
                 issues.append(ConfigIssue(key: key, message: "unknown key\(hint)"))
             }
         }

@@ -94,6 +94,18 @@ enum ConfigSchema {
         "log.access_query": .scalar,
     ]
 
+    /// Keys users write that bearerd deliberately does not have, with what to write instead.
+    static let hints: [String: String] = [
+        "auth.client_secret":
+            "secrets are read from files: put it in a file of mode 0600 and set auth.client_secret_file (or pass a systemd credential)",
+        "auth.refresh_token":
+            "a refresh token is read from a file: set auth.refresh_token_file, or run `bearerd login --refresh-token-stdin`",
+        "auth.password": "passwords are never stored: run `bearerd login`, which asks for it",
+        "auth.username": "run `bearerd login`, which asks for the user name",
+        "store.key": "the key is read from a file: create one with `bearerd keygen` and set store.key_file",
+        "auth.token": "a static token is read from a file: set auth.static_token_file",
+    ]
+
     /// Sections: keys that hold other keys.
     static let sections: Set<String> = Set(
         keys.keys.flatMap { key in

@@ -78,3 +78,8 @@ extension SocketAddress {
         }
     }
 }
+
+extension ProxyServer: CustomStringConvertible {
+    /// What service-lifecycle logs: the name, not a dump of the configuration.
+    public var description: String { "ProxyServer(upstream: \(self.settings.target))" }
+}

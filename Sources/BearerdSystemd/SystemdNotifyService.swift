@@ -89,3 +89,8 @@ public struct SystemdNotifyService: Service {
         socket.send("STOPPING=1")
     }
 }
+
+extension SystemdNotifyService: CustomStringConvertible {
+    /// What service-lifecycle logs: the name, not a dump of its state.
+    public var description: String { "SystemdNotifyService" }
+}

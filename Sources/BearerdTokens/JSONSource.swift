@@ -8,6 +8,9 @@ import Foundation
 /// replaced by the values, JSON-escaped (the template supplies the quotes). Tokens and expiry
 /// are found in the answer by RFC 6901 JSON pointers.
 public struct JSONSource: TokenSource {
+    /// A JSON API's session ends at its own logout URL.
+    public var revocationKey: String { "auth.json.logout_url" }
+
     public struct Settings: Sendable {
         public var loginURL: String?
         public var refreshURL: String

@@ -152,7 +152,7 @@ extension TokenManager {
                     transport: transport
                 )
             else {
-                return (false, "no revocation endpoint is configured or discovered (auth.revocation_url): \(stays)")
+                return (false, "no revocation endpoint is configured or discovered (\(source.revocationKey)): \(stays)")
             }
             let response = try await transport.send(request)
             guard (200..<300).contains(response.status) else {

@@ -200,7 +200,11 @@ extension TokenManager {
             return .failed(why)
         case .password, .importedRefreshToken:
             let what =
-                if case .password = grant { "the login (\(code)): check the user name and password" } else {
+                if code == "invalid_client" || code == "unauthorized_client" {
+                    "this client (\(code)): check auth.client_id, auth.client_secret_file and auth.client_auth"
+                } else if case .password = grant {
+                    "the login (\(code)): check the user name and password"
+                } else {
                     "this refresh token (\(code)): it is expired, revoked or for another client"
                 }
             let why = "the token server refused \(what)"

@@ -15,3 +15,8 @@ public struct TokenRefreshService: Service {
         }
     }
 }
+
+extension TokenRefreshService: CustomStringConvertible {
+    /// What service-lifecycle logs: the name, not a dump of the engine.
+    public var description: String { "TokenRefreshService" }
+}

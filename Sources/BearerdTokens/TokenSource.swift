@@ -31,11 +31,18 @@ public protocol TokenSource: Sendable {
         transport: any TokenTransport
     ) async throws -> TokenHTTPRequest?
 
+    /// The config key that names where a session is revoked, for messages.
+    var revocationKey: String { get }
+
     /// Starts an RFC 8628 device authorization (`bearerd login --device`).
     func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
 
     /// Polls the token endpoint for a device authorization's tokens.
     func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
+}
+
+extension TokenSource {
+    public var revocationKey: String { "auth.revocation_url" }
 }
 
 /// A token source cannot even build its request (for example, discovery failed).

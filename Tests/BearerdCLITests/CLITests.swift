@@ -138,6 +138,10 @@ struct CLITests {
         let bearerd = try BearerdProcess(["serve", "--config", config])
         try await waitUntil { bearerd.stderr.contains("msg=listening") }
         let port = try #require(bearerd.proxyPort)
+        // Debug and trace lines stay short: service-lifecycle used to log each service as a
+        // reflection of the whole configuration, on one line.
+        #expect(!bearerd.stderr.contains("BearerdConfiguration("))
+        #expect(bearerd.stderr.split(separator: "\n").allSatisfy { $0.utf8.count < 1000 })
         // A crash writes no core file with the tokens in it.
         let limits = try String(contentsOfFile: "/proc/\(bearerd.pid)/limits", encoding: .utf8)
         let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }

@@ -7,6 +7,14 @@ import Testing
 /// What a token server chose reaches a person's terminal only as printable text.
 @Suite("status prints only printable characters")
 struct StatusTextTests {
+    /// A refresh that just happened used to read "(in 0s)".
+    @Test func aMomentAgoIsJustNow() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(StatusText.time(now.addingTimeInterval(-0.3), now: now).hasSuffix(" (just now)"))
+        #expect(StatusText.time(now.addingTimeInterval(-5), now: now).hasSuffix(" (5s ago)"))
+        #expect(StatusText.time(now.addingTimeInterval(65), now: now).hasSuffix(" (in 1m 5s)"))
+    }
+
     @Test(arguments: [
         "\u{1B}]0;pwned\u{07}", "\u{1B}[2J\u{1B}[H", "line\nforged: yes", "\u{9B}31m", "user\u{202E}nimda",
         "a\u{2066}b",

@@ -96,6 +96,10 @@ struct AuthConfigTests {
         ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 0s", "auth.request_timeout", "from "),
         ("token_url: https://a/t\nclient_id: a\nrequest_timeout: 1e18s", "auth.request_timeout", "at most 5m"),
         ("token_url: http://idp.example/t\nclient_id: a", "auth.token_url", "allow_insecure_http"),
+        (
+            "token_url: https://a/t\nclient_id: a\nclient_secret: s3cret", "auth.client_secret",
+            "auth.client_secret_file"
+        ),
         ("issuer: http://10.0.0.5/realms/x\nclient_id: a", "auth.issuer", "plain http to 10.0.0.5"),
         ("token_url: https://a/t\nclient_id: a\ndefault_lifetime: 800h", "auth.default_lifetime", "to 720h"),
         ("token_url: https://a/t\nclient_id: a\nleeway: soon", "auth.leeway", "a duration"),
@@ -124,6 +128,16 @@ struct AuthConfigTests {
                 error.issues.contains { $0.key == key && $0.message.contains(message) },
                 "expected \(key): …\(message)… in \(error.issues)"
             )
+        }
+    }
+
+    /// A bad refresh_body is one problem, not also one of a logout_body nobody wrote.
+    @Test func aBadRefreshBodyIsReportedOnce() {
+        do {
+            _ = try self.load(auth: "json:\n  refresh_url: https://a/r\n  refresh_body: '{}'")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.issues.map(\.key) == ["auth.json.refresh_body"], "\(error.issues)")
         }
     }
 }

@@ -94,6 +94,31 @@ struct SessionCommandTests {
         #expect(after.user == nil && after.client?.accessToken == BearerToken("client-stored"))
     }
 
+    /// `invalid_client` is about the client's credentials, not the user's password.
+    @Test func aRefusedClientIsNotBlamedOnThePassword() async throws {
+        let harness = TokenHarness(seed: nil) { _, _ in
+            FakeTokenEndpoint.json(#"{"error":"invalid_client"}"#, status: 401)
+        }
+        do {
+            try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
+            Issue.record("a refused client logged in")
+        } catch {
+            #expect("\(error)".contains("auth.client_id, auth.client_secret_file and auth.client_auth"), "\(error)")
+            #expect(!"\(error)".contains("password"), "\(error)")
+        }
+    }
+
+    /// A JSON API without a logout URL says which key would revoke its sessions.
+    @Test func theJSONLogoutWarningNamesItsOwnKey() async throws {
+        let source = JSONSource(settings: .init(refreshURL: "https://api.example/refresh"))
+        let harness = TokenHarness(source: source) { _, _ in
+            FakeTokenEndpoint.json(#"{"session":{"token":"json-access-1","refreshToken":"json-refresh-2"}}"#)
+        }
+        _ = try await harness.manager.token()
+        let result = await harness.manager.logOut()
+        #expect(result.detail.contains("auth.json.logout_url") && !result.detail.contains("auth.revocation_url"))
+    }
+
     @Test func theSeedOnlyFillsAnEmptyStore() async throws {
         // A store that exists but holds no user session (after a logout): the seed is spent.
         let harness = TokenHarness(stored: StoredTokens(), respond: Self.server())
