@@ -160,10 +160,13 @@ extension ConfigBuilder {
             ("auth.json.expires_in", nil), ("auth.json.expires_at", "/session/expiresAt"),
         ] {
             let value = self.string(key) ?? fallback
-            if let value, value != "-", !value.isEmpty, !value.hasPrefix("/") {
-                self.issue(key, "must be a JSON pointer like /session/token (got \"\(value)\")")
+            // `none` (or `-`): the API gives no such value (refresh_token: none declares a
+            // session that ends with its token).
+            let none = value == "-" || value?.lowercased() == "none"
+            if let value, !none, !value.isEmpty, !value.hasPrefix("/") {
+                self.issue(key, "must be a JSON pointer like /session/token, or none (got \"\(value)\")")
             }
-            pointers[key] = value.flatMap { $0 == "-" ? nil : $0 }
+            pointers[key] = none ? nil : value
         }
         return BearerdConfiguration.Auth.JSON(
             loginURL: loginURL,

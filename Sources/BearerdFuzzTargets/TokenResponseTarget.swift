@@ -63,11 +63,14 @@ enum TokenResponseTarget {
                 )
             }
             return "rejected \(error ?? "-")"
+        case .unreadable(let reason):
+            promise((200..<300).contains(status), "only a 2xx is unreadable")
+            for secret in Self.strings(in: body) where Self.looksLikeAToken(secret) {
+                promise(!reason.contains(secret), "an error message repeats a string from the body")
+            }
+            return "unavailable"
         case .unavailable(let reason, let retryAfter):
-            promise(
-                !(200..<300).contains(status) || reason.contains("cannot read"),
-                "a 2xx is unavailable only if unreadable"
-            )
+            promise(!(200..<300).contains(status), "a 2xx is never merely unavailable")
             if let retryAfter { promise(retryAfter >= .zero, "a retry delay is not negative") }
             // An error message never repeats a token the body held. Token-like strings only: the
             // messages do name keys and pointers ("no access_token", "/data/0/access"), and a body

@@ -34,9 +34,11 @@ public enum TokenOutcome: Sendable {
     /// A 4xx other than 408 and 429: the credentials sent are no good. The only outcome that
     /// wipes stored tokens.
     case rejected(status: Int, error: String?)
-    /// 5xx, 408, 429, a network error, a timeout, or a 2xx bearerd cannot read: keep everything
-    /// and retry later.
+    /// 5xx, 408, 429, a network error or a timeout: keep everything and retry later.
     case unavailable(reason: String, retryAfter: Duration?)
+    /// A 2xx bearerd cannot read: refreshes keep everything and retry later, like
+    /// ``unavailable(reason:retryAfter:)``; a login fails, naming what is missing.
+    case unreadable(reason: String)
 }
 
 /// A 2xx body that does not hold what it should.
@@ -61,9 +63,8 @@ public enum TokenResponseClassifier {
             do {
                 return .issued(try parse(response.body), serverDate: response.header("date").flatMap(HTTPDate.parse))
             } catch {
-                return .unavailable(
-                    reason: "the token endpoint answered \(response.status) with a body bearerd cannot read: \(error)",
-                    retryAfter: nil
+                return .unreadable(
+                    reason: "the token endpoint answered \(response.status) with a body bearerd cannot read: \(error)"
                 )
             }
         case 408, 429:

@@ -125,6 +125,35 @@ public struct JSONSource: TokenSource {
         )
     }
 
+    /// A sign-in answer without a refresh token where `auth.json.refresh_token` points would
+    /// end the session at the first refresh, in silence: it is an error that names the pointer
+    /// and the keys the answer has (never their values). An API that issues none says so with
+    /// `auth.json.refresh_token: none`.
+    public func parseLogin(_ body: [UInt8]) throws -> IssuedTokens {
+        let issued = try self.parseIssued(body)
+        if let pointer = self.settings.refreshTokenPointer, issued.refreshToken == nil {
+            let keys = JSONValue.parse(body).map { Self.pointers(in: $0) } ?? []
+            let shown = keys.isEmpty ? "no keys" : keys.prefix(20).joined(separator: ", ")
+            throw TokenBodyError(
+                "the sign-in answer has no refresh token at \(pointer) (auth.json.refresh_token); it has \(shown). Point auth.json.refresh_token at it, or set it to none if this API issues none"
+            )
+        }
+        return issued
+    }
+
+    /// The JSON pointers of an answer's members, three levels deep, without their values.
+    static func pointers(in value: JSONValue, prefix: String = "", depth: Int = 0) -> [String] {
+        guard depth < 3, case .object(let members) = value else { return [] }
+        return members.keys.sorted().flatMap { key -> [String] in
+            let printable = key.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
+            let escaped =
+                printable
+                ? key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1") : "?"
+            let pointer = prefix + "/" + String(escaped.prefix(64))
+            return [pointer] + Self.pointers(in: members[key]!, prefix: pointer, depth: depth + 1)
+        }
+    }
+
     public func revocationRequest(
         refreshToken: Secret?,
         accessToken: BearerToken?,

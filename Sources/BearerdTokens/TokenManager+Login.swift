@@ -97,7 +97,7 @@ extension TokenManager {
                 throw LoginError("the code expired before it was approved: run `bearerd login --device` again")
             case .rejected(let status, let error):
                 throw LoginError("the token server refused the device login (\(error ?? "HTTP \(status)"))")
-            case .unavailable(let why, _):
+            case .unavailable(let why, _), .unreadable(let why):
                 // RFC 8628 §3.5: back off on errors that are not answers.
                 interval = min(interval * 2, 60)
                 self.logger.warning("device login poll failed; polling more slowly", metadata: ["reason": "\(why)"])

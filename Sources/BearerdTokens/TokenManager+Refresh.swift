@@ -17,6 +17,13 @@ extension TokenManager {
             grant = .refreshToken(refreshToken)
         } else if self.source.hasClientGrant {
             grant = .clientCredentials
+        } else if var session, session.access != nil, self.clock.now < session.expiresAt {
+            // A source that issues no refresh token (auth.json.refresh_token: none): the token
+            // serves until it expires, and then a login is needed.
+            session.refreshAt = session.expiresAt
+            session.usableUntil = session.expiresAt
+            self.transition(to: .ready(session))
+            return
         } else {
             self.transition(to: .loggedOut(reason: "no refresh token: run `bearerd login`"))
             return
@@ -79,6 +86,9 @@ extension TokenManager {
                 request = try await source.passwordRequest(username: username, password: password, transport: transport)
             }
             let response = try await transport.send(request)
+            if case .password = grant {
+                return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseLogin)
+            }
             return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
         } catch let error as TokenSourceError {
             // Discovery or the source's own setup: the reason names the config key to fix.
@@ -111,6 +121,19 @@ extension TokenManager {
             return .issued
         case .rejected(let status, let error):
             return self.rejected(status: status, error: error, grant: grant, previous: previous)
+        case .unreadable(let why) where grant.isLogin:
+            self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(why)")
+            self.lastOutcome = why
+            self.logger.warning("login failed", metadata: ["grant": "\(grant.name)", "reason": "\(why)"])
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
+            return .failed("login failed: \(why)")
+        case .unreadable(let why):
+            return self.apply(
+                .unavailable(reason: why, retryAfter: nil),
+                grant: grant,
+                previous: previous,
+                reason: reason
+            )
         case .unavailable(let why, let retryAfter):
             self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(why)")
             Self.count("transient")

@@ -23,6 +23,10 @@ public protocol TokenSource: Sendable {
     /// Reads a 2xx answer.
     func parseIssued(_ body: [UInt8]) throws -> IssuedTokens
 
+    /// Reads a 2xx answer to a password login, which must hold everything a session needs
+    /// (a refresh token, unless the source says it issues none).
+    func parseLogin(_ body: [UInt8]) throws -> IssuedTokens
+
     /// Revokes a session at the server (`bearerd logout`): RFC 7009 or the API's own logout.
     /// `nil` when no such endpoint is configured or discovered.
     func revocationRequest(
@@ -43,6 +47,8 @@ public protocol TokenSource: Sendable {
 
 extension TokenSource {
     public var revocationKey: String { "auth.revocation_url" }
+
+    public func parseLogin(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
 }
 
 /// A token source cannot even build its request (for example, discovery failed).

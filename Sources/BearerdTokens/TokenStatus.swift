@@ -77,7 +77,13 @@ extension TokenManager {
         switch self.state {
         case .ready(let session):
             status.state = "ready"
-            status.nextRefreshAt = session.refreshAt
+            if session.refreshToken == nil && !self.source.hasClientGrant {
+                let formatter = ISO8601DateFormatter()
+                status.detail =
+                    "this session has no refresh token: run `bearerd login` again before \(formatter.string(from: session.expiresAt))"
+            } else {
+                status.nextRefreshAt = session.refreshAt
+            }
         case .refreshing:
             status.state = "refreshing"
         case .waiting(_, let retryAt, let reason):

@@ -119,6 +119,55 @@ struct SessionCommandTests {
         #expect(result.detail.contains("auth.json.logout_url") && !result.detail.contains("auth.revocation_url"))
     }
 
+    /// A JSON sign-in answer with its refresh token elsewhere than auth.json.refresh_token says
+    /// used to be accepted, and the first refresh then ended the session in silence.
+    @Test func aJSONLoginWithoutTheRefreshTokenItPointsAtIsRefused() async throws {
+        let source = JSONSource(
+            settings: .init(loginURL: "https://api.example/login", refreshURL: "https://api.example/r")
+        )
+        let harness = TokenHarness(source: source, seed: nil) { _, _ in
+            FakeTokenEndpoint.json(#"{"session":{"token":"json-access-1"},"auth":{"rt":"json-refresh-secret-77"}}"#)
+        }
+        do {
+            try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
+            Issue.record("a sign-in without a refresh token was accepted")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains("/session/refreshToken") && text.contains("auth.json.refresh_token"), "\(text)")
+            #expect(text.contains("/auth/rt") && text.contains("/session/token"), "the keys are listed: \(text)")
+            #expect(!text.contains("json-refresh-secret-77") && !text.contains("json-access-1"), "never values")
+            #expect(!text.contains("try again later"), "\(text)")
+        }
+        #expect(try harness.store.load()?.user == nil)
+    }
+
+    /// An API declared to issue no refresh token (auth.json.refresh_token: none) logs in, and
+    /// status says when a new login will be needed.
+    @Test func aSourceWithoutRefreshTokensSaysWhenToLogInAgain() async throws {
+        let source = JSONSource(
+            settings: .init(
+                loginURL: "https://api.example/login",
+                refreshURL: "https://api.example/r",
+                refreshTokenPointer: nil
+            )
+        )
+        let harness = TokenHarness(source: source, seed: nil) { _, _ in
+            FakeTokenEndpoint.json(#"{"session":{"token":"json-access-1","expiresAt":1800003600}}"#)
+        }
+        try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
+        let status = await harness.manager.status()
+        #expect(status.state == "ready" && status.nextRefreshAt == nil)
+        #expect(status.detail?.contains("run `bearerd login` again before 2027-01-15T09:00:00Z") == true, "\(status)")
+        // Served until it expires (not dropped at the refresh margin), then a login is needed.
+        harness.clock.advance(by: .seconds(3590))
+        await harness.manager.timerFired()
+        #expect(try await harness.manager.token() == BearerToken("json-access-1"))
+        harness.clock.advance(by: .seconds(20))
+        await harness.manager.timerFired()
+        await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
+        #expect(await harness.manager.status().state == "logged_out")
+    }
+
     @Test func theSeedOnlyFillsAnEmptyStore() async throws {
         // A store that exists but holds no user session (after a logout): the seed is spent.
         let harness = TokenHarness(stored: StoredTokens(), respond: Self.server())

@@ -144,7 +144,7 @@ struct TokenSourceTests {
     }
 
     @Test(arguments: [
-        (200, "not json", "unavailable"),
+        (200, "not json", "unreadable"),
         (301, "", "unavailable"),
         (400, #"{"error":"invalid_grant"}"#, "rejected invalid_grant"),
         (401, "", "rejected"),
@@ -164,6 +164,7 @@ struct TokenSourceTests {
         case .issued: Issue.record("issued for \(status)")
         case .rejected(_, let error): #expect(expected == "rejected" + (error.map { " " + $0 } ?? ""))
         case .unavailable: #expect(expected == "unavailable")
+        case .unreadable: #expect(expected == "unreadable")
         }
     }
 
