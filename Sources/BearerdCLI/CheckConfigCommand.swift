@@ -3,10 +3,11 @@ import BearerdAuth
 import BearerdConfig
 import BearerdProxy
 import BearerdStore
+import BearerdTokens
 import Logging
 
 /// `bearerd check-config`: validates the config file (and the files it names) without serving.
-struct CheckConfigCommand: ParsableCommand {
+struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Check the config file and print OK or every problem found.",
@@ -22,7 +23,7 @@ struct CheckConfigCommand: ParsableCommand {
 
     @OptionGroup var options: ConfigOption
 
-    func run() throws {
+    func run() async throws {
         switch Startup.prepare(configPath: self.options.path, logger: Logger(label: "bearerd.check-config")) {
         case .success(let prepared):
             let findings = StartupChecks.run(prepared.configuration)
@@ -35,9 +36,39 @@ struct CheckConfigCommand: ParsableCommand {
                 throw ExitCode.failure
             }
             for note in findings.notes { print("note: \(note)") }
+            try await Self.reportDiscovery(prepared)
             print("OK")
         case .failure(let failure):
             StandardError.emit(failure.report)
+            throw ExitCode.failure
+        }
+    }
+
+    /// With `auth.issuer`: which endpoint was found in which metadata document. A document that
+    /// names no token endpoint, or whose issuer is another, is a problem; an issuer that cannot
+    /// be reached now is a note, since `serve` starts anyway and retries.
+    private static func reportDiscovery(_ prepared: Prepared) async throws {
+        guard case .oauth2(let oauth2) = prepared.configuration.auth.source, oauth2.tokenURL == nil,
+            case .engine(let source as OAuth2Source, _, _, let caFile, let timeout, let connectTimeout) = prepared
+                .tokens
+        else { return }
+        let transport = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout, connectTimeout: connectTimeout)
+        let found: Result<[(endpoint: String, url: String, document: String)], any Error>
+        do {
+            found = .success(try await source.discoveredEndpoints(transport: transport))
+        } catch {
+            found = .failure(error)
+        }
+        try? await transport.shutdown()
+        switch found {
+        case .success(let endpoints):
+            for endpoint in endpoints {
+                print("auth.issuer: \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))")
+            }
+        case .failure(let error as DiscoveryUnreachable):
+            print("note: \(error); the endpoints were not checked")
+        case .failure(let error):
+            StandardError.emit("bearerd: \(error)")
             throw ExitCode.failure
         }
     }

@@ -38,8 +38,10 @@ enum Discovery {
     ) async throws -> ServerMetadata {
         var problems: [String] = []
         var documents: [(url: String, document: JSONValue)] = []
-        var answered = false
-        for url in Self.candidates(issuer: issuer) {
+        var notFound = 0
+        var unreachable = 0
+        let candidates = Self.candidates(issuer: issuer)
+        for url in candidates {
             let response: TokenHTTPResponse
             do {
                 response = try await transport.send(
@@ -47,9 +49,10 @@ enum Discovery {
                 )
             } catch {
                 problems.append("\(url): \(error)")
+                unreachable += 1
                 continue
             }
-            answered = answered || response.status != 404 && response.status != 410
+            if response.status == 404 || response.status == 410 { notFound += 1 }
             guard response.status == 200, let document = JSONValue.parse(response.body) else {
                 problems.append("\(url): HTTP \(response.status)\(response.status == 200 ? " without JSON" : "")")
                 continue
@@ -61,7 +64,14 @@ enum Discovery {
             documents.append((url, document))
         }
         guard !documents.isEmpty else {
-            let what = answered ? "no usable metadata" : "no metadata (every document answered 404)"
+            if unreachable == candidates.count {
+                // Not a configuration error: the issuer may answer later.
+                throw DiscoveryUnreachable(
+                    description: "cannot reach auth.issuer \(issuer): \(problems.joined(separator: "; "))"
+                )
+            }
+            let what =
+                notFound == candidates.count ? "no metadata (every document answered 404)" : "no usable metadata"
             throw TokenSourceError(
                 "\(what) for auth.issuer \(issuer): \(problems.joined(separator: "; ")); set auth.token_url or check auth.issuer"
             )
@@ -110,4 +120,10 @@ enum Discovery {
             throw TokenSourceError("the \(name) that auth.issuer's metadata gives, \(endpoint), \(refusal)")
         }
     }
+}
+
+/// No metadata document could even be asked for (the issuer is down or unreachable): retried
+/// like any unreachable token server, unlike a configuration error.
+public struct DiscoveryUnreachable: Error, Sendable, CustomStringConvertible {
+    public let description: String
 }

@@ -172,6 +172,27 @@ public final class OAuth2Source: TokenSource {
         return TokenHTTPRequest(url: url, headers: headers, body: FormEncoding.encode(fields))
     }
 
+    /// What discovery found, for `check-config`: each endpoint, its URL and the document that
+    /// named it; empty when the token endpoint is configured rather than discovered.
+    /// - Throws: ``TokenSourceError`` for a configuration problem, ``DiscoveryUnreachable``
+    ///   when the issuer could not be asked.
+    public func discoveredEndpoints(
+        transport: any TokenTransport
+    ) async throws -> [(
+        endpoint: String, url: String, document: String
+    )] {
+        guard case .issuer(let issuer) = self.settings.endpoint else { return [] }
+        let metadata = try await self.metadata(issuer, transport)
+        let urls = [
+            "token_endpoint": metadata.tokenEndpoint, "revocation_endpoint": metadata.revocationEndpoint,
+            "device_authorization_endpoint": metadata.deviceAuthorizationEndpoint,
+        ]
+        return metadata.sources.keys.sorted().compactMap { name in
+            guard let url = urls[name] ?? nil, let document = metadata.sources[name] else { return nil }
+            return (name, url, document)
+        }
+    }
+
     /// The token endpoint, discovered once when only the issuer is configured.
     func tokenURL(_ transport: any TokenTransport) async throws -> String {
         switch self.settings.endpoint {

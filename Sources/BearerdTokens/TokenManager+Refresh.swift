@@ -93,6 +93,8 @@ extension TokenManager {
         } catch let error as TokenSourceError {
             // Discovery or the source's own setup: the reason names the config key to fix.
             return .unavailable(reason: "\(error)", retryAfter: nil)
+        } catch let error as DiscoveryUnreachable {
+            return .unavailable(reason: "\(error)", retryAfter: nil)
         } catch {
             return .unavailable(reason: "cannot reach the token endpoint: \(error)", retryAfter: nil)
         }

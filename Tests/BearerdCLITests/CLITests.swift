@@ -74,6 +74,68 @@ struct CLITests {
         try await group.shutdownGracefully()
     }
 
+    /// Which endpoint discovery found in which document (django-oauth-toolkit lists its
+    /// revocation endpoint only in RFC 8414's), a 404 issuer as a config error naming what to
+    /// set, and an unreachable one as a note.
+    @Test func checkConfigSaysWhereDiscoveryFoundEachEndpoint() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let issuer = try await TestUpstream.start(group: group) { request in
+            let base = "http://" + (request.head.headers["host"].first ?? "") + "/o"
+            switch request.head.uri {
+            case "/o/.well-known/oauth-authorization-server":
+                return .respond(
+                    status: .ok,
+                    headers: [("content-type", "application/json")],
+                    body:
+                        #"{"issuer":"\#(base)","token_endpoint":"\#(base)/token/","revocation_endpoint":"\#(base)/revoke_token/"}"#
+                )
+            case "/o/.well-known/openid-configuration":
+                return .respond(
+                    status: .ok,
+                    headers: [("content-type", "application/json")],
+                    body:
+                        #"{"issuer":"\#(base)","token_endpoint":"\#(base)/token/","userinfo_endpoint":"\#(base)/userinfo/"}"#
+                )
+            default:
+                return .respond(status: .notFound, headers: [], body: "")
+            }
+        }
+        let directory = try TemporaryDirectory()
+        let secret = try directory.write("s\n", to: "secret")
+        func config(_ issuerURL: String) throws -> String {
+            try directory.write(
+                "upstream:\n  url: http://127.0.0.1:9\nauth:\n  issuer: \(issuerURL)\n  client_id: app\n  client_secret_file: \(secret)\nadmin:\n  socket: \(directory.path)/run/admin.sock\n",
+                to: "b.yaml"
+            )
+        }
+        let base = "http://127.0.0.1:\(issuer.port)/o"
+        let found = try await BearerdProcess.run(["check-config", "-c", try config(base)])
+        #expect(found.status == 0, "\(found.stderr)")
+        #expect(
+            found.stdout.contains(
+                "auth.issuer: revocation_endpoint \(base)/revoke_token/ (from \(base)/.well-known/oauth-authorization-server)"
+            ),
+            "\(found.stdout)"
+        )
+        #expect(found.stdout.contains("auth.issuer: token_endpoint \(base)/token/"))
+        let missing = try await BearerdProcess.run([
+            "check-config", "-c", try config("http://127.0.0.1:\(issuer.port)/nothing"),
+        ])
+        #expect(missing.status == 1)
+        #expect(
+            missing.stderr.contains("every document answered 404")
+                && missing.stderr.contains("set auth.token_url or check auth.issuer"),
+            "\(missing.stderr)"
+        )
+        await issuer.stop()
+        let gone = try await BearerdProcess.run(["check-config", "-c", try config(base)])
+        #expect(
+            gone.status == 0 && gone.stdout.contains("note: cannot reach auth.issuer"),
+            "\(gone.stdout) \(gone.stderr)"
+        )
+        try await group.shutdownGracefully()
+    }
+
     @Test func checkConfigListsEveryProblemAndFails() async throws {
         let directory = try TemporaryDirectory()
         let config = try directory.write("upstream:\n  url: ftp://x\nlisten: [\"0.0.0.0:1\"]\ntypo: 1\n", to: "b.yaml")
