@@ -70,6 +70,9 @@ public struct BearerdConfiguration: Sendable {
         public var maxHeaderCount: Int
         /// `proxy.max_connections`: open client connections; more wait to be accepted.
         public var maxConnections: Int
+        /// `proxy.at_connection_limit`: `wait` (in the kernel's accept queue) or `refuse` (accept
+        /// and answer 503 with `Retry-After`).
+        public var refuseAtConnectionLimit: Bool
         /// `proxy.header_timeout`: from a request's first byte to the end of its head, before 408.
         public var headerTimeout: Duration
         /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.

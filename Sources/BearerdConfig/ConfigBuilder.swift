@@ -159,6 +159,10 @@ struct ConfigBuilder {
         let maxLine = self.size("proxy.max_request_line", default: 8 << 10, within: 256...(1 << 20), "256B to 1MiB")
         let maxCount = self.count("proxy.max_header_count", default: 100, within: 1...10_000)
         let maxConnections = self.count("proxy.max_connections", default: 512)
+        let atLimit = (self.string("proxy.at_connection_limit") ?? "wait").lowercased()
+        if atLimit != "wait" && atLimit != "refuse" {
+            self.issue("proxy.at_connection_limit", "must be wait or refuse (got \"\(atLimit)\")")
+        }
         let retryMethods = Set(
             (self.reader.stringArray(forKey: "proxy.retry_methods") ?? Self.defaultRetryMethods).map { $0.uppercased() }
         )
@@ -227,6 +231,7 @@ struct ConfigBuilder {
             maxRequestLine: maxLine,
             maxHeaderCount: maxCount,
             maxConnections: maxConnections,
+            refuseAtConnectionLimit: atLimit == "refuse",
             headerTimeout: self.duration(
                 "proxy.header_timeout",
                 default: .seconds(10),

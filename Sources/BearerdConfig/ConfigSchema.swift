@@ -34,6 +34,7 @@ enum ConfigSchema {
         "proxy.max_request_line": .scalar,
         "proxy.max_header_count": .scalar,
         "proxy.max_connections": .scalar,
+        "proxy.at_connection_limit": .scalar,
         "proxy.header_timeout": .scalar,
         "proxy.body_timeout": .scalar,
         "proxy.send_timeout": .scalar,

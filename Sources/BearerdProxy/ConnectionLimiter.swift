@@ -25,6 +25,10 @@ final class ConnectionLimiter: Sendable {
         /// Listeners waiting for a slot.
         var waiting: [@Sendable () -> Void] = []
         var full = false
+        /// `proxy.at_connection_limit: refuse`: accept at the limit and answer 503.
+        var refuse = false
+        /// Connections accepted over the limit, to be answered 503 by their initializer.
+        var toRefuse: Set<ObjectIdentifier> = []
     }
 
     private let state: NIOLockedValueBox<State>
@@ -93,9 +97,28 @@ final class ConnectionLimiter: Sendable {
         for resume in wake { resume() }
     }
 
-    /// A reload's new limit; lowering it closes nothing, it only holds off accepting.
-    func setLimit(_ limit: Int) {
+    /// Whether every slot is taken now.
+    var isFull: Bool { self.state.withLockedValue { $0.taken >= $0.limit } }
+
+    /// Whether connections over the limit are accepted and answered 503.
+    var refuses: Bool { self.state.withLockedValue { $0.refuse } }
+
+    /// Marks a connection accepted over the limit; its initializer answers it 503.
+    func markForRefusal(_ channel: any Channel) {
+        self.state.withLockedValue { _ = $0.toRefuse.insert(ObjectIdentifier(channel)) }
+        self.metrics.connectionRefused()
+    }
+
+    /// Whether `channel` was accepted over the limit (asked once, by its initializer).
+    func takeRefusal(_ channel: any Channel) -> Bool {
+        self.state.withLockedValue { $0.toRefuse.remove(ObjectIdentifier(channel)) != nil }
+    }
+
+    /// A reload's new limit and behaviour at it; lowering the limit closes nothing, it only holds
+    /// off accepting.
+    func setLimit(_ limit: Int, refuse: Bool = false) {
         let wake = self.state.withLockedValue { state -> [@Sendable () -> Void] in
+            state.refuse = refuse
             state.limit = limit
             return Self.wakeIfFree(&state)
         }
@@ -156,6 +179,8 @@ final class AcceptGate: ChannelDuplexHandler {
         } else if self.limiter.take(for: self.id) {
             // Accepted without a read of ours (cannot happen with one message per read; never trust it).
             self.limiter.hand(to: child, from: self.id)
+        } else if self.limiter.refuses {
+            self.limiter.markForRefusal(child)
         } else {
             child.close(promise: nil)
             return
@@ -170,7 +195,11 @@ final class AcceptGate: ChannelDuplexHandler {
         }
         let loop = context.eventLoop
         let gate = NIOLoopBound(self, eventLoop: loop)
-        if self.limiter.take(for: self.id, orWhenFree: { loop.execute { gate.value.resume() } }) {
+        if self.limiter.refuses {
+            // Over the limit the connection is accepted all the same, and answered 503.
+            self.holdsSlot = self.limiter.take(for: self.id)
+            context.read()
+        } else if self.limiter.take(for: self.id, orWhenFree: { loop.execute { gate.value.resume() } }) {
             self.holdsSlot = true
             context.read()
         } else {

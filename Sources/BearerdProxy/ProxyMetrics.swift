@@ -13,6 +13,10 @@ public final class ProxyMetrics: Sendable {
     private let bytesOut = Counter(label: "bearerd_response_body_bytes_total")
     private let retries = Counter(label: "bearerd_upstream_401_retries_total")
     private let connections = Meter(label: "bearerd_client_connections")
+    /// Clients in the listeners' accept queues while `proxy.max_connections` is reached.
+    private let waiting = Meter(label: "bearerd_client_connections_waiting")
+    /// Connections answered 503 at the limit (`proxy.at_connection_limit: refuse`).
+    private let refused = Counter(label: "bearerd_client_connections_refused_total")
 
     public init() {
         self.requests = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"].map {
@@ -34,6 +38,14 @@ public final class ProxyMetrics: Sendable {
 
     func connectionClosed() {
         self.connections.decrement()
+    }
+
+    func waitingClients(_ count: Int) {
+        self.waiting.set(count)
+    }
+
+    func connectionRefused() {
+        self.refused.increment()
     }
 
     /// Counts a finished exchange; `upstream` is how long the upstream took, when it was asked.

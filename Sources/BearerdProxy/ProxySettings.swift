@@ -29,6 +29,8 @@ public struct ProxySettings: Sendable {
     public var maxHeaderCount: Int
     /// Open client connections over all listeners (`proxy.max_connections`).
     public var maxConnections: Int
+    /// At the limit, accept and answer 503 rather than leave clients in the accept queue.
+    public var refuseAtConnectionLimit: Bool
     /// How long a client connection may sit idle between requests.
     public var clientIdleTimeout: TimeAmount
     /// From a request's first byte to the end of its head.
@@ -108,6 +110,7 @@ public struct ProxySettings: Sendable {
         self.maxRequestLine = configuration.proxy.maxRequestLine
         self.maxHeaderCount = configuration.proxy.maxHeaderCount
         self.maxConnections = configuration.proxy.maxConnections
+        self.refuseAtConnectionLimit = configuration.proxy.refuseAtConnectionLimit
         self.clientIdleTimeout = TimeAmount(configuration.proxy.clientIdleTimeout)
         self.headerTimeout = TimeAmount(configuration.proxy.headerTimeout)
         self.bodyTimeout = TimeAmount(configuration.proxy.bodyTimeout)

@@ -215,6 +215,42 @@ struct ProxyLimitsTests {
         }
     }
 
+    /// At the limit, waiting clients are counted and warned about (every 30 s), never silent.
+    @Test func clientsWaitingAtTheLimitAreCountedAndLogged() async throws {
+        try await ProxyFixture.with(yaml: "proxy:\n  max_connections: 1") { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { holder in
+                try await holder.send("GET /a HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
+                _ = try await holder.read(until: "\r\n\r\nok")
+                let waiting = (0..<3).map { _ in SocketActivationTests.connect(port: proxy.port) }
+                defer { for descriptor in waiting { close(descriptor) } }
+                try await waitUntil(.seconds(10)) {
+                    proxy.logText.contains("clients are waiting for a connection slot")
+                }
+                #expect(proxy.logText.contains("waiting=3"), "\(proxy.logText.suffix(400))")
+            }
+        }
+    }
+
+    /// `proxy.at_connection_limit: refuse`: over the limit a client is answered 503 at once.
+    @Test func overTheLimitAClientIsRefusedWith503WhenSoConfigured() async throws {
+        let yaml = "proxy:\n  max_connections: 1\n  at_connection_limit: refuse"
+        try await ProxyFixture.with(yaml: yaml) { proxy in
+            try await RawConnection.with(port: proxy.port, group: proxy.group) { holder in
+                try await holder.send("GET /a HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
+                _ = try await holder.read(until: "\r\n\r\nok")
+                let refused = try await proxy.raw("GET /b HTTP/1.1\r\nHost: {host}\r\n\r\n")
+                #expect(
+                    refused.hasPrefix("HTTP/1.1 503 ") && refused.lowercased().contains("retry-after: 1"),
+                    "\(refused)"
+                )
+                #expect(refused.contains("proxy.max_connections"))
+            }
+            let served = try await proxy.raw("GET /c HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+            #expect(served.hasPrefix("HTTP/1.1 200 "), "a freed slot serves again: \(served.prefix(80))")
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/a", "/c"])
+        }
+    }
+
     @Test func theLimiterWakesWaitingListenersWhenASlotFreesOrTheLimitRises() {
         let limiter = ConnectionLimiter(limit: 1, metrics: ProxyMetrics(), logger: Logger(label: "test"))
         let listener = ObjectIdentifier(limiter)
