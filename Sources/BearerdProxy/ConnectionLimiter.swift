@@ -97,6 +97,9 @@ final class ConnectionLimiter: Sendable {
         for resume in wake { resume() }
     }
 
+    /// The limit in force.
+    var limit: Int { self.state.withLockedValue { $0.limit } }
+
     /// Whether every slot is taken now.
     var isFull: Bool { self.state.withLockedValue { $0.taken >= $0.limit } }
 

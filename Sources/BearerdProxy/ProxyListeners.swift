@@ -90,10 +90,8 @@ public final class ProxyListeners: Sendable {
     private let limiter: ConnectionLimiter
     private let group: any EventLoopGroup
     private let logger: Logger
-    /// Samples the accept queues once a second while `proxy.max_connections` is reached.
-    private let sampler = NIOLockedValueBox<RepeatedTask?>(nil)
-    /// The last count of waiting clients reported, and when it was last logged.
-    private let waitingReport = NIOLockedValueBox<(count: Int, loggedAt: NIODeadline?)>((0, nil))
+    /// Counts the clients that wait while `proxy.max_connections` is reached.
+    private let waitingClients = NIOLockedValueBox<WaitingClients?>(nil)
 
     /// The addresses actually bound (a port 0 in the config shows its real port here).
     public var addresses: [SocketAddress] { self.state.withLockedValue { $0.addresses } }
@@ -158,7 +156,18 @@ public final class ProxyListeners: Sendable {
             throw error
         }
         listeners.state.withLockedValue { $0.listeners = bound }
-        listeners.startSampling()
+        let state = listeners.state
+        listeners.waitingClients.withLockedValue {
+            $0 = WaitingClients(
+                limiter: listeners.limiter,
+                metrics: listeners.metrics,
+                group: group,
+                logger: logger,
+                listeners: {
+                    state.withLockedValue { $0.listeners.filter { $0.bound.ipAddress != nil }.map(\.channel) }
+                }
+            )
+        }
         return listeners
     }
 
@@ -322,52 +331,6 @@ public final class ProxyListeners: Sendable {
         }
     }
 
-    private func startSampling() {
-        let task = self.group.next().scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) {
-            [weak self] _ in self?.sampleWaitingClients()
-        }
-        self.sampler.withLockedValue { $0 = task }
-    }
-
-    /// While every slot is taken, how many clients wait in the TCP listeners' accept queues
-    /// (`tcpi_unacked` of a listening socket): `bearerd_client_connections_waiting`, and a
-    /// warning every 30 s, so a full proxy is never silent.
-    private func sampleWaitingClients() {
-        guard self.limiter.isFull else {
-            let wasWaiting = self.waitingReport.withLockedValue { report in
-                defer { report.count = 0 }
-                return report.count > 0
-            }
-            if wasWaiting { self.metrics.waitingClients(0) }
-            return
-        }
-        let channels = self.state.withLockedValue { $0.listeners.filter { $0.bound.ipAddress != nil }.map(\.channel) }
-        let loop = self.group.next()
-        let samples = channels.compactMap { channel in
-            (channel as? any SocketOptionProvider)?.getTCPInfo().map { Int($0.tcpi_unacked) }
-        }
-        EventLoopFuture.whenAllComplete(samples, on: loop).whenSuccess { results in
-            let waiting = results.reduce(0) { sum, result in sum + ((try? result.get()) ?? 0) }
-            self.metrics.waitingClients(waiting)
-            let now = NIODeadline.now()
-            let log = self.waitingReport.withLockedValue { report -> Bool in
-                report.count = waiting
-                guard waiting > 0, report.loggedAt.map({ now - $0 >= .seconds(30) }) ?? true else { return false }
-                report.loggedAt = now
-                return true
-            }
-            if log {
-                self.logger.warning(
-                    "clients are waiting for a connection slot: proxy.max_connections is reached",
-                    metadata: [
-                        "waiting": "\(waiting)",
-                        "limit": "\(self.state.withLockedValue { $0.generation.settings.maxConnections })",
-                    ]
-                )
-            }
-        }
-    }
-
     /// Whether a passed socket is TCP (rather than a unix socket).
     private static func isInternet(_ descriptor: Int32) -> Bool {
         var address = sockaddr_storage()
@@ -383,7 +346,7 @@ public final class ProxyListeners: Sendable {
     /// - Returns: whether every connection finished within `grace`.
     @discardableResult
     public func shutdown(grace: Duration) async -> Bool {
-        self.sampler.withLockedValue { $0?.cancel() }
+        self.waitingClients.withLockedValue { $0?.stop() }
         let (listeners, retired, generation) = self.state.withLockedValue { ($0.listeners, $0.retired, $0.generation) }
         for path in listeners.compactMap(\.unixPath) { UnixSocketFile.remove(path) }
         generation.close()

@@ -92,7 +92,7 @@ struct MetricsTests {
             group: group
         )
         #expect(rebound.hasPrefix("HTTP/1.1 403 "), "\(rebound.prefix(200))")
-        let silent = (0..<40).map { _ in Self.connect(port: metricsPort) }
+        let silent = (0..<40).map { _ in LoopbackSocket.silentConnection(to: metricsPort) }
         let closedByServer = try await Self.closedWithin(silent, milliseconds: 1000)
         #expect(closedByServer >= 40 - 16, "\(closedByServer) of 40 silent connections were closed")
         try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
@@ -118,21 +118,6 @@ struct MetricsTests {
         await upstream.stop()
         await oauth.stop()
         try await group.shutdownGracefully()
-    }
-
-    /// A TCP connection to 127.0.0.1:`port` that sends nothing.
-    static func connect(port: Int) -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        return descriptor
     }
 
     /// How many of the connections the server closed (a read returns end of file) within the time.

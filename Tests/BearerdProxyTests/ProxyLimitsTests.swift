@@ -221,7 +221,7 @@ struct ProxyLimitsTests {
             try await RawConnection.with(port: proxy.port, group: proxy.group) { holder in
                 try await holder.send("GET /a HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
                 _ = try await holder.read(until: "\r\n\r\nok")
-                let waiting = (0..<3).map { _ in SocketActivationTests.connect(port: proxy.port) }
+                let waiting = (0..<3).map { _ in LoopbackSocket.silentConnection(to: proxy.port) }
                 defer { for descriptor in waiting { close(descriptor) } }
                 try await waitUntil(.seconds(10)) {
                     proxy.logText.contains("clients are waiting for a connection slot")

@@ -31,21 +31,6 @@ struct SocketActivationTests {
         return descriptor
     }
 
-    /// A TCP connection to 127.0.0.1:`port` that sends nothing.
-    static func connect(port: Int) -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        return descriptor
-    }
-
     @Test(arguments: [("0.0.0.0", false, false), ("127.0.0.1", false, true), ("0.0.0.0", true, true)])
     func aPassedSocketMustBeLoopbackUnlessAllowRemote(host: String, allowRemote: Bool, accepted: Bool) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)

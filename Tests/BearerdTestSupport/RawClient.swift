@@ -139,7 +139,23 @@ public final class RefusingPort {
     }
 }
 
-enum LoopbackSocket {
+/// Plain sockets on 127.0.0.1, for tests that need what no client library does.
+public enum LoopbackSocket {
+    /// A TCP connection to 127.0.0.1:`port` that sends nothing (the caller closes it).
+    public static func silentConnection(to port: Int) -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return descriptor
+    }
+
     /// A TCP socket bound to 127.0.0.1 on a port the kernel picks.
     static func bind() throws -> (Int32, sockaddr_in) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
