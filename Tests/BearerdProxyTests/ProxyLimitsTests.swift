@@ -207,7 +207,7 @@ struct ProxyLimitsTests {
         try await ProxyFixture.with(yaml: yaml, responder: responder) { proxy in
             try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
                 try await connection.send("GET /big HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
-                try await waitUntil(.seconds(10)) { proxy.logText.contains("proxy.send_timeout") }
+                try await waitUntil(.seconds(30)) { proxy.logText.contains("proxy.send_timeout") }
             }
             // The slot is free again: with max_connections 1, another client is served.
             let answer = try await proxy.raw("GET /small HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")

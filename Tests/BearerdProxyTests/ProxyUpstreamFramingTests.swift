@@ -74,7 +74,8 @@ struct ProxyUpstreamFramingTests {
             let started = ContinuousClock.now
             let answer = try await proxy.raw("GET /x HTTP/1.1\r\nHost: {host}\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.hasSuffix("abc"), "\(answer)")
-            #expect(ContinuousClock.now - started < .seconds(3))
+            // It hung before; the bound leaves room for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(30))
             #expect(proxy.logText.contains("upstream.read_timeout"))
         }
     }
