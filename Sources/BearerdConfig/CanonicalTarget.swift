@@ -13,13 +13,28 @@ import Foundation
 ///
 /// The form is idempotent: parsing `target` again gives the same value.
 public struct CanonicalTarget: Sendable, Hashable {
-    /// The path: starts with `/`, never holds `//`, `.` or `..` segments.
-    public let path: String
-    /// The query without its `?`, or `nil` when there was no `?`.
-    public let query: String?
-
     /// `path?query` as it is forwarded (before the upstream's base path is put in front).
-    public var target: String { self.query.map { self.path + "?" + $0 } ?? self.path }
+    public let target: String
+    /// How many bytes of `target` are the path.
+    private let pathLength: Int
+
+    /// The path: starts with `/`, never holds `//`, `.` or `..` segments.
+    public var path: String { String(Substring(self.target.utf8.prefix(self.pathLength))) }
+    /// The query without its `?`, or `nil` when there was no `?`.
+    public var query: String? {
+        self.pathLength < self.target.utf8.count
+            ? String(Substring(self.target.utf8.dropFirst(self.pathLength + 1))) : nil
+    }
+
+    init(path: String, query: String?) {
+        self.target = query.map { path + "?" + $0 } ?? path
+        self.pathLength = path.utf8.count
+    }
+
+    private init(canonical target: String, pathLength: Int) {
+        self.target = target
+        self.pathLength = pathLength
+    }
 
     /// Why a target has no single meaning; the reason is written for the client.
     public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
@@ -31,8 +46,63 @@ public struct CanonicalTarget: Sendable, Hashable {
     /// Parses an origin-form target (`/path?query`).
     /// - Parameter allowPathParams: whether `;` may appear in the path (`proxy.allow_path_params`).
     public static func parse(_ target: String, allowPathParams: Bool) -> Result<CanonicalTarget, Refusal> {
+        if let pathLength = Self.canonicalPathLength(target) {
+            return .success(CanonicalTarget(canonical: target, pathLength: pathLength))
+        }
+        return Self.parseByteByByte(target, allowPathParams: allowPathParams)
+    }
+
+    /// The full parser, without the shortcut for targets already canonical (tests compare them).
+    static func parseByteByByte(_ target: String, allowPathParams: Bool) -> Result<CanonicalTarget, Refusal> {
         var parser = Parser(allowPathParams: allowPathParams)
         return parser.parse(Array(target.utf8))
+    }
+
+    /// The length of the path when `target` is canonical as it stands, which most are: ASCII
+    /// letters, digits and `-_~!$&'()*+,=:@` in segments of one slash each, dots only inside a
+    /// segment, no `%`, `;`, `\` or `#`, and a query of the same bytes plus `/` and `?`. Then
+    /// the target is forwarded as the client's own string, with no copy. `nil`: parse it.
+    static func canonicalPathLength(_ target: String) -> Int? {
+        var count = 0
+        var pathLength: Int?
+        var previous: UInt8 = 0
+        var segmentLength = 0
+        var segmentDots = 0
+        for byte in target.utf8 {
+            count += 1
+            if pathLength != nil {
+                guard
+                    Parser.mayStandRaw(byte) && byte != UInt8(ascii: ";") || byte == UInt8(ascii: "/")
+                        || byte == UInt8(ascii: "?")
+                else { return nil }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "/"):
+                if count == 1 { break }
+                // `//`, or a segment that is `.` or `..`.
+                if previous == UInt8(ascii: "/")
+                    || (segmentLength > 0 && segmentLength == segmentDots && segmentDots <= 2)
+                {
+                    return nil
+                }
+                segmentLength = 0
+                segmentDots = 0
+            case UInt8(ascii: "?"):
+                if segmentLength > 0 && segmentLength == segmentDots && segmentDots <= 2 { return nil }
+                pathLength = count - 1
+            case UInt8(ascii: ";"):
+                return nil
+            default:
+                guard Parser.mayStandRaw(byte) else { return nil }
+                segmentLength += 1
+                if byte == UInt8(ascii: ".") { segmentDots += 1 }
+            }
+            previous = byte
+        }
+        guard count > 0, target.utf8.first == UInt8(ascii: "/") else { return nil }
+        if pathLength == nil && segmentLength > 0 && segmentLength == segmentDots && segmentDots <= 2 { return nil }
+        return pathLength ?? count
     }
 
     private struct Parser {

@@ -162,11 +162,25 @@ enum HeaderRewriter {
     /// RFC 7239 `Forwarded`, from what bearerd saw: `for=` the peer (quoted with brackets when
     /// IPv6), `proto=http`, `host=` the client's `Host` (already checked to be a plain host[:port]).
     private static func writeForwarded(peer: String?, host: String?, into buffer: inout ByteBuffer) {
-        var value = ""
-        if let peer { value += peer.contains(":") ? "for=\"[\(peer)]\";" : "for=\(peer);" }
-        value += "proto=http"
-        if let host { value += ";host=\"\(host)\"" }
-        WireFormat.writeField("forwarded", value, into: &buffer)
+        buffer.writeStaticString("forwarded: ")
+        if let peer {
+            if peer.utf8.contains(UInt8(ascii: ":")) {
+                buffer.writeStaticString("for=\"[")
+                buffer.writeString(peer)
+                buffer.writeStaticString("]\";")
+            } else {
+                buffer.writeStaticString("for=")
+                buffer.writeString(peer)
+                buffer.writeStaticString(";")
+            }
+        }
+        buffer.writeStaticString("proto=http")
+        if let host {
+            buffer.writeStaticString(";host=\"")
+            buffer.writeString(host)
+            buffer.writeStaticString("\"")
+        }
+        buffer.writeStaticString("\r\n")
     }
 
     private static func isForwardedHeader(_ name: String) -> Bool {

@@ -114,7 +114,9 @@ enum RequestPolicy {
                 "Host: \(shown) is not a name of this listener, so a web page may have sent it (DNS rebinding); use 127.0.0.1:PORT or localhost:PORT, or list the name in proxy.allowed_hosts"
             )
         }
-        if let refusal = settings.access.refusal(method: head.method, path: target.path) { return .forbidden(refusal) }
+        if !settings.access.isEmpty, let refusal = settings.access.refusal(method: head.method, path: target.path) {
+            return .forbidden(refusal)
+        }
         if transferCodings > 1 || !onlyChunked {
             return .badRequest("only the chunked transfer coding is supported in requests")
         }

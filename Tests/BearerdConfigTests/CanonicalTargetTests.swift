@@ -1,6 +1,7 @@
-import BearerdConfig
 import Foundation
 import Testing
+
+@testable import BearerdConfig
 
 @Suite("One canonical request target, checked and forwarded")
 struct CanonicalTargetTests {
@@ -33,6 +34,19 @@ struct CanonicalTargetTests {
         #expect(throws: CanonicalTarget.Refusal.self) { try CanonicalTarget.parse(input, allowPathParams: false).get() }
     }
 
+    /// Targets already canonical are forwarded as the client's own string; the shortcut must
+    /// agree with the parser on them and refuse to shortcut anything else.
+    @Test(arguments: [
+        "/", "/users/42", "/a.b/c..d/.e/f.", "/a-b_c~d/e!$&'()*+,=:@f?q=1&r=/s?t", "/x?", "/a/b/",
+        "/..", "/.", "/a/./b", "/a/../b", "//a", "/a//b", "/a;b", "/a%20b", "/a?b=%2f", "/a\\b", "/é",
+        "/a?b;c", "/a/..?x", "/a/.?x",
+    ])
+    func theShortcutAgreesWithTheParser(target: String) {
+        let fast = CanonicalTarget.parse(target, allowPathParams: false)
+        let slow = CanonicalTarget.parseByteByByte(target, allowPathParams: false)
+        #expect(fast == slow, "\(target)")
+    }
+
     @Test func pathParametersAreKeptWhenAllowedButNeverHideADotSegment() throws {
         #expect(try CanonicalTarget.parse("/a;v=1/b", allowPathParams: true).get().path == "/a;v=1/b")
         for input in ["/..;x/b", "/%2e%2e;/b", "/.;/b", "/a/..;"] {
@@ -61,6 +75,8 @@ struct CanonicalTargetTests {
                 continue
             }
             accepted += 1
+            let slow = try CanonicalTarget.parseByteByByte(target, allowPathParams: allowPathParams).get()
+            #expect(slow == canonical, "the shortcut and the parser differ on \(target)")
             let again = try CanonicalTarget.parse(canonical.target, allowPathParams: allowPathParams).get()
             #expect(again == canonical, "not idempotent: \(target) → \(canonical.target) → \(again.target)")
             let joined = upstream.join(canonical)
