@@ -77,6 +77,11 @@ struct CrashTrialsTests {
               socket: \(directory.path)/admin.sock
             log:
               access: false
+            # Requests may wait for the refresh a restarted daemon runs at once (slowed here by
+            # --token-delay and the parallel suite); at the default token_wait (2 s) they would
+            # get 503 with Retry-After (41 in one run). The fail-fast bound is OutageTests'.
+            proxy:
+              token_wait: 10s
             """,
             to: "bearerd.yaml"
         )
