@@ -18,7 +18,10 @@ import Glibc
 struct OutageTests {
     @Test func everyAnswerComesWithinTokenWaitWhileTheTokenServerIsDown() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let oauth = try await FakeOAuthServer.start(group: group, lifetime: 2)
+        // The token server's own loop: shutting it down ends its kept-alive connections too, as
+        // a real outage does (closing only its listener left bearerd refreshing over one).
+        let oauthGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let oauth = try await FakeOAuthServer.start(group: oauthGroup, lifetime: 2)
         let upstream = try await TestUpstream.start(group: group) { _ in .ok() }
         let directory = try TemporaryDirectory()
         var config = try SessionVerbTests.config(directory, oauth: oauth, upstream: upstream.port)
@@ -36,6 +39,7 @@ struct OutageTests {
         try await waitUntil { bearerd.stderr.contains("msg=listening") }
         let port = try #require(bearerd.proxyPort)
         await oauth.stop()
+        try await oauthGroup.shutdownGracefully()
 
         // 30 s of traffic from 4 clients: the token (2 s) expires early on and cannot be renewed.
         let tally = Tally()
