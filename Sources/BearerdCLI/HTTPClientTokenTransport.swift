@@ -62,9 +62,7 @@ public struct HTTPClientTokenTransport: TokenTransport {
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        let (seconds, attoseconds) = self.timeout.components
-        let deadline = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        let response = try await self.client.execute(outgoing, timeout: deadline)
+        let response = try await self.client.execute(outgoing, timeout: TimeAmount(self.timeout))
         let body = try await response.body.collect(upTo: Self.maxBody)
         return TokenHTTPResponse(
             status: Int(response.status.code),
@@ -84,13 +82,6 @@ struct TokenRequestTimeout: Error, CustomStringConvertible {
     var timeout: Duration
     var description: String {
         "no complete answer within auth.request_timeout (\(timeout.components.seconds)s)"
-    }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }
 
