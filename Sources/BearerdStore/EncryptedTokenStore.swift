@@ -92,25 +92,12 @@ public final class EncryptedTokenStore: TokenStore {
 
     /// The key for a file written with `format`.
     private func key(for format: StoreFormat) throws(StoreError) -> [UInt8] {
-        switch (self.key, format.kdf) {
-        case (.keyFile, .key):
-            return try self.key.material()
-        case (.passphraseFile, .scrypt):
-            if let cached = self.derived.withLock({ $0 }), cached.salt == format.salt { return cached.key }
-            var passphrase = try self.key.material()
-            defer { StoreCipher.wipe(&passphrase) }
-            let key = try StoreCipher.scrypt(
-                passphrase: passphrase,
-                salt: format.salt,
-                log2N: format.log2N,
-                r: format.r,
-                p: format.p
-            )
-            self.derived.withLock { $0 = (format.salt, key) }
-            return key
-        case (.keyFile, .scrypt), (.passphraseFile, .key):
-            throw StoreError.wrongKey(self.path)
-        }
+        guard case .scrypt = format.kdf else { return try self.key.key(for: format, storePath: self.path) }
+        // scrypt runs once per salt, not per save.
+        if let cached = self.derived.withLock({ $0 }), cached.salt == format.salt { return cached.key }
+        let key = try self.key.key(for: format, storePath: self.path)
+        self.derived.withLock { $0 = (format.salt, key) }
+        return key
     }
 
     /// The header and key for the next write: the key file as it is, or the passphrase through

@@ -48,22 +48,7 @@ public enum StoreCheck {
         }
         let outcome = Result<StoredTokens, StoreFile.ReadError> { () throws(StoreFile.ReadError) in
             try StoreFile.read(bytes, profile: profile) { format throws(StoreError) in
-                switch (key, format.kdf) {
-                case (.keyFile, .key):
-                    return try key.material()
-                case (.passphraseFile, .scrypt):
-                    var passphrase = try key.material()
-                    defer { StoreCipher.wipe(&passphrase) }
-                    return try StoreCipher.scrypt(
-                        passphrase: passphrase,
-                        salt: format.salt,
-                        log2N: format.log2N,
-                        r: format.r,
-                        p: format.p
-                    )
-                case (.keyFile, .scrypt), (.passphraseFile, .key):
-                    throw StoreError.wrongKey(path)
-                }
+                try key.key(for: format, storePath: path)
             }
         }
         switch outcome {

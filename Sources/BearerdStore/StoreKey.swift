@@ -58,6 +58,28 @@ public enum StoreKey: Sendable {
         return bytes
     }
 
+    /// The key for a store file written with `format`: the key file as it is, or the passphrase
+    /// through scrypt with the header's salt and cost. A key of the other kind is the wrong key
+    /// for the store at `storePath`.
+    func key(for format: StoreFormat, storePath: String) throws(StoreError) -> [UInt8] {
+        switch (self, format.kdf) {
+        case (.keyFile, .key):
+            return try self.material()
+        case (.passphraseFile, .scrypt):
+            var passphrase = try self.material()
+            defer { StoreCipher.wipe(&passphrase) }
+            return try StoreCipher.scrypt(
+                passphrase: passphrase,
+                salt: format.salt,
+                log2N: format.log2N,
+                r: format.r,
+                p: format.p
+            )
+        case (.keyFile, .scrypt), (.passphraseFile, .key):
+            throw StoreError.wrongKey(storePath)
+        }
+    }
+
     /// Writes a new random key to `path` with mode 0400; refuses to replace an existing file.
     public static func generate(to path: String) throws(StoreError) {
         var key = try StoreCipher.randomBytes(StoreCipher.keyLength)
