@@ -1,4 +1,6 @@
 import BearerdConfig
+import BearerdFiles
+import BearerdProxy
 import BearerdStore
 import Foundation
 
@@ -35,23 +37,18 @@ enum StartupChecks {
     /// Whether bearerd could create a socket at `path`: a directory it can make or write, that
     /// not every user may empty, and nothing but a socket already at the path.
     static func socketDirectoryProblem(_ path: String, key: String) -> String? {
+        if let problem = UnixSocketFile.placementProblem(path, key: key) { return problem }
+        var directory = CheckedDirectory.directoryName(of: path)
         var info = stat()
-        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFSOCK {
-            return "\(key): \(path) exists and is not a socket; remove it or choose another path"
-        }
-        var directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         guard stat(directory, &info) == 0 else {
             // serve creates it (mode 0700): the nearest existing parent must be writable.
             while stat(directory, &info) != 0, directory != "/" {
-                directory = URL(fileURLWithPath: directory).deletingLastPathComponent().path
+                directory = CheckedDirectory.directoryName(of: directory)
             }
             return access(directory, W_OK) == 0
                 ? nil : "\(key): cannot create the directory of \(path): \(directory) is not writable"
         }
         guard info.st_mode & S_IFMT == S_IFDIR else { return "\(key): \(directory) is not a directory" }
-        if info.st_mode & 0o002 != 0, info.st_mode & S_ISVTX == 0 {
-            return "\(key): \(directory) may be written and emptied by every user; choose a directory of bearerd's own"
-        }
         return access(directory, W_OK | X_OK) == 0 ? nil : "\(key): cannot create \(path): \(directory) is not writable"
     }
 }

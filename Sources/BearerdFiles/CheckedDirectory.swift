@@ -47,10 +47,16 @@ public final class CheckedDirectory: Sendable {
         self.isTrusted = ownerIsUs && !othersWrite
     }
 
+    /// The directory part of `path`: `/` for `/x`, `.` for a bare name.
+    public static func directoryName(of path: String) -> String {
+        let slash = path.lastIndex(of: "/")
+        return slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    }
+
     /// The directory that holds `path`, and the file's name in it.
     public static func parent(of path: String) throws(FileCheckError) -> (CheckedDirectory, String) {
         let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let directory = Self.directoryName(of: path)
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         guard !name.isEmpty, name != ".", name != ".." else { throw .notAFile(path) }
         return (try CheckedDirectory(directory), name)

@@ -14,8 +14,7 @@ public enum SocketTrust {
         guard socketInfo.st_mode & S_IFMT == S_IFSOCK else {
             return "\(path) is not a socket (a symbolic link or a file stands there)"
         }
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let directory = CheckedDirectory.directoryName(of: path)
         var directoryInfo = stat()
         guard stat(directory, &directoryInfo) == 0 else { return "cannot inspect \(directory)" }
         if directoryInfo.st_mode & 0o022 != 0 {

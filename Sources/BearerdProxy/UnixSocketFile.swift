@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdFiles
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -24,26 +25,28 @@ public enum UnixSocketFile {
     /// Refuses to take over a path that is not a socket, or a socket another process still
     /// serves. `key` is the config key the path came from.
     public static func checkReplaceable(_ path: String, key: String = "listen") throws {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        var directoryInfo = stat()
-        if stat(directory, &directoryInfo) == 0, directoryInfo.st_mode & 0o002 != 0,
-            directoryInfo.st_mode & S_ISVTX == 0
-        {
-            throw ProxySetupError(
-                "\(key): \(directory) may be written and emptied by every user, so the socket could be swapped under bearerd; choose a directory of bearerd's own"
-            )
-        }
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        guard (info.st_mode & S_IFMT) == S_IFSOCK else {
-            throw ProxySetupError("\(key): \(path) exists and is not a socket; remove it or choose another path")
-        }
+        if let problem = Self.placementProblem(path, key: key) { throw ProxySetupError(problem) }
         if Self.isServed(path) {
             throw ProxySetupError(
                 "\(key): another process is listening on unix:\(path); stop it or choose another path"
             )
         }
+    }
+
+    /// Why a socket may not be created at `path`, without asking who serves one there: a file
+    /// that is not a socket stands there, or the directory may be written and emptied by every
+    /// user (no sticky bit), so the socket could be swapped under bearerd.
+    public static func placementProblem(_ path: String, key: String) -> String? {
+        let directory = CheckedDirectory.directoryName(of: path)
+        var info = stat()
+        if stat(directory, &info) == 0, info.st_mode & 0o002 != 0, info.st_mode & S_ISVTX == 0 {
+            return
+                "\(key): \(directory) may be written and emptied by every user, so the socket could be swapped under bearerd; choose a directory of bearerd's own"
+        }
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFSOCK {
+            return "\(key): \(path) exists and is not a socket; remove it or choose another path"
+        }
+        return nil
     }
 
     /// Sets mode and group on the bound temporary socket, then renames it into place.
