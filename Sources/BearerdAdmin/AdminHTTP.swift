@@ -52,9 +52,10 @@ struct AdminHTTP: Sendable {
                     guard let request = head else { return }
                     head = nil
                     let keepAlive = request.isKeepAlive && !tooLarge
+                    let hosts = self.hostGuard == nil ? [] : request.headers["host"]
                     if let hostGuard = self.hostGuard, let local = connection.channel.localAddress,
-                        !(request.headers["host"].count == 1
-                            && hostGuard.permits(request.headers["host"][0], local: local))
+                        !(hosts.count == 1
+                            && hostGuard.permits(hosts[0], local: local))
                     {
                         let answer = AdminAPI.failure(
                             .forbidden,

@@ -27,10 +27,14 @@ enum RequestPolicy {
             )
         }
         // TRACE echoes the request, and with it the token bearerd adds (nginx refuses it too).
-        if head.method == .TRACE || HeaderName.equals(head.method.rawValue, "trace")
-            || HeaderName.equals(head.method.rawValue, "track")
-        {
-            return .failure(.methodNotAllowed(head.method.rawValue))
+        // TRACK and other spellings arrive as raw methods; the known ones cost nothing here.
+        switch head.method {
+        case .TRACE:
+            return .failure(.methodNotAllowed("TRACE"))
+        case .RAW(let value) where HeaderName.equals(value, "trace") || HeaderName.equals(value, "track"):
+            return .failure(.methodNotAllowed(value))
+        default:
+            break
         }
         if head.uri.utf8.count > settings.maxRequestLine {
             return .failure(.targetTooLong(limit: settings.maxRequestLine))
