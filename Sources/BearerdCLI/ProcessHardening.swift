@@ -15,7 +15,4 @@ public enum ProcessHardening {
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none)
         _ = bearerd_set_dumpable(0)
     }
-
-    /// Whether the process is dumpable, for the test that checks `apply` worked.
-    public static var isDumpable: Bool { bearerd_get_dumpable() != 0 }
 }

@@ -8,8 +8,4 @@ static inline int bearerd_set_dumpable(int dumpable) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0UL, 0UL, 0UL);
 }
 
-static inline int bearerd_get_dumpable(void) {
-    return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
-}
-
 #endif
