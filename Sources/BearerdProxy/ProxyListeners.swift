@@ -319,7 +319,7 @@ public final class ProxyListeners: Sendable {
             }
         if tcp {
             bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
         }
         return bootstrap
     }

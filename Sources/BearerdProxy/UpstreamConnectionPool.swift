@@ -73,7 +73,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         let sniName: String? = settings.serverName ?? (target.hostIsIPAddress ? nil : target.host)
         let bootstrap = ClientBootstrap(group: self.eventLoop)
             .connectTimeout(settings.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
                     let sync = channel.pipeline.syncOperations
