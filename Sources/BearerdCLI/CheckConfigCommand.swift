@@ -24,7 +24,11 @@ struct CheckConfigCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
-        switch Startup.prepare(configPath: self.options.path, logger: Logger(label: "bearerd.check-config")) {
+        switch Startup.prepare(
+            configPath: self.options.path,
+            logger: Logger(label: "bearerd.check-config"),
+            environment: self.options.environment
+        ) {
         case .success(let prepared):
             let findings = StartupChecks.run(prepared.configuration)
             guard findings.errors.isEmpty else {

@@ -35,7 +35,7 @@ struct LoginCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await SessionCommand.run(configPath: self.options.path) { channel in
+        try await SessionCommand.run(self.options) { channel in
             if self.device {
                 try await Self.device(channel)
                 return

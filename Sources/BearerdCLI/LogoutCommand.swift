@@ -18,7 +18,7 @@ struct LogoutCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
-        try await SessionCommand.run(configPath: self.options.path) { channel in
+        try await SessionCommand.run(self.options) { channel in
             let result = try await channel.request(.POST, "/v1/logout", as: LogoutResult.self)
             if !result.loggedOut {
                 print(result.detail)

@@ -13,6 +13,7 @@ import UnixSignals
 /// waits for a restart.
 final class ReloadService: Service, Sendable {
     let configPath: String
+    let environment: [String: String]
     let running: Mutex<BearerdConfiguration>
     let proxy: ProxyControl
     let manager: TokenManager?
@@ -22,6 +23,7 @@ final class ReloadService: Service, Sendable {
 
     init(
         configPath: String,
+        environment: [String: String],
         running: BearerdConfiguration,
         proxy: ProxyControl,
         manager: TokenManager?,
@@ -30,6 +32,7 @@ final class ReloadService: Service, Sendable {
         logger: Logger
     ) {
         self.configPath = configPath
+        self.environment = environment
         self.running = Mutex(running)
         self.proxy = proxy
         self.manager = manager
@@ -51,7 +54,7 @@ final class ReloadService: Service, Sendable {
         defer { self.events.yield(.finished) }
         self.logger.notice("SIGHUP: reloading the config", metadata: ["path": "\(self.configPath)"])
         let prepared: Prepared
-        switch Startup.prepare(configPath: self.configPath, logger: self.logger) {
+        switch Startup.prepare(configPath: self.configPath, logger: self.logger, environment: self.environment) {
         case .success(let value):
             prepared = value
         case .failure(let failure):

@@ -15,12 +15,12 @@ import Glibc
 /// Picks how a CLI verb reaches the engine: the daemon when one answers on `admin.socket`,
 /// otherwise the store directly, under the same lock a daemon takes.
 enum SessionAccess {
-    static func open(configPath: String) async throws -> any AdminChannel {
+    static func open(_ options: ConfigOption) async throws -> any AdminChannel {
         // Errors only: what a verb did or why it failed is its own output.
         let logger = Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .error, journald: false)
         }
         let prepared: Prepared
-        switch Startup.prepare(configPath: configPath, logger: logger) {
+        switch Startup.prepare(configPath: options.path, logger: logger, environment: options.environment) {
         case .success(let value): prepared = value
         case .failure(let failure): throw CommandFailure(failure.report, exitCode: 78)
         }
@@ -43,51 +43,25 @@ enum SessionAccess {
     /// The engine in this process, on the store under its lock.
     private static func inProcess(_ prepared: Prepared, logger: Logger) throws -> any AdminChannel {
         let socket = prepared.configuration.admin.socket
-        switch prepared.tokens {
-        case .staticToken(let provider):
-            let path = prepared.configuration.auth.staticTokenFile ?? ""
-            return InProcessAdminChannel(
-                api: AdminAPI(backend: .staticToken(provider, path: path), logger: logger),
-                onClose: {}
+        if case .engine = prepared.tokens, !prepared.configuration.store.isEncryptedOnDisk {
+            throw CommandFailure(
+                "no daemon answers on \(socket), and this config keeps tokens in memory only (no store.key_file or store.passphrase_file): start `bearerd serve` first, or configure a store key"
             )
-        case .engine(let source, let seed, let policy, let caFile, let timeout, let connectTimeout):
-            guard prepared.configuration.store.isEncryptedOnDisk else {
-                throw CommandFailure(
-                    "no daemon answers on \(socket), and this config keeps tokens in memory only (no store.key_file or store.passphrase_file): start `bearerd serve` first, or configure a store key"
-                )
-            }
-            let store: any TokenStore
-            do {
-                store = try ServeCommand.openStore(prepared.configuration.store, logger: logger)
-            } catch let error as StoreError where error.code == .inUse {
-                throw CommandFailure(
-                    "\(error.description.components(separatedBy: ": stop it first").first ?? ""), but no daemon answers on the admin socket \(socket): check that this command and the daemon use the same config (admin.socket)"
-                )
-            } catch {
-                throw CommandFailure("\(error)", exitCode: 78)
-            }
-            let transport: HTTPClientTokenTransport
-            do {
-                transport = try HTTPClientTokenTransport(
-                    caFile: caFile,
-                    timeout: timeout,
-                    connectTimeout: connectTimeout
-                )
-            } catch {
-                throw CommandFailure("cannot set up the token client: \(error)", exitCode: 78)
-            }
-            let manager = TokenManager(
-                source: source,
-                transport: transport,
-                store: store,
-                seed: seed,
-                policy: policy,
-                logger: logger
+        }
+        let engine: TokenEngine
+        do {
+            engine = try TokenEngine.make(prepared, logger: logger)
+        } catch let error as StoreError where error.code == .inUse {
+            throw CommandFailure(
+                "\(error.description.components(separatedBy: ": stop it first").first ?? ""), but no daemon answers on the admin socket \(socket): check that this command and the daemon use the same config (admin.socket)"
             )
-            return InProcessAdminChannel(api: AdminAPI(backend: .engine(manager), logger: logger)) {
-                try? await transport.shutdown()
-                withExtendedLifetime(store) {}
-            }
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure("\(error)", exitCode: 78)
+        }
+        return InProcessAdminChannel(api: AdminAPI(backend: engine.backend, logger: logger)) {
+            await engine.close()
         }
     }
 }

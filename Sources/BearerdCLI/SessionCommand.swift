@@ -3,10 +3,10 @@ import ArgumentParser
 /// Runs a verb against the engine (``SessionAccess``) and turns failures into a message and an
 /// exit code.
 enum SessionCommand {
-    static func run(configPath: String, _ body: (any AdminChannel) async throws -> Void) async throws {
+    static func run(_ options: ConfigOption, _ body: (any AdminChannel) async throws -> Void) async throws {
         let channel: any AdminChannel
         do {
-            channel = try await SessionAccess.open(configPath: configPath)
+            channel = try await SessionAccess.open(options)
         } catch let failure as CommandFailure {
             StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(failure.exitCode)

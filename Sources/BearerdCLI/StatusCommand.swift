@@ -10,15 +10,32 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Show the session: state, subject, expiry, refreshes. Never a token.",
         discussion: """
             Asks the running daemon over admin.socket; with no daemon, reads the store. Exits 0 \
-            when a token can be had, 3 when logged out, 1 on an error.
+            when a token can be had, 3 when logged out, 1 on an error. With --all, one line for \
+            each config in /etc/bearerd (bearerd.yaml and each instance's NAME.yaml), asked over \
+            its admin socket, and exits 0.
             """
     )
 
     @OptionGroup var options: ConfigOption
     @Flag(help: "Print JSON (RFC 3339 times).") var json = false
+    @Flag(
+        help:
+            "One line for each bearerd on this machine: bearerd.service and each bearerd@NAME (/etc/bearerd/NAME.yaml)."
+    )
+    var all = false
+
+    func validate() throws {
+        if self.all && (self.options.config != nil || self.options.instance != nil || self.json) {
+            throw ValidationError("--all lists every instance: leave out --config, --instance and --json")
+        }
+    }
 
     func run() async throws {
-        try await SessionCommand.run(configPath: self.options.path) { channel in
+        if self.all {
+            print(InstanceStatus.render(await InstanceStatus.rows()), terminator: "")
+            return
+        }
+        try await SessionCommand.run(self.options) { channel in
             var status = try await channel.request(.GET, "/v1/status", as: TokenStatus.self)
             status.daemon = channel.daemon
             if self.json {

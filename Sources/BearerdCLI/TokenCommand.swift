@@ -17,7 +17,7 @@ struct TokenCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
-        try await SessionCommand.run(configPath: self.options.path) { channel in
+        try await SessionCommand.run(self.options) { channel in
             let answer = try await channel.request(.GET, "/v1/token", as: AdminMessages.Token.self)
             print(answer.accessToken)
         }

@@ -5,6 +5,10 @@ import ServiceLifecycle
 /// the store is loaded, `STATUS=` with the token's state, `WATCHDOG=1` at half of `WatchdogSec=`,
 /// `RELOADING=1` + `MONOTONIC_USEC=` then `READY=1` around a reload, `STOPPING=1` at shutdown.
 /// Without `$NOTIFY_SOCKET` it does nothing but wait for shutdown.
+///
+/// A `WATCHDOG=1` vouches for the daemon, not for this task: each is sent only after `alive`
+/// says the parts that serve requests still run (every event loop answered), so a daemon whose
+/// loop is stuck stops pinging and systemd restarts it.
 public struct SystemdNotifyService: Service {
     /// What a reload tells this service.
     public enum ReloadEvent: Sendable {
@@ -16,12 +20,15 @@ public struct SystemdNotifyService: Service {
     private let readiness: Readiness
     private let watchdog: Duration?
     private let status: @Sendable () async -> String
+    private let alive: @Sendable (Duration) async -> Bool
     private let reloads: AsyncStream<ReloadEvent>
     private let statusInterval: Duration
     private let logger: Logger
 
     /// - Parameters:
     ///   - environment: `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID` are read from it.
+    ///   - alive: asked before each `WATCHDOG=1`, with how long it may take to answer; `false`
+    ///     skips that ping.
     ///   - status: the `STATUS=` text, asked for at readiness and then every `statusInterval`.
     public init(
         environment: [String: String],
@@ -30,6 +37,7 @@ public struct SystemdNotifyService: Service {
         reloads: AsyncStream<ReloadEvent>,
         statusInterval: Duration = .seconds(10),
         logger: Logger,
+        alive: @escaping @Sendable (Duration) async -> Bool = { _ in true },
         status: @escaping @Sendable () async -> String
     ) {
         self.socket = NotifySocket(environment: environment)
@@ -38,6 +46,7 @@ public struct SystemdNotifyService: Service {
         self.statusInterval = statusInterval
         self.logger = logger
         self.status = status
+        self.alive = alive
         // sd_watchdog_enabled(3): WATCHDOG_USEC, for this process when WATCHDOG_PID says so.
         if let usec = environment["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
             environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == processID }) ?? true
@@ -60,9 +69,7 @@ public struct SystemdNotifyService: Service {
             self.logger.debug("told systemd: ready", metadata: ["status": "\(first)"])
             await withDiscardingTaskGroup { group in
                 if let watchdog = self.watchdog {
-                    group.addTask {
-                        while (try? await Task.sleep(for: watchdog / 2)) != nil { socket.send("WATCHDOG=1") }
-                    }
+                    group.addTask { await self.pingWatchdog(socket, every: watchdog / 2) }
                 }
                 group.addTask {
                     var last = first
@@ -87,6 +94,23 @@ public struct SystemdNotifyService: Service {
             }
         }
         socket.send("STOPPING=1")
+    }
+
+    /// `WATCHDOG=1` every `interval` while `alive` answers yes within a quarter of the interval.
+    private func pingWatchdog(_ socket: NotifySocket, every interval: Duration) async {
+        var silent = false
+        while (try? await Task.sleep(for: interval)) != nil {
+            if await self.alive(interval / 4) {
+                socket.send("WATCHDOG=1")
+                if silent { self.logger.notice("the event loops answer again; watchdog pings resumed") }
+                silent = false
+            } else if !silent {
+                silent = true
+                self.logger.critical(
+                    "an event loop has not answered for \(interval / 4); no longer telling systemd the daemon is alive (it restarts it after WatchdogSec=)"
+                )
+            }
+        }
     }
 }
 

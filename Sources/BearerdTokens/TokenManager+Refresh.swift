@@ -361,9 +361,6 @@ extension TokenManager {
         case .waiting(_, let retryAt, _): self.nextAttempt.withLock { $0 = retryAt }
         case .ready, .loggedOut: self.nextAttempt.withLock { $0 = nil }
         }
-        self.generation += 1
-        let waiters = self.changeWaiters
-        self.changeWaiters.removeAll()
-        for waiter in waiters.values { waiter.resume() }
+        self.changes.signal()
     }
 }

@@ -9,7 +9,7 @@ extension TokenManager {
             let clock = self.clock
             await withTaskGroup(of: Void.self) { group in
                 if let deadline { group.addTask { try? await clock.sleep(until: deadline) } }
-                group.addTask { await self.waitForChange(since: generation) }
+                group.addTask { await self.changes.wait(since: generation) }
                 await group.next()
                 group.cancelAll()
             }
@@ -28,9 +28,9 @@ extension TokenManager {
             case .refreshing: nil
             case .loggedOut: self.source.hasClientGrant ? self.clock.now : nil
             }
-        guard self.storeBehind else { return (due, self.generation) }
+        guard self.storeBehind else { return (due, self.changes.generation) }
         let retrySave = self.clock.now.addingTimeInterval(Self.saveRetryInterval)
-        return (min(due ?? retrySave, retrySave), self.generation)
+        return (min(due ?? retrySave, retrySave), self.changes.generation)
     }
 
     /// Refreshes if a refresh or a retry is due.
@@ -49,25 +49,12 @@ extension TokenManager {
         }
     }
 
-    /// Returns once the state changed after `generation`, or when the task is cancelled.
-    func waitForChange(since generation: Int) async {
-        guard self.generation == generation else { return }
-        let id = self.nextWaiterID
-        self.nextWaiterID += 1
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                if Task.isCancelled {
-                    continuation.resume()
-                } else {
-                    self.changeWaiters[id] = continuation
-                }
-            }
-        } onCancel: {
-            Task { await self.cancelWaiter(id) }
+    /// Returns once no refresh is in flight: at shutdown, the token client is closed only after
+    /// the answer to a refresh token already sent has been stored (a rotated refresh token lost
+    /// here would log the session out).
+    public func settle() async {
+        while case .refreshing(_, let task) = self.state {
+            _ = await task.value
         }
-    }
-
-    private func cancelWaiter(_ id: Int) {
-        self.changeWaiters.removeValue(forKey: id)?.resume()
     }
 }

@@ -78,9 +78,7 @@ public actor TokenManager: TokenProvider {
     var skewWarned = false
     var lastOutcome: String?
     var lastRefresh: LastRefresh?
-    var generation = 0
-    var changeWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
-    var nextWaiterID = 0
+    nonisolated let changes = ChangeSignal()
     /// What the store should hold: the user's session and the client token, apart.
     var stored: StoredTokens
     /// Whether `stored` is not on disk yet (a write failed); written again every

@@ -1,0 +1,140 @@
+import BearerdAdmin
+import BearerdConfig
+import BearerdProxy
+import BearerdSystemd
+import BearerdTokens
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Prometheus
+import ServiceLifecycle
+import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The running daemon, wired in this one place: the token engine and its client, the admin
+/// socket, the metrics listener, the proxy, reload and systemd's notify socket, each a
+/// `Service` of one group, in the order they must stop (the last is told first).
+struct Daemon {
+    private let group: MultiThreadedEventLoopGroup
+    private let serviceGroup: ServiceGroup
+    private let logger: Logger
+
+    /// Assembles every part; nothing runs yet. Throws a ``CommandFailure`` naming what to fix.
+    init(
+        prepared: Prepared,
+        configPath: String,
+        environment: [String: String],
+        registry: PrometheusCollectorRegistry,
+        logLevel: LogLevelSetting,
+        logger: Logger
+    ) throws {
+        let configuration = prepared.configuration
+        let activation = ListenFDs(environment: environment, processID: getpid())
+        for socket in activation?.sockets ?? [] where !ListenFDs.isListeningStream(socket.descriptor) {
+            throw CommandFailure(
+                "systemd passed descriptor \(socket.descriptor) (\(socket.name)), which is not a listening stream socket: check the .socket unit (ListenStream=)",
+                exitCode: 78
+            )
+        }
+        if let problem = Self.prepareDirectory(of: configuration.admin.socket) {
+            throw CommandFailure("admin.socket: \(problem)", exitCode: 78)
+        }
+        let engine: TokenEngine
+        do {
+            engine = try TokenEngine.make(prepared, logger: logger)
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure("\(error)", exitCode: 78)
+        }
+        let threads = configuration.threads == 0 ? System.coreCount : configuration.threads
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let readiness = Readiness(parts: ["proxy", "admin"])
+        let backend = engine.backend
+        let api = AdminAPI(backend: backend, logger: logger, metrics: Self.exposition(registry, backend))
+        let proxyControl = ProxyControl()
+        let (reloads, reloadEvents) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
+        var services: [any Service] = [TokenClientService(engine: engine)]
+        if let manager = engine.manager { services.append(TokenRefreshService(manager: manager)) }
+        services.append(
+            AdminServer(
+                path: configuration.admin.socket,
+                api: api,
+                group: group,
+                logger: logger,
+                onReady: { readiness.mark("admin") }
+            )
+        )
+        if case .tcp(let host, let port) = configuration.admin.metricsListen {
+            services.append(MetricsServer(host: host, port: port, api: api, group: group, logger: logger))
+        }
+        services.append(
+            ProxyServer(
+                configuration: configuration,
+                settings: prepared.settings,
+                tokens: engine.provider,
+                group: group,
+                logger: logger,
+                passed: activation?.sockets.map(\.descriptor) ?? [],
+                control: proxyControl,
+                onListening: { _ in readiness.mark("proxy") }
+            )
+        )
+        services.append(
+            ReloadService(
+                configPath: configPath,
+                environment: environment,
+                running: configuration,
+                proxy: proxyControl,
+                manager: engine.manager,
+                logLevel: logLevel,
+                events: reloadEvents,
+                logger: logger
+            )
+        )
+        let liveness = EventLoopLiveness(group: group)
+        // Last, so that at shutdown it is told first and says STOPPING=1 before the drain.
+        services.append(
+            SystemdNotifyService(
+                environment: environment,
+                processID: getpid(),
+                readiness: readiness,
+                reloads: reloads,
+                logger: logger,
+                alive: { deadline in await liveness.check(within: deadline) },
+                status: { await StatusLine.text(backend) }
+            )
+        )
+        self.group = group
+        self.logger = logger
+        self.serviceGroup = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                cancellationSignals: [],
+                logger: logger
+            )
+        )
+        TestFaults.arm(environment: environment, group: group, logger: logger)
+    }
+
+    /// Runs until SIGTERM or SIGINT (or a service fails), then stops the event loops.
+    func run() async throws {
+        let outcome: Result<Void, any Error>
+        do {
+            try await self.serviceGroup.run()
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await self.group.shutdownGracefully()
+        if case .failure(let error) = outcome {
+            self.logger.critical("bearerd stopped on an error", metadata: ["error": "\(error)"])
+            throw CommandFailure("bearerd stopped on an error: \(error)")
+        }
+    }
+}

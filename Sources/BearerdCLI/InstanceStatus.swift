@@ -1,0 +1,89 @@
+import BearerdConfig
+import BearerdFiles
+import BearerdProxy
+import BearerdTokens
+import Foundation
+import Logging
+import NIOHTTP1
+
+/// `bearerd status --all`: one line per bearerd on this machine (the configs in /etc/bearerd),
+/// each asked over its own admin socket. Never a token; a stopped or broken one says so.
+enum InstanceStatus {
+    struct Row: Equatable {
+        var instance: String
+        var unit: String
+        var state: String
+        var expires: String
+    }
+
+    static func rows(in directory: String = Instance.directory, now: Date = Date()) async -> [Row] {
+        var rows: [Row] = []
+        for instance in Instance.all(in: directory) {
+            rows.append(await Self.row(instance, now: now))
+        }
+        return rows
+    }
+
+    static func row(_ instance: Instance, now: Date) async -> Row {
+        var row = Row(instance: instance.name ?? "-", unit: instance.unit, state: "", expires: "-")
+        let logger = Logger(label: "bearerd") { label in
+            LogfmtLogHandler(label: label, level: .critical, journald: false)
+        }
+        let environment = instance.environment(ProcessInfo.processInfo.environment)
+        guard
+            case .success(let prepared) = Startup.prepare(
+                configPath: instance.configPath,
+                logger: logger,
+                environment: environment
+            )
+        else {
+            row.state = "config has problems (bearerd check-config --config \(instance.configPath))"
+            return row
+        }
+        let socket = prepared.configuration.admin.socket
+        if let problem = SocketTrust.problem(socket) {
+            row.state = "not asked: \(problem)"
+            return row
+        }
+        guard UnixSocketFile.connectError(socket) == 0 else {
+            row.state = "not running (no daemon on \(socket))"
+            return row
+        }
+        let channel = SocketAdminChannel(socket: socket)
+        let answer: Result<TokenStatus, any Error>
+        do {
+            answer = .success(try await channel.request(.GET, "/v1/status", as: TokenStatus.self))
+        } catch {
+            answer = .failure(error)
+        }
+        await channel.close()
+        switch answer {
+        case .success(let status):
+            row.state = PrintableText.of(status.state.replacingOccurrences(of: "_", with: " "))
+            if let expiresAt = status.expiresAt {
+                row.expires = "in " + StatusText.span(max(0, Int(expiresAt.timeIntervalSince(status.now).rounded())))
+            }
+        case .failure(let error):
+            row.state = "no answer: " + PrintableText.of("\(error)")
+        }
+        return row
+    }
+
+    /// The rows as an aligned table with a header.
+    static func render(_ rows: [Row]) -> String {
+        let table = [Row(instance: "INSTANCE", unit: "UNIT", state: "STATE", expires: "TOKEN EXPIRES")] + rows
+        let widths = [
+            table.map(\.instance.count).max() ?? 0,
+            table.map(\.unit.count).max() ?? 0,
+            table.map(\.expires.count).max() ?? 0,
+        ]
+        return table.map { row in
+            [
+                row.instance.padding(toLength: widths[0], withPad: " ", startingAt: 0),
+                row.unit.padding(toLength: widths[1], withPad: " ", startingAt: 0),
+                row.expires.padding(toLength: widths[2], withPad: " ", startingAt: 0),
+                row.state,
+            ].joined(separator: "  ") + "\n"
+        }.joined()
+    }
+}

@@ -1,0 +1,92 @@
+import BearerdAdmin
+import BearerdAuth
+import BearerdConfig
+import BearerdStore
+import BearerdTokens
+import Logging
+
+/// Where the token comes from, assembled in one place for `serve` and for the verbs that run
+/// without a daemon: a static file, or the engine (its store, its HTTP client, its manager).
+enum TokenEngine {
+    case staticToken(StaticTokenProvider, path: String)
+    case engine(TokenManager, client: HTTPClientTokenTransport, store: any TokenStore)
+
+    /// Opens the store and makes the token client. Throws a ``CommandFailure`` (exit 78 for a
+    /// config or store problem) that names what to fix; a store held by a running daemon throws
+    /// ``StoreError`` with code `.inUse` for the caller to explain.
+    static func make(_ prepared: Prepared, logger: Logger) throws -> TokenEngine {
+        switch prepared.tokens {
+        case .staticToken(let provider):
+            return .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
+        case .engine(let source, let seed, let policy, let caFile, let timeout, let connectTimeout):
+            let store = try Self.openStore(prepared.configuration.store, logger: logger)
+            let client: HTTPClientTokenTransport
+            do {
+                client = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout, connectTimeout: connectTimeout)
+            } catch {
+                throw CommandFailure("cannot set up the token client (auth.ca_file): \(error)", exitCode: 78)
+            }
+            let manager = TokenManager(
+                source: source,
+                transport: client,
+                store: store,
+                seed: seed,
+                policy: policy,
+                logger: logger
+            )
+            return .engine(manager, client: client, store: store)
+        }
+    }
+
+    /// What the proxy asks for a token.
+    var provider: any TokenProvider {
+        switch self {
+        case .staticToken(let provider, _): provider
+        case .engine(let manager, _, _): manager
+        }
+    }
+
+    /// What the admin routes call.
+    var backend: AdminAPI.Backend {
+        switch self {
+        case .staticToken(let provider, let path): .staticToken(provider, path: path)
+        case .engine(let manager, _, _): .engine(manager)
+        }
+    }
+
+    var manager: TokenManager? {
+        if case .engine(let manager, _, _) = self { manager } else { nil }
+    }
+
+    /// Waits for a refresh in flight to be stored, then closes the token client.
+    func close() async {
+        guard case .engine(let manager, let client, let store) = self else { return }
+        await manager.settle()
+        try? await client.shutdown()
+        withExtendedLifetime(store) {}
+    }
+
+    /// The encrypted store when a key is configured, otherwise memory (with a warning). A store
+    /// that cannot be used as it is (wrong key, modes, held by another daemon) stops the start;
+    /// a damaged one has been moved aside by the store and bearerd starts logged out.
+    static func openStore(_ configuration: BearerdConfiguration.Store, logger: Logger) throws -> any TokenStore {
+        let key: StoreKey
+        if let file = configuration.keyFile {
+            key = .keyFile(file)
+        } else if let file = configuration.passphraseFile {
+            key = .passphraseFile(file)
+        } else {
+            logger.warning(
+                "no store.key_file or store.passphrase_file: tokens are kept in memory only and a restart starts from auth.refresh_token_file"
+            )
+            return MemoryTokenStore()
+        }
+        let store = try EncryptedTokenStore(path: configuration.path, key: key, profile: configuration.profile)
+        do {
+            _ = try store.load()
+        } catch let error as StoreError where error.code == .corrupted {
+            logger.error("the token store is damaged; starting logged out", metadata: ["error": "\(error)"])
+        }
+        return store
+    }
+}
