@@ -2,7 +2,7 @@ import Logging
 import ServiceLifecycle
 
 /// Talks to systemd under `Type=notify` (`sd_notify(3)`): `READY=1` once the proxy listens and
-/// the store is loaded, `STATUS=` with the token's state, `WATCHDOG=1` at half of `WatchdogSec=`,
+/// the store is loaded, `STATUS=` with the token's state, `WATCHDOG=1` at a quarter of `WatchdogSec=`,
 /// `RELOADING=1` + `MONOTONIC_USEC=` then `READY=1` around a reload, `STOPPING=1` at shutdown.
 /// Without `$NOTIFY_SOCKET` it does nothing but wait for shutdown.
 ///
@@ -69,7 +69,7 @@ public struct SystemdNotifyService: Service {
             self.logger.debug("told systemd: ready", metadata: ["status": "\(first)"])
             await withDiscardingTaskGroup { group in
                 if let watchdog = self.watchdog {
-                    group.addTask { await self.pingWatchdog(socket, every: watchdog / 2) }
+                    group.addTask { await self.pingWatchdog(socket, every: watchdog / 4) }
                 }
                 group.addTask {
                     var last = first
@@ -96,18 +96,20 @@ public struct SystemdNotifyService: Service {
         socket.send("STOPPING=1")
     }
 
-    /// `WATCHDOG=1` every `interval` while `alive` answers yes within a quarter of the interval.
+    /// `WATCHDOG=1` every `interval` (a quarter of `WatchdogSec=`) while `alive` answers yes
+    /// within half of it: one slow answer under load skips one ping, which systemd tolerates;
+    /// a loop that stays stuck is restarted.
     private func pingWatchdog(_ socket: NotifySocket, every interval: Duration) async {
         var silent = false
         while (try? await Task.sleep(for: interval)) != nil {
-            if await self.alive(interval / 4) {
+            if await self.alive(interval / 2) {
                 socket.send("WATCHDOG=1")
                 if silent { self.logger.notice("the event loops answer again; watchdog pings resumed") }
                 silent = false
             } else if !silent {
                 silent = true
                 self.logger.critical(
-                    "an event loop has not answered for \(interval / 4); no longer telling systemd the daemon is alive (it restarts it after WatchdogSec=)"
+                    "an event loop has not answered for \(interval / 2); no longer telling systemd the daemon is alive (it restarts it after WatchdogSec=)"
                 )
             }
         }
