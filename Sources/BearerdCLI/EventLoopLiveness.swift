@@ -18,8 +18,10 @@ struct EventLoopLiveness: Sendable {
             for loop in loops {
                 loop.execute { answer.loopAnswered() }
             }
+            // Bounded: the deadline derives from WATCHDOG_USEC, which may be anything.
+            let bounded = min(max(deadline, .zero), .seconds(3600))
             let nanoseconds =
-                deadline.components.seconds * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000
+                bounded.components.seconds * 1_000_000_000 + bounded.components.attoseconds / 1_000_000_000
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
                 answer.finish(false)
             }

@@ -108,3 +108,12 @@ struct DaemonPartsTests {
         #expect(table.contains("idle      bearerd@idle.service"))
     }
 }
+
+extension DaemonPartsTests {
+    /// The deadline comes from `WATCHDOG_USEC`; a huge one must not overflow into a trap.
+    @Test func aHugeDeadlineIsBoundedNotATrap() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        #expect(await EventLoopLiveness(group: group).check(within: .seconds(Int64.max / 2)))
+        try await group.shutdownGracefully()
+    }
+}
