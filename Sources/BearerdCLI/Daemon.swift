@@ -43,14 +43,8 @@ struct Daemon {
         if let problem = Self.prepareDirectory(of: configuration.admin.socket) {
             throw CommandFailure("admin.socket: \(problem)", exitCode: 78)
         }
-        let engine: TokenEngine
-        do {
-            engine = try TokenEngine.make(prepared, logger: logger)
-        } catch let failure as CommandFailure {
-            throw failure
-        } catch {
-            throw CommandFailure("\(error)", exitCode: 78)
-        }
+        // A store error is mapped to exit 78 by `serve`, as every other failure here.
+        let engine = try TokenEngine.make(prepared, logger: logger)
         let threads = configuration.threads == 0 ? System.coreCount : configuration.threads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let readiness = Readiness(parts: ["proxy", "admin"])

@@ -3,7 +3,6 @@ import BearerdFiles
 import BearerdProxy
 import BearerdTokens
 import Foundation
-import Logging
 import NIOHTTP1
 
 /// `bearerd status --all`: one line per bearerd on this machine (the configs in /etc/bearerd),
@@ -26,21 +25,13 @@ enum InstanceStatus {
 
     static func row(_ instance: Instance, now: Date) async -> Row {
         var row = Row(instance: instance.name ?? "-", unit: instance.unit, state: "", expires: "-")
-        let logger = Logger(label: "bearerd") { label in
-            LogfmtLogHandler(label: label, level: .critical, journald: false)
-        }
-        let environment = instance.environment(ProcessInfo.processInfo.environment)
-        guard
-            case .success(let prepared) = Startup.prepare(
-                configPath: instance.configPath,
-                logger: logger,
-                environment: environment
-            )
-        else {
+        // Only the admin socket is needed: no secret file is read for a listing.
+        let loader = ConfigLoader(environment: instance.environment(ProcessInfo.processInfo.environment))
+        guard let configuration = try? loader.load(path: instance.configPath) else {
             row.state = "config has problems (bearerd check-config --config \(instance.configPath))"
             return row
         }
-        let socket = prepared.configuration.admin.socket
+        let socket = configuration.admin.socket
         if let problem = SocketTrust.problem(socket) {
             row.state = "not asked: \(problem)"
             return row

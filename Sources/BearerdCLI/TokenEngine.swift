@@ -9,7 +9,7 @@ import Logging
 /// without a daemon: a static file, or the engine (its store, its HTTP client, its manager).
 enum TokenEngine {
     case staticToken(StaticTokenProvider, path: String)
-    case engine(TokenManager, client: HTTPClientTokenTransport, store: any TokenStore)
+    case engine(TokenManager, client: HTTPClientTokenTransport)
 
     /// Opens the store and makes the token client. Throws a ``CommandFailure`` (exit 78 for a
     /// config or store problem) that names what to fix; a store held by a running daemon throws
@@ -34,7 +34,7 @@ enum TokenEngine {
                 policy: policy,
                 logger: logger
             )
-            return .engine(manager, client: client, store: store)
+            return .engine(manager, client: client)
         }
     }
 
@@ -42,7 +42,7 @@ enum TokenEngine {
     var provider: any TokenProvider {
         switch self {
         case .staticToken(let provider, _): provider
-        case .engine(let manager, _, _): manager
+        case .engine(let manager, _): manager
         }
     }
 
@@ -50,20 +50,19 @@ enum TokenEngine {
     var backend: AdminAPI.Backend {
         switch self {
         case .staticToken(let provider, let path): .staticToken(provider, path: path)
-        case .engine(let manager, _, _): .engine(manager)
+        case .engine(let manager, _): .engine(manager)
         }
     }
 
     var manager: TokenManager? {
-        if case .engine(let manager, _, _) = self { manager } else { nil }
+        if case .engine(let manager, _) = self { manager } else { nil }
     }
 
     /// Waits for a refresh in flight to be stored, then closes the token client.
     func close() async {
-        guard case .engine(let manager, let client, let store) = self else { return }
+        guard case .engine(let manager, let client) = self else { return }
         await manager.settle()
         try? await client.shutdown()
-        withExtendedLifetime(store) {}
     }
 
     /// The encrypted store when a key is configured, otherwise memory (with a warning). A store
