@@ -41,6 +41,16 @@ let package = Package(
             name: "BearerdFiles",
             swiftSettings: strict
         ),
+        // Unix socket files put in place safely, peer credentials, the rebinding guard: what the
+        // proxy's listeners and the admin socket share.
+        .target(
+            name: "BearerdSockets",
+            dependencies: [
+                "BearerdFiles",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // The config file: schema, loading (YAML + environment), validation.
         .target(
             name: "BearerdConfig",
@@ -89,6 +99,7 @@ let package = Package(
             name: "BearerdProxy",
             dependencies: [
                 "BearerdFiles",
+                "BearerdSockets",
                 "BearerdAuth",
                 "BearerdConfig",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -109,7 +120,7 @@ let package = Package(
             dependencies: [
                 "BearerdAuth",
                 "BearerdTokens",
-                "BearerdProxy",
+                "BearerdSockets",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -133,6 +144,7 @@ let package = Package(
             name: "BearerdCLI",
             dependencies: [
                 "BearerdFiles",
+                "BearerdSockets",
                 "CBearerdSystem",
                 "BearerdAuth",
                 "BearerdConfig",
@@ -207,7 +219,7 @@ let package = Package(
         .testTarget(
             name: "BearerdProxyTests",
             dependencies: [
-                "BearerdProxy", "BearerdAuth", "BearerdConfig", "BearerdTestSupport",
+                "BearerdProxy", "BearerdAuth", "BearerdConfig", "BearerdSockets", "BearerdTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,4 +1,4 @@
-import BearerdProxy
+import BearerdSockets
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -1,4 +1,4 @@
-import BearerdProxy
+import BearerdSockets
 import Foundation
 import Logging
 import NIOCore
@@ -56,7 +56,7 @@ public struct AdminServer: Service {
                 }
         } catch {
             UnixSocketFile.remove(temporary)
-            throw ProxySetupError(
+            throw SocketSetupError(
                 "admin.socket: cannot listen on \(self.path): \(error); check that its directory exists and bearerd may write there"
             )
         }

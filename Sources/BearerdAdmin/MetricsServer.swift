@@ -1,4 +1,4 @@
-import BearerdProxy
+import BearerdSockets
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -65,7 +65,7 @@ public struct MetricsServer: Service {
                     }
                 }
         } catch {
-            throw ProxySetupError("metrics.listen: cannot listen on \(self.host):\(self.port): \(error)")
+            throw SocketSetupError("metrics.listen: cannot listen on \(self.host):\(self.port): \(error)")
         }
         self.logger.notice(
             "metrics listening",

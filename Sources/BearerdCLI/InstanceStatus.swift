@@ -1,6 +1,7 @@
 import BearerdConfig
 import BearerdFiles
 import BearerdProxy
+import BearerdSockets
 import BearerdTokens
 import Foundation
 import NIOHTTP1

@@ -3,6 +3,7 @@ import BearerdAuth
 import BearerdConfig
 import BearerdFiles
 import BearerdProxy
+import BearerdSockets
 import BearerdStore
 import BearerdTokens
 import Foundation

@@ -1,6 +1,7 @@
 import BearerdConfig
 import BearerdFiles
 import BearerdProxy
+import BearerdSockets
 import BearerdStore
 import Foundation
 

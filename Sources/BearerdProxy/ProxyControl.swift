@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdSockets
 import Synchronization
 
 /// A handle on the running proxy for reloads: ``ProxyServer`` fills it in once it listens.

@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdSockets
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -65,17 +66,6 @@ public struct ProxyServer: Service {
         self.logger.notice("shutting down: no new connections; waiting for in-flight requests")
         let drained = await listeners.shutdown(grace: self.configuration.shutdownGrace)
         self.logger.notice("stopped", metadata: ["drained": "\(drained)"])
-    }
-}
-
-extension SocketAddress {
-    /// `127.0.0.1:8080`, `[::1]:8080` or `unix:/path`.
-    public var bearerdDescription: String {
-        switch self {
-        case .v4(let address): "\(address.host):\(self.port ?? 0)"
-        case .v6(let address): "[\(address.host)]:\(self.port ?? 0)"
-        case .unixDomainSocket: "unix:\(self.pathname ?? "")"
-        }
     }
 }
 

@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdSockets
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdProxy
+import BearerdSockets
 import BearerdTestSupport
 import Foundation
 import NIOCore

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdSockets
 import NIOCore
 import NIOHTTP1
 import Testing

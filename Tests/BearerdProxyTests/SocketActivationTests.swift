@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdSockets
 import BearerdTestSupport
 import Logging
 import NIOCore

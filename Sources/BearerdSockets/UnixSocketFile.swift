@@ -1,9 +1,5 @@
-import BearerdAuth
-import BearerdConfig
 import BearerdFiles
-import Logging
 import NIOCore
-import NIOHTTP1
 
 #if canImport(Glibc)
 import Glibc
@@ -25,9 +21,9 @@ public enum UnixSocketFile {
     /// Refuses to take over a path that is not a socket, or a socket another process still
     /// serves. `key` is the config key the path came from.
     public static func checkReplaceable(_ path: String, key: String = "listen") throws {
-        if let problem = Self.placementProblem(path, key: key) { throw ProxySetupError(problem) }
+        if let problem = Self.placementProblem(path, key: key) { throw SocketSetupError(problem) }
         if Self.isServed(path) {
-            throw ProxySetupError(
+            throw SocketSetupError(
                 "\(key): another process is listening on unix:\(path); stop it or choose another path"
             )
         }
@@ -61,18 +57,18 @@ public enum UnixSocketFile {
         // user who may write the directory put there (chmod and chown would follow a symlink).
         var info = stat()
         guard lstat(temporary, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK, info.st_uid == geteuid() else {
-            throw ProxySetupError(
+            throw SocketSetupError(
                 "\(key): the socket bearerd bound for \(path) was replaced; check who may write its directory"
             )
         }
         if chmod(temporary, mode_t(mode)) != 0 {
-            throw ProxySetupError("\(key): cannot set mode \(String(mode, radix: 8)) on \(path): \(Self.lastError())")
+            throw SocketSetupError("\(key): cannot set mode \(String(mode, radix: 8)) on \(path): \(Self.lastError())")
         }
         if let group, lchown(temporary, uid_t.max, gid_t(group)) != 0 {
-            throw ProxySetupError("socket_group: cannot give \(path) to group \(group): \(Self.lastError())")
+            throw SocketSetupError("socket_group: cannot give \(path) to group \(group): \(Self.lastError())")
         }
         if rename(temporary, path) != 0 {
-            throw ProxySetupError("\(key): cannot create \(path): \(Self.lastError())")
+            throw SocketSetupError("\(key): cannot create \(path): \(Self.lastError())")
         }
     }
 

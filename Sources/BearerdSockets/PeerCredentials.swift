@@ -14,7 +14,7 @@ public enum PeerCredentials {
 
     /// Whether the peer's uid is in `uids` or its primary gid in `gids` (the proxy's
     /// `socket_allow_uids` / `socket_allow_gids`).
-    static func isListed(_ channel: any Channel, uids: Set<UInt32>, gids: Set<UInt32>) -> EventLoopFuture<Bool> {
+    public static func isListed(_ channel: any Channel, uids: Set<UInt32>, gids: Set<UInt32>) -> EventLoopFuture<Bool> {
         Self.check(channel) { uids.contains($0.uid) || gids.contains($0.gid) }
     }
 
