@@ -8,6 +8,26 @@ import ServiceLifecycle
 /// connection one after another, each answered by ``AdminAPI`` with the routes `exposure` allows.
 struct AdminHTTP: Sendable {
     typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    /// What the accept stream carries: a connection with its HTTP handlers but not yet wrapped
+    /// (see ``serve(_:)``), or `nil` for one refused in the initializer.
+    typealias Accepted = NIOAsyncChannel<(any Channel)?, Never>
+
+    /// For a child channel initializer: the HTTP handlers, and no reads until ``adopt(_:)``
+    /// wraps the channel, so nothing arrives before there is a handler to take it.
+    static func prepare(_ channel: any Channel) throws -> any Channel {
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+        try channel.syncOptions?.setOption(.autoRead, value: false)
+        return channel
+    }
+
+    /// Wraps an accepted channel on its loop and starts reading.
+    private static func adopt(_ channel: any Channel) async throws -> Connection {
+        try await channel.eventLoop.submit {
+            let connection = try Connection(wrappingChannelSynchronously: channel)
+            try channel.syncOptions?.setOption(.autoRead, value: true)
+            return connection
+        }.get()
+    }
 
     let api: AdminAPI
     let exposure: AdminAPI.Exposure
@@ -15,18 +35,33 @@ struct AdminHTTP: Sendable {
     var hostGuard: HostGuard? = nil
 
     /// Accepts connections on `server` until graceful shutdown.
-    func serve(_ server: NIOAsyncChannel<Connection?, Never>) async {
-        // A device login may wait minutes for a person: at shutdown, admin requests are
-        // cancelled rather than waited for (a refresh they started finishes on its own).
-        try? await cancelWhenGracefulShutdown {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await server.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        guard let connection else { continue }
-                        group.addTask { await self.serve(connection) }
+    ///
+    /// The accept stream carries plain channels, wrapped in a `NIOAsyncChannel` only once this
+    /// loop has taken them: a `NIOAsyncChannel` made in the initializer and dropped with the
+    /// stream at shutdown (accepted a moment before the listener closed) traps the process
+    /// (apple/swift-nio#3481); a plain channel is closed with the event loops. Shutdown closes the
+    /// listener and reads the stream to its end, then cancels the connections' tasks: a device
+    /// login may wait minutes for a person, so admin requests are not waited for (a refresh
+    /// they started finishes on its own).
+    func serve(_ server: Accepted) async {
+        await withDiscardingTaskGroup { group in
+            try? await server.executeThenClose { inbound in
+                try await withGracefulShutdownHandler {
+                    for try await channel in inbound {
+                        guard let channel else { continue }
+                        group.addTask {
+                            guard let connection = try? await Self.adopt(channel) else {
+                                channel.close(promise: nil)
+                                return
+                            }
+                            await self.serve(connection)
+                        }
                     }
+                } onGracefulShutdown: {
+                    server.channel.close(promise: nil)
                 }
             }
+            group.cancelAll()
         }
     }
 

@@ -35,23 +35,20 @@ public struct AdminServer: Service {
         self.onReady = onReady
     }
 
-    typealias Connection = AdminHTTP.Connection
-
     public func run() async throws {
         try UnixSocketFile.checkReplaceable(self.path, key: "admin.socket")
         let temporary = UnixSocketFile.temporaryPath(for: self.path)
-        let server: NIOAsyncChannel<Connection?, Never>
+        let server: AdminHTTP.Accepted
         do {
             server = try await ServerBootstrap(group: self.group)
                 .serverChannelOption(.backlog, value: 16)
                 .bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) { channel in
-                    PeerCredentials.isOwnerOrRoot(channel).flatMapThrowing { allowed -> Connection? in
+                    PeerCredentials.isOwnerOrRoot(channel).flatMapThrowing { allowed -> (any Channel)? in
                         guard allowed else {
                             channel.close(promise: nil)
                             return nil
                         }
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        return try Connection(wrappingChannelSynchronously: channel)
+                        return try AdminHTTP.prepare(channel)
                     }
                 }
         } catch {

@@ -32,7 +32,7 @@ public struct MetricsServer: Service {
     static let lifetime = TimeAmount.seconds(60)
 
     public func run() async throws {
-        let server: NIOAsyncChannel<AdminHTTP.Connection?, Never>
+        let server: AdminHTTP.Accepted
         let open = NIOLockedValueBox(0)
         let logger = self.logger
         do {
@@ -60,8 +60,7 @@ public struct MetricsServer: Service {
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout))
                         try sync.addHandler(CloseOnIdle())
-                        try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                        return try AdminHTTP.Connection(wrappingChannelSynchronously: channel)
+                        return try AdminHTTP.prepare(channel)
                     }
                 }
         } catch {
