@@ -198,7 +198,7 @@ struct CLITests {
         var unlimited = rlimit(rlim_cur: rlim_t.max, rlim_max: rlim_t.max)
         if getuid() == 0 { _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &unlimited) }
         let bearerd = try BearerdProcess(["serve", "--config", config])
-        try await waitUntil { bearerd.stderr.contains("msg=listening") }
+        try await bearerd.waitUntilReady()
         let port = try #require(bearerd.proxyPort)
         // Debug and trace lines stay short: service-lifecycle used to log each service as a
         // reflection of the whole configuration, on one line.

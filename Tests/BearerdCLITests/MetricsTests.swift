@@ -39,8 +39,9 @@ struct MetricsTests {
         try #require(login.status == 0, "\(login.stderr)")
         let notify = try NotifyListener(directory: directory.path)
         let bearerd = try BearerdProcess(["serve", "-c", config], environment: ["NOTIFY_SOCKET": notify.path])
+        // Ready as systemd sees it; the metrics listener is not part of readiness, so its line too.
         try await waitUntil {
-            bearerd.stderr.contains("msg=\"metrics listening\"") && bearerd.stderr.contains("msg=listening")
+            notify.messages.contains { $0.hasPrefix("READY=1") } && bearerd.stderr.contains("msg=\"metrics listening\"")
         }
         let port = try #require(bearerd.proxyPort)
         let metricsPort = try #require(bearerd.number(after: "address=127.0.0.1:"))

@@ -36,7 +36,7 @@ struct OutageTests {
         )
         try #require(login.status == 0, "\(login.stderr)")
         let bearerd = try BearerdProcess(["serve", "-c", config])
-        try await waitUntil { bearerd.stderr.contains("msg=listening") }
+        try await bearerd.waitUntilReady()
         let port = try #require(bearerd.proxyPort)
         await oauth.stop()
         try await oauthGroup.shutdownGracefully()

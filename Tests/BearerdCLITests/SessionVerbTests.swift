@@ -103,7 +103,7 @@ struct SessionVerbTests {
         let config = try Self.config(directory, oauth: oauth, upstream: upstream.port)
         let daemon = try BearerdProcess(["serve", "-c", config])
         // The admin socket is its own service: it may come up after the proxy says it listens.
-        try await waitUntil { daemon.stderr.contains("msg=listening") && daemon.stderr.contains("admin socket ready") }
+        try await daemon.waitUntilReady()
         let port = try #require(daemon.proxyPort)
         let bearerd = { (arguments: [String], input: String?) in
             try await BearerdProcess.run(arguments + ["-c", config], input: input)

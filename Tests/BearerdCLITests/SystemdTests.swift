@@ -91,7 +91,7 @@ struct SystemdTests {
             program: "/usr/bin/env",
             ["python3", launcher, BearerdProcess.executable, "serve", "-c", config]
         )
-        try await waitUntil { bearerd.stderr.contains("msg=listening") }
+        try await bearerd.waitUntilReady()
         let port = try #require(bearerd.number(after: "passed-port="))
         #expect(bearerd.proxyPort == port)
         try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in

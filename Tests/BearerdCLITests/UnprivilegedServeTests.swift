@@ -46,7 +46,7 @@ struct UnprivilegedServeTests {
                 BearerdProcess.executable, "serve", "-c", config,
             ]
         )
-        try await waitUntil { bearerd.stderr.contains("msg=listening") }
+        try await bearerd.waitUntilReady()
         let port = try #require(bearerd.proxyPort)
         for _ in 0..<3 {
             let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in

@@ -97,7 +97,7 @@ struct CrashTrialsTests {
         var failures: [Int: Int] = [:]
         for trial in 1...Self.trials + 1 {
             let bearerd = try BearerdProcess(["serve", "--config", config])
-            try await waitUntil(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
+            try await bearerd.waitUntilReady()
             let port = try #require(bearerd.proxyPort)
             let statuses = StatusCounts()
             let load = Self.load(port: port, group: group, statuses: statuses)

@@ -73,7 +73,7 @@ struct OAuthEndToEndTests {
             to: "bearerd.yaml"
         )
         let bearerd = try BearerdProcess(["serve", "--config", config])
-        try await waitUntil(.seconds(15)) { bearerd.stderr.contains("msg=listening") }
+        try await bearerd.waitUntilReady()
         let port = try #require(bearerd.proxyPort)
         Self.log("bearerd listening on \(port); \(Self.clients) clients for \(Self.duration)")
 
@@ -132,7 +132,7 @@ struct OAuthEndToEndTests {
         // long ago (sending it again would revoke the session), and no new login is needed.
         Self.log("restarting bearerd on its encrypted store")
         let restarted = try BearerdProcess(["serve", "--config", config])
-        try await waitUntil(.seconds(15)) { restarted.stderr.contains("msg=listening") }
+        try await restarted.waitUntilReady()
         let newPort = try #require(restarted.proxyPort)
         try await waitUntil(.seconds(30), every: .milliseconds(200)) {
             (try? await self.get(port: newPort, group: group).status) == 200

@@ -1,10 +1,16 @@
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The built `bearerd` binary run as a child process, its output captured.
 public final class BearerdProcess: Sendable {
     private let process: Process
     private let output = CapturedOutput()
+    /// For `serve` without a `NOTIFY_SOCKET` of the test's own: where its `READY=1` arrives.
+    private let notify: (listener: NotifyListener, directory: TemporaryDirectory)?
 
     /// The `bearerd` executable built next to the test bundle.
     public static var executable: String {
@@ -30,6 +36,17 @@ public final class BearerdProcess: Sendable {
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BEARERD_") }
         merged.merge(environment) { $1 }
+        if merged["NOTIFY_SOCKET"] == nil, arguments.contains("serve") {
+            // Reachable by a daemon run as another user (setpriv) too.
+            let directory = try TemporaryDirectory()
+            chmod(directory.path, 0o755)
+            let listener = try NotifyListener(directory: directory.path)
+            chmod(listener.path, 0o666)
+            merged["NOTIFY_SOCKET"] = listener.path
+            self.notify = (listener, directory)
+        } else {
+            self.notify = nil
+        }
         process.environment = merged
         let stdout = Pipe()
         let stderr = Pipe()
@@ -57,6 +74,20 @@ public final class BearerdProcess: Sendable {
     /// A test that fails before it stops the process must not leave it running.
     deinit {
         if self.process.isRunning { self.process.terminate() }
+    }
+
+    /// Waits until the daemon says `READY=1` on the notify socket it was given (listening, with
+    /// the store loaded and the admin socket up), as systemd would; throws if it exits first.
+    public func waitUntilReady(_ limit: Duration = .seconds(15)) async throws {
+        guard let listener = self.notify?.listener else {
+            throw TestClientError("this bearerd has the test's own NOTIFY_SOCKET: watch that one")
+        }
+        try await waitUntil(limit) {
+            listener.messages.contains { $0.hasPrefix("READY=1") } || !self.process.isRunning
+        }
+        guard listener.messages.contains(where: { $0.hasPrefix("READY=1") }) else {
+            throw TestClientError("bearerd exited before READY=1: \(self.stderr)")
+        }
     }
 
     /// Everything written to standard output so far.
