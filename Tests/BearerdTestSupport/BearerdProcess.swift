@@ -77,7 +77,8 @@ public final class BearerdProcess: Sendable {
     }
 
     /// Waits until the daemon says `READY=1` on the notify socket it was given (listening, with
-    /// the store loaded and the admin socket up), as systemd would; throws if it exits first.
+    /// the store loaded and the admin socket up), as systemd would, and until its listening
+    /// line has been read; throws if it exits first.
     public func waitUntilReady(_ limit: Duration = .seconds(15)) async throws {
         guard let listener = self.notify?.listener else {
             throw TestClientError("this bearerd has the test's own NOTIFY_SOCKET: watch that one")
@@ -88,6 +89,9 @@ public final class BearerdProcess: Sendable {
         guard listener.messages.contains(where: { $0.hasPrefix("READY=1") }) else {
             throw TestClientError("bearerd exited before READY=1: \(self.stderr)")
         }
+        // The datagram can overtake standard error, whose `listening` line names the ports
+        // (`proxyPort`): wait until the pipe has caught up with it.
+        try await waitUntil(limit) { self.stderr.contains("msg=listening") }
     }
 
     /// Everything written to standard output so far.
