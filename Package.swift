@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // Token types and the seam the proxy asks for a token through.
@@ -94,6 +95,24 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A fleet's shared session in PostgreSQL: the sealed row, the refresh lock, LISTEN/NOTIFY.
+        .target(
+            name: "BearerdFleet",
+            dependencies: [
+                "BearerdAuth",
+                "BearerdTokens",
+                "BearerdStore",
+                "BearerdConfig",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         // The data path: NIO channel handlers, the upstream pool, the listeners.
         .target(
             name: "BearerdProxy",
@@ -151,6 +170,7 @@ let package = Package(
                 "BearerdProxy",
                 "BearerdTokens",
                 "BearerdStore",
+                "BearerdFleet",
                 "BearerdAdmin",
                 "BearerdSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -235,6 +255,15 @@ let package = Package(
             name: "BearerdTokensTests",
             dependencies: [
                 "BearerdTokens", "BearerdAuth", "BearerdTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdFleetTests",
+            dependencies: [
+                "BearerdFleet", "BearerdTokens", "BearerdStore", "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],

@@ -1,5 +1,6 @@
 import BearerdAdmin
 import BearerdConfig
+import BearerdFleet
 import BearerdProxy
 import BearerdSystemd
 import BearerdTokens
@@ -52,7 +53,12 @@ struct Daemon {
         let api = AdminAPI(backend: backend, logger: logger, metrics: Self.exposition(registry, backend))
         let proxyControl = ProxyControl()
         let (reloads, reloadEvents) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
-        var services: [any Service] = [TokenClientService(engine: engine)]
+        var services: [any Service] = []
+        if let fleet = engine.fleet, let manager = engine.manager {
+            // First, so it stops last: the token manager settles before the pool closes.
+            services.append(FleetService(store: fleet, manager: manager, logger: logger))
+        }
+        services.append(TokenClientService(engine: engine))
         if let manager = engine.manager { services.append(TokenRefreshService(manager: manager)) }
         services.append(
             AdminServer(

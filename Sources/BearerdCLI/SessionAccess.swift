@@ -37,12 +37,12 @@ enum SessionAccess {
                 "the admin socket \(socket) is not yours to use: run this as the daemon's user (or root)"
             )
         default:
-            return try Self.inProcess(prepared, logger: logger)
+            return try await Self.inProcess(prepared, logger: logger)
         }
     }
 
     /// The engine in this process, on the store under its lock.
-    private static func inProcess(_ prepared: Prepared, logger: Logger) throws -> any AdminChannel {
+    private static func inProcess(_ prepared: Prepared, logger: Logger) async throws -> any AdminChannel {
         let socket = prepared.configuration.admin.socket
         if case .engine = prepared.tokens, !prepared.configuration.store.isEncryptedOnDisk {
             throw CommandFailure(
@@ -61,8 +61,11 @@ enum SessionAccess {
         } catch {
             throw CommandFailure("\(error)", exitCode: 78)
         }
+        let pool = await engine.startInProcess(logger: logger)
         return InProcessAdminChannel(api: AdminAPI(backend: engine.backend, logger: logger)) {
             await engine.close()
+            pool?.cancel()
+            await pool?.value
         }
     }
 }

@@ -1,5 +1,6 @@
 import BearerdConfig
 import BearerdFiles
+import BearerdFleet
 import BearerdProxy
 import BearerdSockets
 import BearerdStore
@@ -16,7 +17,13 @@ enum StartupChecks {
     static func run(_ configuration: BearerdConfiguration) -> StoreCheck.Findings {
         var findings = StoreCheck.Findings()
         let store = configuration.store
-        if let file = store.keyFile ?? store.passphraseFile {
+        if let postgres = store.postgres {
+            // The fleet's row is checked when it is read: its key, by every host.
+            if let problem = PostgresSessionStore.check(postgres) { findings.errors.append(problem) }
+            findings.notes.append(
+                "store: the session is the fleet's row \"\(store.profile)\" in the PostgreSQL table \(postgres.table), shared with every host of this profile"
+            )
+        } else if let file = store.keyFile ?? store.passphraseFile {
             let key: StoreKey = store.keyFile != nil ? .keyFile(file) : .passphraseFile(file)
             let found = StoreCheck.findings(path: store.path, key: key, profile: store.profile)
             findings.errors += found.errors

@@ -1,6 +1,7 @@
 import BearerdAdmin
 import BearerdAuth
 import BearerdConfig
+import BearerdFleet
 import BearerdStore
 import BearerdTokens
 import Logging
@@ -9,7 +10,7 @@ import Logging
 /// without a daemon: a static file, or the engine (its store, its HTTP client, its manager).
 enum TokenEngine {
     case staticToken(StaticTokenProvider, path: String)
-    case engine(TokenManager, client: HTTPClientTokenTransport)
+    case engine(TokenManager, client: HTTPClientTokenTransport, fleet: PostgresSessionStore?)
 
     /// Opens the store and makes the token client. Throws a ``CommandFailure`` (exit 78 for a
     /// config or store problem) that names what to fix; a store held by a running daemon throws
@@ -19,7 +20,23 @@ enum TokenEngine {
         case .staticToken(let provider):
             return .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
         case .engine(let source, let seed, let policy, let caFile, let timeout, let connectTimeout):
-            let store = try Self.openStore(prepared.configuration.store, logger: logger)
+            let configuration = prepared.configuration.store
+            var fleet: PostgresSessionStore?
+            if let postgres = configuration.postgres {
+                do {
+                    fleet = try PostgresSessionStore(
+                        postgres,
+                        profile: configuration.profile,
+                        key: configuration.keyFile.map { .keyFile($0) }
+                            ?? .passphraseFile(configuration.passphraseFile ?? ""),
+                        logger: logger
+                    )
+                } catch {
+                    throw CommandFailure("\(error)", exitCode: 78)
+                }
+            }
+            // The fleet's row is the store; the file store is not opened (nor locked) then.
+            let store = fleet == nil ? try Self.openStore(configuration, logger: logger) : MemoryTokenStore()
             let client: HTTPClientTokenTransport
             do {
                 client = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout, connectTimeout: connectTimeout)
@@ -32,9 +49,11 @@ enum TokenEngine {
                 store: store,
                 seed: seed,
                 policy: policy,
-                logger: logger
+                logger: logger,
+                fleet: fleet,
+                host: configuration.postgres?.hostName
             )
-            return .engine(manager, client: client)
+            return .engine(manager, client: client, fleet: fleet)
         }
     }
 
@@ -42,7 +61,7 @@ enum TokenEngine {
     var provider: any TokenProvider {
         switch self {
         case .staticToken(let provider, _): provider
-        case .engine(let manager, _): manager
+        case .engine(let manager, _, _): manager
         }
     }
 
@@ -50,17 +69,31 @@ enum TokenEngine {
     var backend: AdminAPI.Backend {
         switch self {
         case .staticToken(let provider, let path): .staticToken(provider, path: path)
-        case .engine(let manager, _): .engine(manager)
+        case .engine(let manager, _, _): .engine(manager)
         }
     }
 
     var manager: TokenManager? {
-        if case .engine(let manager, _) = self { manager } else { nil }
+        if case .engine(let manager, _, _) = self { manager } else { nil }
+    }
+
+    /// The fleet's store, with `store.backend: postgres`.
+    var fleet: PostgresSessionStore? {
+        if case .engine(_, _, let fleet) = self { fleet } else { nil }
+    }
+
+    /// For a verb run without a daemon: runs the fleet's pool until `close()` and reads the row
+    /// once, so that the verb acts on the fleet's session. Returns the pool's task.
+    func startInProcess(logger: Logger) async -> Task<Void, Never>? {
+        guard case .engine(let manager, _, let fleet?) = self else { return nil }
+        let pool = Task { await fleet.run() }
+        await FleetService(store: fleet, manager: manager, logger: logger).sync()
+        return pool
     }
 
     /// Waits for a refresh in flight to be stored, then closes the token client.
     func close() async {
-        guard case .engine(let manager, let client) = self else { return }
+        guard case .engine(let manager, let client, _) = self else { return }
         await manager.settle()
         try? await client.shutdown()
     }

@@ -124,8 +124,11 @@ public struct BearerdConfiguration: Sendable {
         public var keyFile: String?
         /// `store.passphrase_file`, resolved: stretched with scrypt.
         public var passphraseFile: String?
-        /// `store.profile`: written into the store's header and checked when it is read.
+        /// `store.profile`: written into the store's header and checked when it is read; with
+        /// the postgres backend, the name of the fleet's row too.
         public var profile: String
+        /// `store.postgres.*` when `store.backend: postgres`: the fleet's shared session.
+        public var postgres: Postgres?
 
         /// Whether tokens are kept on disk (a key is configured) or in memory only.
         public var isEncryptedOnDisk: Bool { self.keyFile != nil || self.passphraseFile != nil }

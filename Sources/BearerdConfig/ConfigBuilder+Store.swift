@@ -33,11 +33,93 @@ extension ConfigBuilder {
         if profile.utf8.count > 64 || profile.contains(where: { $0.isNewline }) {
             self.issue("store.profile", "must be a short name on one line (got \"\(profile)\")")
         }
+        var postgres: BearerdConfiguration.Store.Postgres?
+        switch self.string("store.backend") ?? "file" {
+        case "file":
+            break
+        case "postgres":
+            if keyFile == nil && passphraseFile == nil {
+                self.issue(
+                    "store.backend",
+                    "postgres keeps the same sealed tokens as the file store: set store.key_file (the same key on every host of the fleet)"
+                )
+            }
+            postgres = self.postgres()
+        case let other:
+            self.issue("store.backend", "must be file or postgres (got \"\(other)\")")
+        }
         return BearerdConfiguration.Store(
             path: path,
             keyFile: keyFile,
             passphraseFile: passphraseFile,
-            profile: profile
+            profile: profile,
+            postgres: postgres
+        )
+    }
+
+    /// `store.postgres.*`, checked as far as a config can be: the URL file is read when the store
+    /// opens (it holds a password), but it must exist and be private now.
+    private mutating func postgres() -> BearerdConfiguration.Store.Postgres {
+        let urlFile = self.string("store.postgres.url_file").map(self.resolve)
+        if urlFile == nil {
+            self.issue(
+                "store.postgres.url_file",
+                "is required with store.backend: postgres: a file holding postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+            )
+        }
+        if let file = urlFile {
+            var info = stat()
+            if stat(file, &info) != 0 {
+                self.issue("store.postgres.url_file", "cannot find \(file)")
+            } else if info.st_mode & 0o077 != 0 {
+                self.issue(
+                    "store.postgres.url_file",
+                    "\(file) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read the database password: run chmod 400 \(file)"
+                )
+            }
+        }
+        var tls: BearerdConfiguration.Store.Postgres.TLSMode?
+        if let text = self.string("store.postgres.sslmode") {
+            tls = .init(rawValue: text)
+            if tls == nil {
+                self.issue("store.postgres.sslmode", "must be disable, require or verify-full (got \"\(text)\")")
+            }
+        }
+        let caFile = self.string("store.postgres.ca_file").map(self.resolve)
+        if let caFile, access(caFile, R_OK) != 0 { self.issue("store.postgres.ca_file", "cannot read \(caFile)") }
+        let table = self.string("store.postgres.table") ?? "bearerd_sessions"
+        if !BearerdConfiguration.Store.Postgres.isValidTable(table) {
+            self.issue(
+                "store.postgres.table",
+                "must be a plain table name (lowercase letters, digits and _, optionally schema.table; got \"\(table)\")"
+            )
+        }
+        var hostName = self.string("store.postgres.host_name") ?? ProcessInfo.processInfo.hostName
+        if hostName.utf8.count > 255 || hostName.contains(where: { $0.isNewline || $0.isWhitespace }) {
+            self.issue("store.postgres.host_name", "must be a short name without spaces (got \"\(hostName)\")")
+            hostName = "invalid"
+        }
+        return BearerdConfiguration.Store.Postgres(
+            urlFile: urlFile ?? "",
+            tls: tls,
+            caFile: caFile,
+            table: table,
+            hostName: hostName,
+            lockTimeout: self.duration(
+                "store.postgres.lock_timeout",
+                default: .seconds(30),
+                within: .seconds(1) ... .seconds(600)
+            ),
+            pollInterval: self.duration(
+                "store.postgres.poll_interval",
+                default: .seconds(30),
+                within: .seconds(1) ... .seconds(3600)
+            ),
+            connectTimeout: self.duration(
+                "store.postgres.connect_timeout",
+                default: .seconds(5),
+                within: .milliseconds(100) ... .seconds(60)
+            )
         )
     }
 

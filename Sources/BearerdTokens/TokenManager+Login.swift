@@ -86,6 +86,7 @@ extension TokenManager {
                     grant: "device_code",
                     reason: "login"
                 )
+                await self.publishShared()
                 return
             case .rejected(_, "authorization_pending"):
                 continue
@@ -130,6 +131,7 @@ extension TokenManager {
         }
         self.stored.user = nil
         self.persist()
+        await self.publishShared()
         self.consecutiveFailures = 0
         self.lastOutcome = nil
         self.transition(to: self.fallback(reason: "logged out: run `bearerd login`"))

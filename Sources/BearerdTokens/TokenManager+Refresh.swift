@@ -11,6 +11,11 @@ extension TokenManager {
             _ = await task.value
             return
         }
+        if self.fleet != nil {
+            // What to send is decided under the fleet's lock, from the row.
+            _ = await self.start(nil, previous: self.currentSession, reason: reason)?.value
+            return
+        }
         let session = self.currentSession
         let grant: Grant
         if let refreshToken = session?.refreshToken {
@@ -34,11 +39,14 @@ extension TokenManager {
     /// Enters `.refreshing` with the task that sends `grant` and returns it, unless the breaker
     /// says wait (then `nil`, and the state says why). The breaker never holds back an explicit
     /// login: a person asked for it, and it is the way out of whatever tripped the breaker.
+    /// In fleet mode `grant` is `nil` for a refresh: the grant comes from the row, under the lock.
     @discardableResult
-    func start(_ grant: Grant, previous: Session?, reason: String) -> Task<ExchangeResult, Never>? {
+    func start(_ grant: Grant?, previous: Session?, reason: String) -> Task<ExchangeResult, Never>? {
         let now = self.clock.now
         self.attempts.removeAll { now.timeIntervalSince($0) >= 60 }
-        if !grant.isLogin, self.attempts.count >= self.policy.maxRefreshesPerMinute, let oldest = self.attempts.first {
+        if grant?.isLogin != true, self.attempts.count >= self.policy.maxRefreshesPerMinute,
+            let oldest = self.attempts.first
+        {
             let why =
                 "more than \(self.policy.maxRefreshesPerMinute) refresh attempts in a minute (auth.max_refreshes_per_minute)"
             self.logger.warning("token refresh held back", metadata: ["reason": "\(why)"])
@@ -47,6 +55,12 @@ extension TokenManager {
             return nil
         }
         self.attempts.append(now)
+        if self.fleet != nil {
+            let task = Task { await self.performShared(grant, reason: reason) }
+            self.transition(to: .refreshing(previous, task))
+            return task
+        }
+        guard let grant else { return nil }
         if case .refreshToken = grant, let previous {
             // On disk before the refresh token leaves: see `StoredSession.refreshSentAt`. A seed
             // (auth.refresh_token_file) goes into the store here too.
@@ -70,7 +84,7 @@ extension TokenManager {
     }
 
     /// Talks to the token endpoint, off the actor.
-    private nonisolated static func exchange(
+    nonisolated static func exchange(
         _ grant: Grant,
         source: any TokenSource,
         transport: any TokenTransport,
@@ -100,7 +114,7 @@ extension TokenManager {
         }
     }
 
-    private func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: String) -> ExchangeResult {
+    func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: String) -> ExchangeResult {
         let now = self.clock.now
         switch outcome {
         case .issued(let issued, let serverDate):

@@ -28,7 +28,7 @@ extension TokenManager {
             case .refreshing: nil
             case .loggedOut: self.source.hasClientGrant ? self.clock.now : nil
             }
-        guard self.storeBehind else { return (due, self.changes.generation) }
+        guard self.storeBehind || self.fleetBehind else { return (due, self.changes.generation) }
         let retrySave = self.clock.now.addingTimeInterval(Self.saveRetryInterval)
         return (min(due ?? retrySave, retrySave), self.changes.generation)
     }
@@ -36,6 +36,7 @@ extension TokenManager {
     /// Refreshes if a refresh or a retry is due.
     func timerFired() async {
         self.writeStore()
+        await self.catchUpShared()
         let now = self.clock.now
         switch self.state {
         case .ready(let session) where now >= session.refreshAt:

@@ -85,6 +85,22 @@ public actor TokenManager: TokenProvider {
     /// `saveRetryInterval`.
     var storeBehind = false
     static let saveRetryInterval: TimeInterval = 5
+    /// `auth.refresh_token_file`: in fleet mode, used when the fleet's row was never written.
+    let seed: Secret?
+    /// The fleet's shared row (`store.backend: postgres`); `nil` for a store of this host's own.
+    let fleet: (any SharedSessionStore)?
+    /// This host's name, as the fleet's row records who wrote it.
+    let fleetHost: String?
+    /// The row version the session in hand came from.
+    var fleetVersion: Int64?
+    var fleetWrittenBy: String?
+    /// Whether tokens issued here are not in the fleet's row yet (a write failed).
+    var fleetBehind = false
+    /// Why the fleet's store cannot be used right now, for `status`.
+    var fleetProblem: String?
+    /// The token of the 401 that asked for the refresh: a host that finds it replaced in the
+    /// fleet's row adopts the replacement instead of refreshing again.
+    var rejectedByUpstream: BearerToken?
 
     /// Starts from the store: the user's session, else `seed` (`auth.refresh_token_file`) when
     /// there is no store yet, else the client token (with a client grant).
@@ -96,9 +112,14 @@ public actor TokenManager: TokenProvider {
         policy: RefreshPolicy = RefreshPolicy(),
         clock: any TokenClock = SystemTokenClock(),
         logger: Logger,
+        fleet: (any SharedSessionStore)? = nil,
+        host: String? = nil,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.source = source
+        self.seed = seed
+        self.fleet = fleet
+        self.fleetHost = host
         self.transport = transport
         self.store = store
         self.policy = policy
@@ -122,7 +143,10 @@ public actor TokenManager: TokenProvider {
                 metadata: ["sent_s_ago": "\(Int(now.timeIntervalSince(RefreshPolicy.plausible(sent, around: now))))"]
             )
         }
-        if let user = stored.user {
+        if fleet != nil {
+            // Read under the fleet's lock by the first refresh, which the scheduler runs at once.
+            self.state = .waiting(nil, retryAt: now, reason: "the fleet's session has not been read from its store yet")
+        } else if let user = stored.user {
             self.state = .ready(Session(restoring: user, kind: .user, now: now, policy: policy))
         } else if loaded == nil, let seed {
             // Only an empty store is seeded: after a logout or a rejection the seed is spent.
@@ -206,6 +230,7 @@ public actor TokenManager: TokenProvider {
             _ = await task.value
         } else {
             self.logger.notice("the upstream rejected the current token; refreshing it")
+            self.rejectedByUpstream = token
             await self.refresh(reason: "upstream_401")
         }
         if case .ready(let session) = self.state, let access = session.access, access != token {
@@ -216,13 +241,7 @@ public actor TokenManager: TokenProvider {
 
     // MARK: State helpers
 
-    var currentSession: Session? {
-        switch self.state {
-        case .ready(let session): session
-        case .refreshing(let session, _), .waiting(let session, _, _): session
-        case .loggedOut: nil
-        }
-    }
+    var currentSession: Session? { self.state.session }
 
     static func unavailable(_ reason: String, retryAt: Date, now: Date) -> TokenUnavailableError {
         let wait = retryAt.timeIntervalSince(now)

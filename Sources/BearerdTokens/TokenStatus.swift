@@ -26,6 +26,25 @@ public struct TokenStatus: Sendable, Codable, Equatable {
     public var now: Date
     /// Whether a daemon answered (filled in by the CLI).
     public var daemon: String?
+    /// The fleet's shared session (`store.backend: postgres`).
+    public var fleet: FleetStatus?
+
+    /// The fleet's row as this host last saw it. A host name, never a token.
+    public struct FleetStatus: Sendable, Codable, Equatable {
+        /// The row version the session in hand came from.
+        public var version: Int64?
+        /// The host that wrote that version.
+        public var writtenBy: String?
+        /// Why the store cannot be used right now; `nil` while it answers.
+        public var problem: String?
+        /// Whether tokens issued here are not in the row yet.
+        public var behind: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case version, problem, behind
+            case writtenBy = "written_by"
+        }
+    }
 
     public init(state: String, failuresInARow: Int = 0, storeBehind: Bool = false, now: Date) {
         self.state = state
@@ -35,7 +54,7 @@ public struct TokenStatus: Sendable, Codable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case state, session, subject, scope, detail, now, daemon
+        case state, session, subject, scope, detail, now, daemon, fleet
         case expiresAt = "expires_at"
         case nextRefreshAt = "next_refresh_at"
         case lastRefreshAt = "last_refresh_at"
@@ -101,6 +120,14 @@ extension TokenManager {
                 status.subject = JWTClaims.subject(of: access.value)
                 status.expiresAt = session.expiresAt
             }
+        }
+        if self.fleet != nil {
+            status.fleet = TokenStatus.FleetStatus(
+                version: self.fleetVersion,
+                writtenBy: self.fleetWrittenBy,
+                problem: self.fleetProblem,
+                behind: self.fleetBehind
+            )
         }
         if let last = self.lastRefresh {
             status.lastRefreshAt = last.at

@@ -1,0 +1,66 @@
+import Foundation
+
+extension BearerdConfiguration.Store {
+    /// `store.postgres.*`: a fleet of bearerd shares one session through a PostgreSQL row.
+    public struct Postgres: Sendable, Equatable {
+        /// `store.postgres.sslmode`, as libpq names them.
+        public enum TLSMode: String, Sendable, CaseIterable {
+            case disable
+            /// Encrypted, the server's certificate not checked.
+            case require
+            /// Encrypted, the certificate checked against `ca_file` (or the system's) and the host.
+            case verifyFull = "verify-full"
+        }
+
+        /// `store.postgres.url_file`, resolved: `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (a
+        /// secret, so a file or a systemd credential, never the config).
+        public var urlFile: String
+        /// `store.postgres.sslmode`; by default `verify-full`, or `disable` for a loopback host or
+        /// a unix socket.
+        public var tls: TLSMode?
+        /// `store.postgres.ca_file`, resolved.
+        public var caFile: String?
+        /// `store.postgres.table` (default `bearerd_sessions`), created if missing.
+        public var table: String
+        /// `store.postgres.host_name`: how the row names this host (default: the host name).
+        public var hostName: String
+        /// `store.postgres.lock_timeout`: the longest wait for the fleet's refresh lock.
+        public var lockTimeout: Duration
+        /// `store.postgres.poll_interval`: how often the row is read in case a notification was lost.
+        public var pollInterval: Duration
+        /// `store.postgres.connect_timeout`.
+        public var connectTimeout: Duration
+
+        public init(
+            urlFile: String,
+            tls: TLSMode? = nil,
+            caFile: String? = nil,
+            table: String = "bearerd_sessions",
+            hostName: String,
+            lockTimeout: Duration = .seconds(30),
+            pollInterval: Duration = .seconds(30),
+            connectTimeout: Duration = .seconds(5)
+        ) {
+            self.urlFile = urlFile
+            self.tls = tls
+            self.caFile = caFile
+            self.table = table
+            self.hostName = hostName
+            self.lockTimeout = lockTimeout
+            self.pollInterval = pollInterval
+            self.connectTimeout = connectTimeout
+        }
+
+        /// A table name bearerd writes into SQL: lowercase letters, digits and `_`, starting with a
+        /// letter or `_`, optionally after a schema name of the same kind.
+        public static func isValidTable(_ name: String) -> Bool {
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard (1...2).contains(parts.count) else { return false }
+            return parts.allSatisfy { part in
+                guard let first = part.utf8.first, part.utf8.count <= 63 else { return false }
+                let isStart = { (byte: UInt8) in (0x61...0x7A).contains(byte) || byte == 0x5F }
+                return isStart(first) && part.utf8.allSatisfy { isStart($0) || (0x30...0x39).contains($0) }
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import BearerdConfig
+import BearerdTokens
+import Logging
+import Metrics
+import PostgresNIO
+import ServiceLifecycle
+
+/// Runs the fleet's connection pool, LISTENs for versions other hosts write and hands them to the
+/// token manager at once; reads the row every `store.postgres.poll_interval` too, in case a
+/// notification was lost (and the manager's own refresh timer reads it under the lock).
+///
+/// First in the daemon's group, so it stops last: after the token manager has settled.
+public struct FleetService: Service {
+    let store: PostgresSessionStore
+    let manager: TokenManager
+    let logger: Logger
+
+    public init(store: PostgresSessionStore, manager: TokenManager, logger: Logger) {
+        self.store = store
+        self.manager = manager
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.store.run() }
+            group.addTask { await self.listen() }
+            group.addTask { await self.poll() }
+            // Nothing to drain: the token manager has settled before this is told to stop (the
+            // pool, a Service itself, closes on the same signal).
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+    }
+
+    /// One connection LISTENs; each notification for this profile reads the row.
+    private func listen() async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await self.store.withConnection { connection in
+                    try await connection.listen(on: self.store.channel) { notifications in
+                        // Anything written before LISTEN took effect is read now.
+                        await self.sync()
+                        for try await notification in notifications
+                        where notification.payload.hasPrefix(self.store.profile + " ") {
+                            await self.sync()
+                        }
+                    }
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                failures += 1
+                if failures == 1 {
+                    self.logger.warning(
+                        "lost the fleet's notifications; reconnecting (the row is read every store.postgres.poll_interval meanwhile)",
+                        metadata: ["error": "\(FleetStoreError.describe(error))"]
+                    )
+                }
+            }
+            try? await Task.sleep(for: .seconds(min(10, failures + 1)))
+            if failures > 0, !Task.isCancelled { failures = min(failures, 9) }
+        }
+    }
+
+    private func poll() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: self.store.settings.pollInterval)
+            if Task.isCancelled { return }
+            await self.sync()
+        }
+    }
+
+    /// Reads the row and hands it to the manager, which adopts a newer version.
+    public func sync() async {
+        do {
+            let row = try await self.store.read()
+            Gauge(label: "bearerd_fleet_store_up").record(1)
+            Gauge(label: "bearerd_fleet_session_version").record(row.version)
+            await self.manager.adoptShared(row)
+        } catch {
+            Gauge(label: "bearerd_fleet_store_up").record(0)
+            await self.manager.sharedStoreUnavailable("\(error)")
+        }
+    }
+}

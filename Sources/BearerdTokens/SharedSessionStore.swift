@@ -1,0 +1,38 @@
+import Foundation
+
+/// The session a fleet of bearerd shares, as one row holds it: its tokens and a version that
+/// grows with every change of them, so a host can tell a newer session from the one it has.
+public struct SharedSession: Sendable, Equatable {
+    /// 0 while nothing was ever written.
+    public var version: Int64
+    public var tokens: StoredTokens?
+    /// The host that wrote this version (a host name, never a token).
+    public var writtenBy: String?
+    public var writtenAt: Date?
+
+    public init(version: Int64, tokens: StoredTokens?, writtenBy: String? = nil, writtenAt: Date? = nil) {
+        self.version = version
+        self.tokens = tokens
+        self.writtenBy = writtenBy
+        self.writtenAt = writtenAt
+    }
+}
+
+/// What a host may do while it holds the fleet's refresh lock.
+public protocol SharedSessionLease: Sendable {
+    /// Writes `tokens` into the row. `announce`: a new version, told to every host; otherwise
+    /// (the refresh-in-flight mark) the version stays and nobody is told. Returns the version.
+    func write(_ tokens: StoredTokens, announce: Bool) async throws -> Int64
+}
+
+/// A store several bearerd share (``TokenManager`` in fleet mode): every change of the session is
+/// made while holding the fleet's one refresh lock, after reading the row again under it.
+public protocol SharedSessionStore: Sendable {
+    /// The row as it is now, without the lock.
+    func read() async throws -> SharedSession
+    /// Runs `body` holding the fleet's refresh lock, with the row as read under it. The lock ends
+    /// with `body`, or with the host's connection if the host dies.
+    func withRefreshLock<Result: Sendable>(
+        _ body: @escaping @Sendable (SharedSession, any SharedSessionLease) async throws -> Result
+    ) async throws -> Result
+}

@@ -1,0 +1,233 @@
+import BearerdAuth
+import Foundation
+import Logging
+import Metrics
+
+/// Fleet mode (`store.backend: postgres`): the session lives in a row several bearerd share, and
+/// every change of it happens under the fleet's refresh lock, after reading the row again. A host
+/// that finds a newer version there than the one it has adopts it instead of refreshing, so a
+/// rotated refresh token is sent once for the whole fleet.
+extension TokenManager {
+    /// The body of the one refresh (or login) task in fleet mode. Without the lock nothing is
+    /// sent: a lone refresh is exactly the reuse the lock prevents.
+    func performShared(_ grant: Grant?, reason: String) async -> ExchangeResult {
+        guard let fleet = self.fleet else { return .failed("no fleet store") }
+        let outcome: Result<ExchangeResult, any Error>
+        do {
+            outcome = .success(
+                try await fleet.withRefreshLock { row, lease in
+                    await self.underLock(grant, reason: reason, row: row, lease: lease)
+                }
+            )
+        } catch {
+            outcome = .failure(error)
+        }
+        switch outcome {
+        case .success(let result):
+            self.fleetProblem = nil
+            return result
+        case .failure(let error):
+            return self.withoutLock(error, login: grant?.isLogin == true)
+        }
+    }
+
+    /// The fleet's store could not be had: keep the token until it really expires, retry later.
+    private func withoutLock(_ error: any Error, login: Bool) -> ExchangeResult {
+        let why = "the fleet's store is unavailable (\(error))"
+        self.fleetProblem = why
+        Self.count("transient")
+        let previous = self.currentSession
+        if login {
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
+            return .failed("cannot log in: \(why); try again when it is back")
+        }
+        self.consecutiveFailures += 1
+        self.lastOutcome = why
+        let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+        self.logger.warning(
+            "cannot take the fleet's refresh lock; keeping the current token and retrying",
+            metadata: [
+                "reason": "\(error)", "failures": "\(self.consecutiveFailures)",
+                "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
+            ]
+        )
+        self.transition(to: .waiting(previous, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
+        return .failed(why)
+    }
+
+    /// Holding the lock: adopt what another host did, or refresh from the row and write the answer.
+    private func underLock(
+        _ grant: Grant?,
+        reason: String,
+        row: SharedSession,
+        lease: any SharedSessionLease
+    ) async -> ExchangeResult {
+        let now = self.clock.now
+        var previous = self.currentSession
+        if row.version != self.fleetVersion {
+            let rejected = reason == "upstream_401" ? self.rejectedByUpstream : nil
+            self.take(row)
+            let restored = self.restoredState()
+            // A refresh marked in flight by a host that is gone is not adopted: it is repeated now.
+            let inFlight = (self.stored.user ?? self.stored.client)?.refreshSentAt != nil
+            if grant == nil, !inFlight, case .ready(let session) = restored, session.access != nil,
+                now < session.refreshAt, rejected == nil || session.access != rejected
+            {
+                self.adopted(row, state: restored)
+                return .issued
+            }
+            previous = restored.session
+            if row.version == 0, previous == nil, let seed = self.seed {
+                previous = Session(
+                    kind: .user,
+                    access: nil,
+                    expiresAt: now,
+                    usableUntil: now,
+                    refreshAt: now,
+                    refreshToken: seed
+                )
+            }
+        }
+        let chosen: Grant
+        if let grant {
+            chosen = grant
+        } else if let refreshToken = previous?.refreshToken {
+            chosen = .refreshToken(refreshToken)
+        } else if self.source.hasClientGrant {
+            chosen = .clientCredentials
+        } else if var session = previous, session.access != nil, now < session.expiresAt {
+            session.refreshAt = session.expiresAt
+            session.usableUntil = session.expiresAt
+            self.transition(to: .ready(session))
+            return .issued
+        } else {
+            self.transition(to: .loggedOut(reason: "no refresh token: run `bearerd login`"))
+            return .failed("no refresh token: run `bearerd login`")
+        }
+        if case .refreshToken = chosen, let previous {
+            // In the row before the refresh token leaves: a host killed now tells the next one.
+            var marked = previous.stored
+            marked.refreshSentAt = now
+            switch previous.kind {
+            case .user: self.stored.user = marked
+            case .client: self.stored.client = marked
+            }
+            do {
+                _ = try await lease.write(self.stored, announce: false)
+            } catch {
+                return self.withoutLock(error, login: false)
+            }
+        }
+        let before = self.stored
+        let outcome = await Self.exchange(chosen, source: self.source, transport: self.transport, clock: self.clock)
+        let result = self.apply(outcome, grant: chosen, previous: previous, reason: reason)
+        if self.stored != before { await self.write(to: lease) }
+        return result
+    }
+
+    /// Writes `stored` as a new version while holding the lock.
+    private func write(to lease: any SharedSessionLease) async {
+        do {
+            self.fleetVersion = try await lease.write(self.stored, announce: true)
+            self.fleetWrittenBy = self.fleetHost
+            self.fleetBehind = false
+        } catch {
+            self.fleetBehind = true
+            self.logger.error(
+                "cannot write the new tokens to the fleet's store; they serve here and bearerd retries the write",
+                metadata: ["error": "\(error)", "retry_in_s": "\(Int(Self.saveRetryInterval))"]
+            )
+        }
+    }
+
+    /// Writes a change made here (a logout, a device login) to the fleet's row.
+    func publishShared() async {
+        guard let fleet = self.fleet else { return }
+        self.fleetBehind = true
+        do {
+            try await fleet.withRefreshLock { _, lease in await self.write(to: lease) }
+        } catch {
+            self.logger.error(
+                "cannot reach the fleet's store; the change is kept here and written when it is back",
+                metadata: ["error": "\(error)"]
+            )
+        }
+    }
+
+    /// A write that failed is tried again, unless another host has written since: then its
+    /// session wins, as the token server's newest answer.
+    func catchUpShared() async {
+        guard self.fleetBehind, let fleet = self.fleet else { return }
+        try? await fleet.withRefreshLock { row, lease in await self.catchUp(row, lease: lease) }
+    }
+
+    private func catchUp(_ row: SharedSession, lease: any SharedSessionLease) async {
+        guard self.fleetBehind else { return }
+        if row.version == self.fleetVersion {
+            await self.write(to: lease)
+        } else {
+            self.fleetBehind = false
+            self.take(row)
+            self.adopted(row, state: self.restoredState())
+        }
+    }
+
+    /// A version another host wrote (a notification, or the poll). Ignored while a refresh is in
+    /// flight here: that refresh reads the row under the lock.
+    public func adoptShared(_ row: SharedSession) {
+        guard self.fleet != nil else { return }
+        self.fleetProblem = nil
+        if case .refreshing = self.state { return }
+        guard row.version > (self.fleetVersion ?? -1) || (row.version == 0 && self.fleetVersion == nil) else { return }
+        self.fleetBehind = false
+        self.take(row)
+        self.adopted(row, state: self.restoredState())
+    }
+
+    /// The fleet's store cannot be reached (from the listener); shown by `status`.
+    public func sharedStoreUnavailable(_ why: String) {
+        self.fleetProblem = why
+    }
+
+    private func take(_ row: SharedSession) {
+        var tokens = row.tokens ?? StoredTokens()
+        if tokens.user?.isEmpty == true { tokens.user = nil }
+        if tokens.client?.isEmpty == true || !self.source.hasClientGrant { tokens.client = nil }
+        self.stored = tokens
+        self.fleetVersion = row.version
+        self.fleetWrittenBy = row.writtenBy
+    }
+
+    private func adopted(_ row: SharedSession, state: State) {
+        Counter(label: "bearerd_fleet_adoptions_total").increment()
+        self.consecutiveFailures = 0
+        self.lastOutcome = nil
+        self.logger.info(
+            "adopted the fleet's session",
+            metadata: ["version": "\(row.version)", "written_by": "\(row.writtenBy ?? "-")"]
+        )
+        self.transition(to: state)
+    }
+
+    /// The state `stored` gives: the user's session, else the client's, else logged out.
+    private func restoredState() -> State {
+        let now = self.clock.now
+        if let user = self.stored.user {
+            return .ready(Session(restoring: user, kind: .user, now: now, policy: self.policy))
+        }
+        if let client = self.stored.client {
+            return .ready(Session(restoring: client, kind: .client, now: now, policy: self.policy))
+        }
+        return .loggedOut(reason: "no token: run `bearerd login`")
+    }
+}
+
+extension TokenManager.State {
+    var session: TokenManager.Session? {
+        switch self {
+        case .ready(let session): session
+        case .refreshing(let session, _), .waiting(let session, _, _): session
+        case .loggedOut: nil
+        }
+    }
+}
