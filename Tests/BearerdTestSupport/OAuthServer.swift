@@ -12,11 +12,6 @@ public struct OAuthServer: Sendable {
     public var baseURL: String { "http://127.0.0.1:\(self.port)" }
     public var tokenURL: String { self.baseURL + "/o/token/" }
 
-    static var repository: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-    }
-
     /// Starts it on a free port with access tokens that live `ttl` seconds.
     public static func start(ttl: Int, options: [String] = []) async throws -> OAuthServer {
         let port = try RefusingPort().port  // free now; released when the value goes
@@ -25,45 +20,21 @@ public struct OAuthServer: Sendable {
         return server
     }
 
+    /// The same server (port, database, issued tokens) with other script options, not started.
+    public func with(options: [String]) -> OAuthServer {
+        OAuthServer(port: self.port, ttl: self.ttl, options: options)
+    }
+
     /// Starts it (again: the database, and so every issued token, is kept).
     public func start() async throws {
-        try await Self.script(["start", "--port", String(self.port), "--ttl", String(self.ttl)] + self.options)
+        try await ProjectScript.run(
+            "scripts/oauth-server",
+            ["start", "--port", String(self.port), "--ttl", String(self.ttl)] + self.options
+        )
     }
 
     public func stop() async throws {
-        try await Self.script(["stop", "--port", String(self.port)])
-    }
-
-    /// Runs the script with its output in a file: the server it starts daemonizes and may keep
-    /// inherited descriptors, so a pipe would never reach its end.
-    private static func script(_ arguments: [String]) async throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("oauth-server-\(UUID().uuidString).log")
-        guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
-            throw TestClientError("cannot create \(log.path)")
-        }
-        defer { try? FileManager.default.removeItem(at: log) }
-        let output = try FileHandle(forWritingTo: log)
-        defer { try? output.close() }
-        let process = Process()
-        process.executableURL = Self.repository.appendingPathComponent("scripts/oauth-server")
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(300)
-        while process.isRunning {
-            guard clock.now < deadline else {
-                process.terminate()
-                throw TestClientError("scripts/oauth-server \(arguments.joined(separator: " ")) did not finish")
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        guard process.terminationStatus == 0 else {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            throw TestClientError("scripts/oauth-server \(arguments.joined(separator: " ")) failed: \(text)")
-        }
+        try await ProjectScript.run("scripts/oauth-server", ["stop", "--port", String(self.port)])
     }
 
     /// Logs alice in with the password grant and returns the refresh token.

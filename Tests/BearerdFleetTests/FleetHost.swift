@@ -1,0 +1,80 @@
+import BearerdConfig
+import BearerdFleet
+import BearerdStore
+import BearerdTestSupport
+import BearerdTokens
+import Foundation
+import InMemoryLogging
+import Logging
+
+/// One host of a fleet in this process: its own pool to the shared database, its own token
+/// manager; the token endpoint is shared, so a test counts the fleet's requests.
+struct FleetHost: Sendable {
+    let store: PostgresSessionStore
+    let manager: TokenManager
+    let logs = InMemoryLogHandler()
+    let pool: Task<Void, Never>
+
+    static let source = OAuth2Source(
+        settings: .init(
+            endpoint: .tokenURL("https://auth.example/token"),
+            clientID: "app",
+            clientSecret: Secret("client-secret-value-0042")
+        )
+    )
+
+    init(
+        _ name: String,
+        database: PostgresServer,
+        directory: TemporaryDirectory,
+        endpoint: FakeTokenEndpoint,
+        keyFile: String,
+        table: String = "bearerd_sessions"
+    ) throws {
+        var handler = self.logs
+        handler.logLevel = .debug
+        let captured = handler
+        let logger = Logger(label: name) { _ in captured }
+        let settings = BearerdConfiguration.Store.Postgres(
+            urlFile: try database.writeURL(in: directory, name: "url-\(name)"),
+            table: table,
+            hostName: name,
+            lockTimeout: .seconds(10)
+        )
+        self.store = try PostgresSessionStore(settings, profile: "default", key: .keyFile(keyFile), logger: logger)
+        let store = self.store
+        self.pool = Task { await store.run() }
+        self.manager = TokenManager(
+            source: Self.source,
+            transport: endpoint,
+            store: MemoryTokenStore(),
+            logger: logger,
+            fleet: self.store,
+            host: name,
+            random: { 0.5 }
+        )
+    }
+
+    var logText: String {
+        self.logs.entries.map { "\($0.level) \($0.message) \($0.metadata)" }.joined(separator: "\n")
+    }
+
+    func stop() async {
+        self.pool.cancel()
+        await self.pool.value
+    }
+
+    /// Writes `session` into the fleet's row as a new version, as a host that refreshed would.
+    func seed(_ session: StoredSession) async throws {
+        _ = try await self.store.withRefreshLock { _, lease in
+            try await lease.write(StoredTokens(user: session), announce: true)
+        }
+    }
+}
+
+/// A fresh store key in `directory`.
+func makeKey(in directory: TemporaryDirectory, name: String = "store.key") throws -> String {
+    let path = directory.path + "/" + name
+    try StoreKey.generate(to: path)
+    return path
+}

@@ -1,0 +1,201 @@
+import BearerdAuth
+import BearerdFleet
+import BearerdTestSupport
+import BearerdTokens
+import Foundation
+import Logging
+import Testing
+
+/// The fleet's lock, adoption and versions, against a real PostgreSQL (`scripts/postgres`).
+@Suite(
+    "One session across hosts through PostgreSQL",
+    .enabled(if: ProcessInfo.processInfo.environment["BEARERD_SKIP_E2E"] == nil),
+    .timeLimit(.minutes(2))
+)
+struct FleetLockTests {
+    /// Each test has a database of its own.
+    func withFleet(
+        hosts: Int,
+        respond: @escaping FakeTokenEndpoint.Respond,
+        _ body: (PostgresServer, [FleetHost], FakeTokenEndpoint, TemporaryDirectory) async throws -> Void
+    ) async throws {
+        let database = try await PostgresServer.start()
+        let directory = try TemporaryDirectory()
+        let key = try makeKey(in: directory)
+        let endpoint = FakeTokenEndpoint(respond)
+        var fleet: [FleetHost] = []
+        do {
+            for index in 1...hosts {
+                fleet.append(
+                    try FleetHost(
+                        "host\(index)",
+                        database: database,
+                        directory: directory,
+                        endpoint: endpoint,
+                        keyFile: key
+                    )
+                )
+            }
+            try await body(database, fleet, endpoint, directory)
+        } catch {
+            for host in fleet { await host.stop() }
+            try? await database.stop()
+            throw error
+        }
+        for host in fleet { await host.stop() }
+        try await database.stop()
+    }
+
+    static func session(
+        access: String,
+        refresh: String,
+        expiresIn: TimeInterval,
+        age: TimeInterval = 30
+    ) -> StoredSession {
+        let now = Date()
+        return StoredSession(
+            refreshToken: Secret(refresh),
+            accessToken: BearerToken(access),
+            accessExpiresAt: now.addingTimeInterval(expiresIn),
+            receivedAt: now.addingTimeInterval(-age)
+        )
+    }
+
+    @Test func hostsRacingForOneExpirySendTheRefreshTokenOnce() async throws {
+        try await self.withFleet(hosts: 3) { _, index in
+            try await Task.sleep(for: .milliseconds(200))
+            return FakeTokenEndpoint.tokens(
+                access: "access-new-\(index)",
+                refresh: "refresh-new-\(index)",
+                expiresIn: 3600
+            )
+        } _: { database, fleet, endpoint, _ in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
+            let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+                for host in fleet {
+                    for _ in 0..<4 {
+                        group.addTask { try await host.manager.token().value }
+                    }
+                }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(endpoint.requests.count == 1)
+            #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
+            #expect(tokens == ["access-new-0"])
+            #expect(try database.sql("SELECT version FROM bearerd_sessions") == "2")
+            // The two that waited adopted what the first wrote.
+            let adopted = fleet.filter { $0.logText.contains("adopted the fleet's session") }.count
+            #expect(adopted == 2)
+        }
+    }
+
+    @Test func aStale401NeverRefreshesWhatAnotherHostJustRefreshed() async throws {
+        try await self.withFleet(hosts: 2) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { _, fleet, endpoint, _ in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: 3600))
+            // Both hosts use the same token (no listener runs: host 2 is not told of changes).
+            #expect(try await fleet[0].manager.token().value == "access-old")
+            #expect(try await fleet[1].manager.token().value == "access-old")
+            #expect(endpoint.requests.isEmpty)
+            // Host 1's request is refused: it refreshes.
+            let first = await fleet[0].manager.upstreamRejected(BearerToken("access-old"))
+            #expect(first?.value == "access-new-0")
+            // Host 2's request with the same old token is refused a moment later: it adopts.
+            let second = await fleet[1].manager.upstreamRejected(BearerToken("access-old"))
+            #expect(second?.value == "access-new-0")
+            #expect(endpoint.requests.count == 1)
+        }
+    }
+
+    @Test func aNotificationHandsTheNewTokenToEveryHostAtOnce() async throws {
+        try await self.withFleet(hosts: 2) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { _, fleet, endpoint, _ in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: 3600))
+            let listener = FleetService(
+                store: fleet[1].store,
+                manager: fleet[1].manager,
+                logger: .init(label: "listener")
+            )
+            let listening = Task { try await listener.run() }
+            defer { listening.cancel() }
+            try await waitUntil(.seconds(10)) { fleet[1].manager.currentToken()?.value == "access-old" }
+            _ = await fleet[0].manager.upstreamRejected(BearerToken("access-old"))
+            try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken()?.value == "access-new-0" }
+            #expect(endpoint.requests.count == 1)
+            let status = await fleet[1].manager.status()
+            #expect(status.fleet?.writtenBy == "host1")
+            #expect(status.fleet?.version == 2)
+        }
+    }
+
+    @Test func aRefreshMarkedInFlightIsRepeatedAtOnceByTheNextHost() async throws {
+        try await self.withFleet(hosts: 2) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { _, fleet, endpoint, _ in
+            // A host marked its refresh in flight, then died before writing the answer.
+            var marked = Self.session(access: "access-old", refresh: "refresh-old", expiresIn: 3600)
+            try await fleet[0].seed(marked)
+            marked.refreshSentAt = Date()
+            let inFlight = marked
+            struct Died: Error {}
+            await #expect(throws: Died.self) {
+                try await fleet[0].store.withRefreshLock { _, lease in
+                    _ = try await lease.write(StoredTokens(user: inFlight), announce: false)
+                    throw Died()
+                }
+            }
+            // The token is still valid, but the next host refreshes at once, with the same
+            // refresh token (inside the server's grace period for it).
+            _ = try await fleet[1].manager.token()
+            try await waitUntil(.seconds(5)) { endpoint.requests.count == 1 }
+            #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
+            try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken()?.value == "access-new-0" }
+        }
+    }
+
+    @Test func aHostWithAnotherKeySaysSoAndChangesNothing() async throws {
+        try await self.withFleet(hosts: 1) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { database, fleet, endpoint, directory in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
+            let before = try database.sql("SELECT version, md5(sealed) FROM bearerd_sessions")
+            let stranger = try FleetHost(
+                "stranger",
+                database: database,
+                directory: directory,
+                endpoint: endpoint,
+                keyFile: try makeKey(in: directory, name: "other.key")
+            )
+            defer { stranger.pool.cancel() }
+            await #expect(throws: TokenUnavailableError.self) { try await stranger.manager.token() }
+            let status = await stranger.manager.status()
+            #expect(status.detail?.contains("every host of the fleet needs the same store.key_file") == true)
+            #expect(endpoint.requests.isEmpty)
+            #expect(try database.sql("SELECT version, md5(sealed) FROM bearerd_sessions") == before)
+            await stranger.stop()
+        }
+    }
+
+    @Test func theTableIsCreatedOnceAndNoSecretReachesTheLogOrTheDatabaseInClear() async throws {
+        try await self.withFleet(hosts: 2) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { database, fleet, _, _ in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
+            _ = try await fleet[1].manager.token()
+            _ = try await fleet[0].manager.token()
+            let created = fleet.filter { $0.logText.contains("created the fleet's table") }.count
+            #expect(created == 1)
+            #expect(try database.sql("SELECT schema_version, written_by FROM bearerd_sessions") == "1|host2")
+            let row = try database.sql("SELECT encode(sealed, 'escape') FROM bearerd_sessions")
+            let logs = fleet.map(\.logText).joined(separator: "\n")
+            for secret in [
+                "access-old", "refresh-old", "access-new", "refresh-new", "bearerd-pass", "client-secret-value",
+            ] {
+                #expect(!row.contains(secret), "\(secret) is in the row in clear")
+                #expect(!logs.contains(secret), "\(secret) is in a log line")
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// A PostgreSQL server of the test's own on 127.0.0.1 (Debian's package, through
+/// `scripts/postgres`): a fresh data directory and a free port, role `bearerd` with a password,
+/// database `bearerd`. ``stop()`` at the end; the directory goes with the object.
+public final class PostgresServer: Sendable {
+    public let port: Int
+    let directory: TemporaryDirectory
+
+    /// `postgres://bearerd:bearerd-pass@127.0.0.1:PORT/bearerd`
+    public var url: String { "postgres://bearerd:bearerd-pass@127.0.0.1:\(self.port)/bearerd" }
+
+    private init(port: Int, directory: TemporaryDirectory) {
+        self.port = port
+        self.directory = directory
+    }
+
+    public static func start() async throws -> PostgresServer {
+        let server = PostgresServer(port: try RefusingPort().port, directory: try TemporaryDirectory())
+        try await server.start()
+        return server
+    }
+
+    /// Starts it (again: the data are kept).
+    public func start() async throws {
+        try await ProjectScript.run(
+            "scripts/postgres",
+            ["start", "--dir", self.directory.path, "--port", "\(self.port)"]
+        )
+    }
+
+    /// Stops it: `immediate` as a crash would, without a checkpoint.
+    public func stop(immediate: Bool = false) async throws {
+        try await ProjectScript.run(
+            "scripts/postgres",
+            ["stop", "--dir", self.directory.path] + (immediate ? ["--immediate"] : [])
+        )
+    }
+
+    /// Runs `sql` as the superuser in the database `bearerd`; returns psql's unaligned output.
+    @discardableResult
+    public func sql(_ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = ProjectScript.repository.appendingPathComponent("scripts/postgres")
+        process.arguments = ["psql", "--dir", self.directory.path, "--port", "\(self.port)", "-c", sql]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard process.terminationStatus == 0 else { throw TestClientError("psql failed: \(text)") }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Writes the URL file a config names (`store.postgres.url_file`), mode 0400.
+    public func writeURL(in directory: TemporaryDirectory, name: String = "postgres.url") throws -> String {
+        try directory.write(self.url + "\n", to: name, mode: 0o400)
+    }
+}
