@@ -197,15 +197,20 @@ public final class PostgresSessionStore: SharedSessionStore {
     }
 
     /// Writes the sealed tokens; `announce`: as a new version, told to every host.
-    func write(_ tokens: StoredTokens, announce: Bool, on connection: PostgresConnection) async throws -> Int64 {
+    func write(
+        _ tokens: StoredTokens,
+        announce: Bool,
+        floor: Int64,
+        on connection: PostgresConnection
+    ) async throws -> Int64 {
         let sealed = ByteBuffer(bytes: try self.sealer.seal(tokens))
         let rows: PostgresRowSequence
         if announce {
             rows = try await connection.query(
                 """
                 INSERT INTO \(unescaped: self.table) AS s (profile, schema_version, version, sealed, written_by, written_at)
-                VALUES (\(self.profile), \(Self.schemaVersion), 1, \(sealed), \(self.host), now())
-                ON CONFLICT (profile) DO UPDATE SET version = s.version + 1, sealed = excluded.sealed,
+                VALUES (\(self.profile), \(Self.schemaVersion), \(floor + 1), \(sealed), \(self.host), now())
+                ON CONFLICT (profile) DO UPDATE SET version = GREATEST(s.version, \(floor)) + 1, sealed = excluded.sealed,
                   written_by = excluded.written_by, written_at = excluded.written_at,
                   refresh_started_by = NULL, refresh_started_at = NULL
                 RETURNING version
@@ -240,9 +245,9 @@ public final class PostgresSessionStore: SharedSessionStore {
         let store: PostgresSessionStore
         let connection: PostgresConnection
 
-        func write(_ tokens: StoredTokens, announce: Bool) async throws -> Int64 {
+        func write(_ tokens: StoredTokens, announce: Bool, floor: Int64) async throws -> Int64 {
             do {
-                return try await self.store.write(tokens, announce: announce, on: self.connection)
+                return try await self.store.write(tokens, announce: announce, floor: floor, on: self.connection)
             } catch {
                 throw FleetStoreError.unavailable(error)
             }

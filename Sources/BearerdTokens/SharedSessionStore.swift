@@ -20,9 +20,16 @@ public struct SharedSession: Sendable, Equatable {
 
 /// What a host may do while it holds the fleet's refresh lock.
 public protocol SharedSessionLease: Sendable {
-    /// Writes `tokens` into the row. `announce`: a new version, told to every host; otherwise
-    /// (the refresh-in-flight mark) the version stays and nobody is told. Returns the version.
-    func write(_ tokens: StoredTokens, announce: Bool) async throws -> Int64
+    /// Writes `tokens` into the row. `announce`: a new version, above `floor` too, told to every
+    /// host; otherwise (the refresh-in-flight mark) the version stays and nobody is told. Returns
+    /// the version.
+    func write(_ tokens: StoredTokens, announce: Bool, floor: Int64) async throws -> Int64
+}
+
+extension SharedSessionLease {
+    public func write(_ tokens: StoredTokens, announce: Bool) async throws -> Int64 {
+        try await self.write(tokens, announce: announce, floor: 0)
+    }
 }
 
 /// A store several bearerd share (``TokenManager`` in fleet mode): every change of the session is

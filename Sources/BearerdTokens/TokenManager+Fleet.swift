@@ -64,7 +64,16 @@ extension TokenManager {
     ) async -> ExchangeResult {
         let now = self.clock.now
         var previous = self.currentSession
-        if row.version != self.fleetVersion {
+        if let mine = self.fleetVersion, row.version < mine, previous != nil {
+            // The row went back in time (a failover lost its last commits, or a backup was
+            // restored): this host holds a newer answer of the token server than the row, and
+            // the row's refresh token may already be spent. Its session goes back in first.
+            self.logger.warning(
+                "the fleet's row is older than the session this host adopted; writing this host's session back",
+                metadata: ["row_version": "\(row.version)", "version_here": "\(mine)"]
+            )
+            await self.write(to: lease, floor: mine)
+        } else if row.version != self.fleetVersion {
             let rejected = reason == "upstream_401" ? self.rejectedByUpstream : nil
             self.take(row)
             let restored = self.restoredState()
@@ -126,9 +135,9 @@ extension TokenManager {
     }
 
     /// Writes `stored` as a new version while holding the lock.
-    private func write(to lease: any SharedSessionLease) async {
+    private func write(to lease: any SharedSessionLease, floor: Int64 = 0) async {
         do {
-            self.fleetVersion = try await lease.write(self.stored, announce: true)
+            self.fleetVersion = try await lease.write(self.stored, announce: true, floor: floor)
             self.fleetWrittenBy = self.fleetHost
             self.fleetBehind = false
         } catch {
@@ -163,8 +172,8 @@ extension TokenManager {
 
     private func catchUp(_ row: SharedSession, lease: any SharedSessionLease) async {
         guard self.fleetBehind else { return }
-        if row.version == self.fleetVersion {
-            await self.write(to: lease)
+        if let mine = self.fleetVersion, row.version <= mine {
+            await self.write(to: lease, floor: mine)
         } else {
             self.fleetBehind = false
             self.take(row)

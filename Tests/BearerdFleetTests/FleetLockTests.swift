@@ -130,6 +130,29 @@ struct FleetLockTests {
         }
     }
 
+    @Test func aLogoutThroughOneHostEndsTheSessionOnEvery() async throws {
+        try await self.withFleet(hosts: 2) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { database, fleet, endpoint, _ in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: 3600))
+            #expect(try await fleet[0].manager.token().value == "access-old")
+            let listener = FleetService(
+                store: fleet[1].store,
+                manager: fleet[1].manager,
+                logger: .init(label: "listener")
+            )
+            let listening = Task { try await listener.run() }
+            defer { listening.cancel() }
+            try await waitUntil(.seconds(10)) { fleet[1].manager.currentToken()?.value == "access-old" }
+            let result = await fleet[0].manager.logOut()
+            #expect(result.loggedOut)
+            try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken() == nil }
+            #expect(await fleet[1].manager.status().state == "logged_out")
+            #expect(try database.sql("SELECT version FROM bearerd_sessions") == "2")
+            #expect(endpoint.requests.isEmpty)
+        }
+    }
+
     @Test func aRefreshMarkedInFlightIsRepeatedAtOnceByTheNextHost() async throws {
         try await self.withFleet(hosts: 2) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
@@ -152,6 +175,26 @@ struct FleetLockTests {
             try await waitUntil(.seconds(5)) { endpoint.requests.count == 1 }
             #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
             try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken()?.value == "access-new-0" }
+        }
+    }
+
+    @Test func aRowThatWentBackInTimeGetsTheNewerSessionBackInsteadOfAReusedRefreshToken() async throws {
+        try await self.withFleet(hosts: 1) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 2)
+        } _: { database, fleet, endpoint, _ in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
+            try database.sql("CREATE TABLE backup AS SELECT * FROM bearerd_sessions")
+            #expect(try await fleet[0].manager.token().value == "access-new-0")
+            // A failover to a replica that had not received the last commit.
+            try database.sql(
+                "UPDATE bearerd_sessions s SET version = b.version, sealed = b.sealed FROM backup b WHERE s.profile = b.profile"
+            )
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await fleet[0].manager.token().value == "access-new-1")
+            #expect(endpoint.requests.count == 2)
+            #expect(endpoint.requests.last.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-new-0")
+            #expect(fleet[0].logText.contains("the fleet's row is older than the session this host adopted"))
+            #expect(try database.sql("SELECT version > 2 FROM bearerd_sessions") == "t")
         }
     }
 
