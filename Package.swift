@@ -264,6 +264,8 @@ let package = Package(
             name: "BearerdFleetTests",
             dependencies: [
                 "BearerdFleet", "BearerdTokens", "BearerdStore", "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],

@@ -68,6 +68,13 @@ enum StatusText {
         if status.storeBehind {
             lines.append(("store", "the last change is not on disk yet; bearerd retries the write"))
         }
+        if let fleet = status.fleet {
+            var text = "postgres, row version \(fleet.version.map(String.init) ?? "not read yet")"
+            if let host = fleet.writtenBy { text += ", written by \(host)" }
+            text += fleet.problem.map { "; unavailable: \($0)" } ?? "; reachable"
+            if fleet.behind { text += "; tokens issued here are not in the row yet (retrying)" }
+            lines.append(("fleet", text))
+        }
         let width = (lines.map(\.0.count).max() ?? 0) + 2
         return lines.map { name, value in
             (name + ":").padding(toLength: width, withPad: " ", startingAt: 0) + PrintableText.of(value) + "\n"

@@ -6,17 +6,23 @@ import Foundation
 public final class PostgresServer: Sendable {
     public let port: Int
     let directory: TemporaryDirectory
+    let maxConnections: Int
 
     /// `postgres://bearerd:bearerd-pass@127.0.0.1:PORT/bearerd`
     public var url: String { "postgres://bearerd:bearerd-pass@127.0.0.1:\(self.port)/bearerd" }
 
-    private init(port: Int, directory: TemporaryDirectory) {
+    private init(port: Int, directory: TemporaryDirectory, maxConnections: Int) {
         self.port = port
         self.directory = directory
+        self.maxConnections = maxConnections
     }
 
-    public static func start() async throws -> PostgresServer {
-        let server = PostgresServer(port: try RefusingPort().port, directory: try TemporaryDirectory())
+    public static func start(maxConnections: Int = 200) async throws -> PostgresServer {
+        let server = PostgresServer(
+            port: try RefusingPort().port,
+            directory: try TemporaryDirectory(),
+            maxConnections: maxConnections
+        )
         try await server.start()
         return server
     }
@@ -25,7 +31,10 @@ public final class PostgresServer: Sendable {
     public func start() async throws {
         try await ProjectScript.run(
             "scripts/postgres",
-            ["start", "--dir", self.directory.path, "--port", "\(self.port)"]
+            [
+                "start", "--dir", self.directory.path, "--port", "\(self.port)",
+                "--max-connections", "\(self.maxConnections)",
+            ]
         )
     }
 
