@@ -50,8 +50,11 @@ public final class PostgresSessionStore: SharedSessionStore {
         } catch {
             throw FleetStoreError(code: .config, description: "store.key_file: \(error)")
         }
-        // (Not a copy with another level: bearerd's handlers share one level, which reload sets.)
-        self.client = PostgresClient(configuration: try Self.configuration(url, settings), backgroundLogger: logger)
+        let base = logger.handler
+        self.client = PostgresClient(
+            configuration: try Self.configuration(url, settings),
+            backgroundLogger: Logger(label: logger.label) { _ in PoolLogHandler(base: base) }
+        )
     }
 
     /// The pool: it must run for the store to answer; it ends when the task is cancelled. A second
