@@ -75,7 +75,9 @@ public final class PostgresSessionStore: SharedSessionStore {
 
     public func read() async throws -> SharedSession {
         try await self.prepare()
-        return try await self.withConnection { connection in try await self.read(on: connection) }
+        return try await self.withConnection { connection in
+            try await self.answering(connection, "a read of the row") { try await self.read(on: connection) }
+        }
     }
 
     public func withRefreshLock<Result: Sendable>(
@@ -86,16 +88,20 @@ public final class PostgresSessionStore: SharedSessionStore {
             try await self.lock(on: connection)
             let outcome: Swift.Result<Result, any Error>
             do {
-                let row = try await self.read(on: connection)
+                let row = try await self.answering(connection, "a read of the row") {
+                    try await self.read(on: connection)
+                }
                 outcome = .success(try await body(row, Lease(store: self, connection: connection)))
             } catch {
                 outcome = .failure(error)
             }
             do {
-                try await connection.query(
-                    "SELECT pg_advisory_unlock(hashtextextended(\(self.lockKey), 0))",
-                    logger: self.logger
-                )
+                try await self.answering(connection, "the unlock") {
+                    _ = try await connection.query(
+                        "SELECT pg_advisory_unlock(hashtextextended(\(self.lockKey), 0))",
+                        logger: self.logger
+                    )
+                }
             } catch {
                 // A connection that may still hold the lock goes: closing it releases the lock.
                 self.logger.warning(
@@ -113,11 +119,21 @@ public final class PostgresSessionStore: SharedSessionStore {
         let milliseconds =
             "\(self.settings.lockTimeout.components.seconds * 1000 + self.settings.lockTimeout.components.attoseconds / 1_000_000_000_000_000)"
         do {
-            try await connection.query("SELECT set_config('lock_timeout', \(milliseconds), false)", logger: self.logger)
-            try await connection.query(
-                "SELECT pg_advisory_lock(hashtextextended(\(self.lockKey), 0))",
-                logger: self.logger
-            )
+            // A database that does not answer at all is found here, before the long wait below.
+            try await self.answering(connection, "a statement") {
+                _ = try await connection.query(
+                    "SELECT set_config('lock_timeout', \(milliseconds), false)",
+                    logger: self.logger
+                )
+            }
+            try await self.answering(connection, within: self.settings.lockTimeout + self.statementLimit, "the lock") {
+                _ = try await connection.query(
+                    "SELECT pg_advisory_lock(hashtextextended(\(self.lockKey), 0))",
+                    logger: self.logger
+                )
+            }
+        } catch let error as FleetStoreError {
+            throw error
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
             throw FleetStoreError(
                 code: .lockTimeout,
@@ -250,7 +266,9 @@ public final class PostgresSessionStore: SharedSessionStore {
 
         func write(_ tokens: StoredTokens, announce: Bool, floor: Int64) async throws -> Int64 {
             do {
-                return try await self.store.write(tokens, announce: announce, floor: floor, on: self.connection)
+                return try await self.store.answering(self.connection, "a write of the row") {
+                    try await self.store.write(tokens, announce: announce, floor: floor, on: self.connection)
+                }
             } catch {
                 throw FleetStoreError.unavailable(error)
             }
@@ -265,7 +283,9 @@ public final class PostgresSessionStore: SharedSessionStore {
         do {
             let created = try await self.withConnection { connection in
                 do {
-                    return try await self.createTable(on: connection)
+                    return try await self.answering(connection, "the table's creation") {
+                        try await self.createTable(on: connection)
+                    }
                 } catch {
                     _ = try? await connection.query("ROLLBACK", logger: self.logger)
                     throw error

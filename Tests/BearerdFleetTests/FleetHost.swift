@@ -29,7 +29,10 @@ struct FleetHost: Sendable {
         directory: TemporaryDirectory,
         endpoint: FakeTokenEndpoint,
         keyFile: String,
-        table: String = "bearerd_sessions"
+        table: String = "bearerd_sessions",
+        connectTimeout: Duration = .seconds(5),
+        tls: BearerdConfiguration.Store.Postgres.TLSMode? = nil,
+        caFile: String? = nil
     ) throws {
         var handler = self.logs
         handler.logLevel = .debug
@@ -37,9 +40,12 @@ struct FleetHost: Sendable {
         let logger = Logger(label: name) { _ in captured }
         let settings = BearerdConfiguration.Store.Postgres(
             urlFile: try database.writeURL(in: directory, name: "url-\(name)"),
+            tls: tls,
+            caFile: caFile,
             table: table,
             hostName: name,
-            lockTimeout: .seconds(10)
+            lockTimeout: .seconds(10),
+            connectTimeout: connectTimeout
         )
         self.store = try PostgresSessionStore(settings, profile: "default", key: .keyFile(keyFile), logger: logger)
         let store = self.store

@@ -198,6 +198,36 @@ struct FleetLockTests {
         }
     }
 
+    @Test func aDatabaseThatStopsAnsweringHoldsNoRefreshForEver() async throws {
+        try await self.withFleet(hosts: 1) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { database, fleet, endpoint, directory in
+            let host = try FleetHost(
+                "quick",
+                database: database,
+                directory: directory,
+                endpoint: endpoint,
+                keyFile: directory.path + "/store.key",
+                connectTimeout: .seconds(1)
+            )
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
+            _ = try await host.store.read()
+            // Connections stay open, but nothing answers: no reset, as behind a partition.
+            try await database.pause()
+            let clock = ContinuousClock()
+            let started = clock.now
+            await #expect(throws: TokenUnavailableError.self) { try await host.manager.token() }
+            #expect(clock.now - started < .seconds(10))
+            #expect(await host.manager.status().fleet?.problem?.contains("PostgreSQL did not answer") == true)
+            try await database.pause(false)
+            try await waitUntil(.seconds(20), every: .milliseconds(200)) {
+                (try? await host.manager.token().value) == "access-new-0"
+            }
+            #expect(endpoint.requests.count == 1)
+            await host.stop()
+        }
+    }
+
     @Test func aHostWithAnotherKeySaysSoAndChangesNothing() async throws {
         try await self.withFleet(hosts: 1) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)

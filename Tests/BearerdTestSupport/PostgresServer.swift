@@ -7,21 +7,26 @@ public final class PostgresServer: Sendable {
     public let port: Int
     let directory: TemporaryDirectory
     let maxConnections: Int
+    /// The certificate it serves TLS with, if any.
+    public let certificates: TestCertificates?
 
     /// `postgres://bearerd:bearerd-pass@127.0.0.1:PORT/bearerd`
     public var url: String { "postgres://bearerd:bearerd-pass@127.0.0.1:\(self.port)/bearerd" }
 
-    private init(port: Int, directory: TemporaryDirectory, maxConnections: Int) {
+    private init(port: Int, directory: TemporaryDirectory, maxConnections: Int, certificates: TestCertificates?) {
         self.port = port
         self.directory = directory
         self.maxConnections = maxConnections
+        self.certificates = certificates
     }
 
-    public static func start(maxConnections: Int = 200) async throws -> PostgresServer {
+    /// Starts one; `tls`: with `ssl=on` and a certificate for 127.0.0.1 from a CA of its own.
+    public static func start(maxConnections: Int = 200, tls: Bool = false) async throws -> PostgresServer {
         let server = PostgresServer(
             port: try RefusingPort().port,
             directory: try TemporaryDirectory(),
-            maxConnections: maxConnections
+            maxConnections: maxConnections,
+            certificates: tls ? try TestCertificates(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"]) : nil
         )
         try await server.start()
         return server
@@ -34,7 +39,7 @@ public final class PostgresServer: Sendable {
             [
                 "start", "--dir", self.directory.path, "--port", "\(self.port)",
                 "--max-connections", "\(self.maxConnections)",
-            ]
+            ] + (self.certificates.map { ["--tls", $0.certificateFile, $0.keyFile] } ?? [])
         )
     }
 
@@ -44,6 +49,12 @@ public final class PostgresServer: Sendable {
             "scripts/postgres",
             ["stop", "--dir", self.directory.path] + (immediate ? ["--immediate"] : [])
         )
+    }
+
+    /// Stops (SIGSTOP) or resumes the server and its backends: a database that stops answering
+    /// without closing its connections, as behind a network partition.
+    public func pause(_ paused: Bool = true) async throws {
+        try await ProjectScript.run("scripts/postgres", [paused ? "pause" : "resume", "--dir", self.directory.path])
     }
 
     /// Runs `sql` as the superuser in the database `bearerd`; returns psql's unaligned output.
