@@ -8,6 +8,7 @@ enum RestartOnlyKeys {
     static let session: Set<String> = [
         "auth.static_token_file", "auth.token_url", "auth.issuer", "auth.client_id", "auth.json.refresh_url",
         "auth.json.login_url", "store.path", "store.key_file", "store.passphrase_file", "store.profile",
+        "store.backend", "store.postgres.url_file", "store.postgres.table",
     ]
 
     /// Each restart-only key's value, as text.
@@ -22,8 +23,20 @@ enum RestartOnlyKeys {
             "store.key_file": configuration.store.keyFile ?? "",
             "store.passphrase_file": configuration.store.passphraseFile ?? "",
             "store.profile": configuration.store.profile,
+            "store.backend": configuration.store.postgres == nil ? "file" : "postgres",
             "admin.socket": configuration.admin.socket,
         ]
+        if let postgres = configuration.store.postgres {
+            // The pool is made once: a reload neither reconnects nor moves the session elsewhere.
+            values["store.postgres.url_file"] = postgres.urlFile
+            values["store.postgres.sslmode"] = postgres.tls?.rawValue ?? ""
+            values["store.postgres.ca_file"] = postgres.caFile ?? ""
+            values["store.postgres.table"] = postgres.table
+            values["store.postgres.host_name"] = postgres.hostName
+            values["store.postgres.lock_timeout"] = "\(postgres.lockTimeout)"
+            values["store.postgres.poll_interval"] = "\(postgres.pollInterval)"
+            values["store.postgres.connect_timeout"] = "\(postgres.connectTimeout)"
+        }
         switch auth.source {
         case .staticFile(let path):
             values["auth.static_token_file"] = path

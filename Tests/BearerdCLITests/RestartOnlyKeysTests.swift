@@ -1,0 +1,55 @@
+import BearerdConfig
+import BearerdTestSupport
+import Foundation
+import Testing
+
+@testable import BearerdCLI
+
+/// What a reload says of each changed key: the fleet's keys are never applied to a running daemon
+/// (its pool and its row are made once); those that would move the session elsewhere say so.
+@Suite("reload: keys that need a restart")
+struct RestartOnlyKeysTests {
+    static func configuration(store: String, directory: TemporaryDirectory) throws -> BearerdConfiguration {
+        let key = try directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
+        _ = try directory.write("postgres://u:p@db.example:5432/b\n", to: "pg.url", mode: 0o400)
+        _ = try directory.write("postgres://u:p@db2.example:5432/b\n", to: "pg2.url", mode: 0o400)
+        let body = """
+            upstream:
+              url: https://api.example.com/v2
+            auth:
+              static_token_file: \(try directory.write("t0ken\n", to: "token"))
+            store:
+              key_file: \(key)
+            \(store)
+            """
+        return try ConfigLoader(environment: [:]).load(yaml: body, source: "test.yaml", baseDirectory: directory.path)
+    }
+
+    @Test(arguments: [
+        ("  backend: postgres\n  postgres:\n    url_file: pg2.url", ["store.postgres.url_file"], true),
+        ("  backend: postgres\n  postgres:\n    url_file: pg.url\n    table: other", ["store.postgres.table"], true),
+        (
+            "",
+            [
+                "store.backend", "store.postgres.ca_file", "store.postgres.connect_timeout", "store.postgres.host_name",
+                "store.postgres.lock_timeout", "store.postgres.poll_interval", "store.postgres.sslmode",
+                "store.postgres.table", "store.postgres.url_file",
+            ],
+            true
+        ),
+        ("  backend: postgres\n  postgres:\n    url_file: pg.url\n    poll_interval: 7s", ["store.postgres.poll_interval"], false),
+        ("  backend: postgres\n  postgres:\n    url_file: pg.url\n    host_name: b", ["store.postgres.host_name"], false),
+        ("  backend: postgres\n  postgres:\n    url_file: pg.url", [], false),
+    ])
+    func aChangedFleetKeyIsReported(store: String, changed: [String], movesTheSession: Bool) throws {
+        let directory = try TemporaryDirectory()
+        let running = try Self.configuration(
+            store: "  backend: postgres\n  postgres:\n    url_file: pg.url",
+            directory: directory
+        )
+        let new = try Self.configuration(store: store, directory: directory)
+        let found = RestartOnlyKeys.changed(from: running, to: new)
+        #expect(found == changed.sorted())
+        #expect(found.contains { RestartOnlyKeys.session.contains($0) } == movesTheSession)
+    }
+}
