@@ -37,8 +37,14 @@ struct RestartOnlyKeysTests {
             ],
             true
         ),
-        ("  backend: postgres\n  postgres:\n    url_file: pg.url\n    poll_interval: 7s", ["store.postgres.poll_interval"], false),
-        ("  backend: postgres\n  postgres:\n    url_file: pg.url\n    host_name: b", ["store.postgres.host_name"], false),
+        (
+            "  backend: postgres\n  postgres:\n    url_file: pg.url\n    poll_interval: 7s",
+            ["store.postgres.poll_interval"], false
+        ),
+        (
+            "  backend: postgres\n  postgres:\n    url_file: pg.url\n    host_name: b", ["store.postgres.host_name"],
+            false
+        ),
         ("  backend: postgres\n  postgres:\n    url_file: pg.url", [], false),
     ])
     func aChangedFleetKeyIsReported(store: String, changed: [String], movesTheSession: Bool) throws {

@@ -16,19 +16,13 @@ struct PostgresConfigTests {
     }
 
     func issues(_ store: String) -> [ConfigIssue] {
-        let body = """
-            upstream:
-              url: https://api.example.com/v2
-            auth:
-              static_token_file: \(try! self.directory.write("t0ken\n", to: "token"))
-            store:
-            \(store)
-            """
         do {
-            _ = try ConfigLoader(environment: [:]).load(yaml: body, source: "test.yaml", baseDirectory: self.directory.path)
+            _ = try self.load(store)
             return []
-        } catch {
+        } catch let error as ConfigError {
             return error.issues
+        } catch {
+            return [ConfigIssue(key: "-", message: "\(error)")]
         }
     }
 
@@ -41,7 +35,11 @@ struct PostgresConfigTests {
             store:
             \(store)
             """
-        return try ConfigLoader(environment: [:]).load(yaml: body, source: "test.yaml", baseDirectory: self.directory.path)
+        return try ConfigLoader(environment: [:]).load(
+            yaml: body,
+            source: "test.yaml",
+            baseDirectory: self.directory.path
+        )
     }
 
     @Test func theDefaultsAreTheDocumentedOnes() throws {
@@ -69,14 +67,38 @@ struct PostgresConfigTests {
         let cases: [(String, String)] = [
             ("  backend: postgres\n  postgres:\n    url_file: pg.url", "store.backend"),
             ("  backend: postgres\n  key_file: \(self.keyFile)", "store.postgres.url_file"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: \(open)", "store.postgres.url_file"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: nowhere", "store.postgres.url_file"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    sslmode: prefer", "store.postgres.sslmode"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    table: \"x; DROP TABLE y\"", "store.postgres.table"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    table: Sessions", "store.postgres.table"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    lock_timeout: 2h", "store.postgres.lock_timeout"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    poll_interval: 0s", "store.postgres.poll_interval"),
-            ("  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    ca_file: /nowhere.pem", "store.postgres.ca_file"),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: \(open)",
+                "store.postgres.url_file"
+            ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: nowhere",
+                "store.postgres.url_file"
+            ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    sslmode: prefer",
+                "store.postgres.sslmode"
+            ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    table: \"x; DROP TABLE y\"",
+                "store.postgres.table"
+            ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    table: Sessions",
+                "store.postgres.table"
+            ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    lock_timeout: 2h",
+                "store.postgres.lock_timeout"
+            ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    poll_interval: 0s",
+                "store.postgres.poll_interval"
+            ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    ca_file: /nowhere.pem",
+                "store.postgres.ca_file"
+            ),
             ("  backend: redis\n  key_file: \(self.keyFile)", "store.backend"),
         ]
         for (store, key) in cases {
