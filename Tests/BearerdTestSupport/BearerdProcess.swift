@@ -56,15 +56,10 @@ public final class BearerdProcess: Sendable {
         process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         let output = self.output
         self.process = process
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            output.append(stdout: text)
-        }
-        stderr.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            output.append(stderr: text)
-        }
         try process.run()
+        // Started once the child holds the write ends: the parent's copies are closed by run().
+        PipeReader.start(stdout.fileHandleForReading) { output.append(stdout: String(decoding: $0, as: UTF8.self)) }
+        PipeReader.start(stderr.fileHandleForReading) { output.append(stderr: String(decoding: $0, as: UTF8.self)) }
         if let input {
             stdin.fileHandleForWriting.write(Data(input.utf8))
             try stdin.fileHandleForWriting.close()
