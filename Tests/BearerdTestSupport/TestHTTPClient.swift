@@ -77,7 +77,12 @@ public struct TestHTTPClient {
             .head(HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers))
         )
         for await chunk in body { try await self.outbound.write(.body(.byteBuffer(chunk))) }
-        try await self.outbound.write(.end(nil))
+        do {
+            try await self.outbound.write(.end(nil))
+        } catch ChannelError.ioOnClosedChannel {
+            // A server may answer a bodiless request at its head and close (after a reload,
+            // `Connection: close`) before this empty end is written: its answer is read below.
+        }
         return try await self.readResponse(onBodyPart: onBodyPart)
     }
 
