@@ -16,8 +16,20 @@ extension BearerdConfiguration {
             public var clientID: String
             /// `auth.client_secret_file`, resolved.
             public var clientSecretFile: String?
-            /// `client_secret_basic`, `client_secret_post` or `none`.
+            /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`, `tls_client_auth`
+            /// or `none`.
             public var clientAuthentication: String
+            /// `auth.client_key_file`, resolved: the PEM private key that signs `private_key_jwt`
+            /// assertions.
+            public var clientKeyFile: String?
+            /// `auth.client_key_id`: the `kid` the token server knows the key by.
+            public var clientKeyID: String?
+            /// `auth.client_assertion_alg`: `RS256`, `PS256` or `ES256` (by default RS256 for an
+            /// RSA key, ES256 for an EC key).
+            public var clientAssertionAlgorithm: String?
+            /// `auth.client_assertion_audience`: `endpoint` (the default: the URL each request
+            /// goes to), `issuer`, or a fixed URL.
+            public var clientAssertionAudience: String
             public var scopes: [String]
             /// `auth.extra_params` as name/value pairs.
             public var extraParameters: [Pair]
@@ -66,6 +78,9 @@ extension BearerdConfiguration {
         public var refreshTokenFile: String?
         /// `auth.ca_file`: PEM bundle trusted for the token endpoint.
         public var caFile: String?
+        /// `auth.tls_cert_file` and `auth.tls_key_file`, resolved: the client certificate (and its
+        /// key) presented to the token endpoint (RFC 8705); re-read when the files change.
+        public var tlsClientCertificate: ClientCertificateFiles?
         /// `auth.request_timeout`: each whole token request, its body included.
         public var requestTimeout: Duration
         /// `auth.connect_timeout`: connecting to the token endpoint (no retries).

@@ -39,6 +39,9 @@ public struct BearerdConfiguration: Sendable {
         public var caFile: String?
         /// `upstream.server_name`: TLS SNI and certificate name; defaults to the URL's host.
         public var serverName: String?
+        /// `upstream.client_cert_file` and `upstream.client_key_file`: a client certificate for an
+        /// upstream that asks for mTLS as well as a token; re-read when the files change.
+        public var clientCertificate: ClientCertificateFiles?
         /// `upstream.connect_timeout`.
         public var connectTimeout: Duration
         /// `upstream.response_timeout`: from the end of the request to the response head.

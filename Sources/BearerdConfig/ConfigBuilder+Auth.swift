@@ -46,12 +46,17 @@ extension ConfigBuilder {
         if let caFile, access(caFile, R_OK) != 0 {
             self.issue("auth.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
         }
+        let tlsClientCertificate = self.clientCertificate(certificate: "auth.tls_cert_file", key: "auth.tls_key_file")
+        if tlsClientCertificate != nil, case .staticFile = source {
+            self.issue("auth.tls_cert_file", "does not apply to a static token: nothing is sent to a token server")
+        }
         let maxRefreshes = self.count("auth.max_refreshes_per_minute", default: 30)
         return BearerdConfiguration.Auth(
             allowInsecureHTTP: self.allowInsecureHTTP,
             source: source,
             refreshTokenFile: refreshTokenFile,
             caFile: caFile,
+            tlsClientCertificate: tlsClientCertificate,
             requestTimeout: self.duration(
                 "auth.request_timeout",
                 default: .seconds(10),
@@ -105,20 +110,31 @@ extension ConfigBuilder {
         }
         let authentication = (self.string("auth.client_auth") ?? (secretFile == nil ? "none" : "client_secret_basic"))
             .lowercased()
-        if !["client_secret_basic", "client_secret_post", "none"].contains(authentication) {
+        let methods = ["client_secret_basic", "client_secret_post", "private_key_jwt", "tls_client_auth", "none"]
+        if !methods.contains(authentication) {
             self.issue(
                 "auth.client_auth",
-                "must be client_secret_basic, client_secret_post or none (got \"\(authentication)\")"
+                "must be one of \(methods.joined(separator: ", ")) (got \"\(authentication)\")"
             )
-        } else if authentication != "none" && secretFile == nil {
+        } else if authentication.hasPrefix("client_secret") && secretFile == nil {
             self.issue("auth.client_secret_file", "required with auth.client_auth: \(authentication)")
+        } else if authentication == "tls_client_auth" && self.string("auth.tls_cert_file") == nil {
+            self.issue(
+                "auth.tls_cert_file",
+                "required with auth.client_auth: tls_client_auth (the client certificate, PEM)"
+            )
         }
+        let assertion = self.clientAssertion(authentication: authentication, issuer: issuer)
         return BearerdConfiguration.Auth.OAuth2(
             tokenURL: tokenURL,
             issuer: issuer,
             clientID: clientID ?? "",
             clientSecretFile: secretFile,
             clientAuthentication: authentication,
+            clientKeyFile: assertion.keyFile,
+            clientKeyID: assertion.keyID,
+            clientAssertionAlgorithm: assertion.algorithm,
+            clientAssertionAudience: assertion.audience,
             scopes: self.reader.stringArray(forKey: "auth.scopes") ?? [],
             extraParameters: self.pairs("auth.extra_params", separator: "=", example: "audience=https://api.example"),
             clientCredentials: self.bool("auth.client_credentials", default: false),

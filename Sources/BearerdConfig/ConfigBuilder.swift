@@ -96,7 +96,14 @@ struct ConfigBuilder {
         {
             self.issue("upstream.url", refusal)
         }
+        let clientCertificate = self.clientCertificate(
+            certificate: "upstream.client_cert_file",
+            key: "upstream.client_key_file"
+        )
         if target.scheme == .http {
+            if clientCertificate != nil {
+                self.issue("upstream.client_cert_file", "only applies to an https upstream")
+            }
             if caFile != nil { self.issue("upstream.ca_file", "only applies to an https upstream") }
             if serverName != nil { self.issue("upstream.server_name", "only applies to an https upstream") }
         }
@@ -110,6 +117,7 @@ struct ConfigBuilder {
             target: target,
             caFile: caFile,
             serverName: serverName,
+            clientCertificate: clientCertificate,
             connectTimeout: self.duration(
                 "upstream.connect_timeout",
                 default: .seconds(5),
@@ -293,6 +301,7 @@ struct ConfigBuilder {
         target: UpstreamTarget(scheme: .http, host: "invalid", port: 80, basePath: "", hostHeader: "invalid"),
         caFile: nil,
         serverName: nil,
+        clientCertificate: nil,
         connectTimeout: .seconds(5),
         responseTimeout: .seconds(60),
         idleTimeout: .seconds(60),

@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A client certificate and its private key, as two PEM files (`auth.tls_cert_file` and
+/// `auth.tls_key_file`, `upstream.client_cert_file` and `upstream.client_key_file`). The files are
+/// read when a TLS context is made, so a renewed certificate is taken up without a restart.
+public struct ClientCertificateFiles: Sendable, Equatable, Hashable {
+    /// The certificate chain, leaf first.
+    public var certificateFile: String
+    /// The private key: a secret, so mode 0600 or stricter.
+    public var keyFile: String
+    /// The config keys, for messages.
+    public var certificateKey: String
+    public var keyKey: String
+
+    public init(certificateFile: String, keyFile: String, certificateKey: String, keyKey: String) {
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.certificateKey = certificateKey
+        self.keyKey = keyKey
+    }
+
+    /// What identifies both files' current contents: a renewal that replaces either (a new inode,
+    /// size or modification time) gives a new stamp.
+    public func stamp() -> [Int] {
+        [self.certificateFile, self.keyFile].flatMap { path -> [Int] in
+            var info = stat()
+            guard stat(path, &info) == 0 else { return [-1] }
+            return [
+                Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec),
+                Int(info.st_ctim.tv_sec), Int(info.st_ctim.tv_nsec),
+            ]
+        }
+    }
+}
+
+extension ConfigBuilder {
+    /// Both keys or neither: the certificate readable, the key a secret file.
+    mutating func clientCertificate(certificate certificateKey: String, key keyKey: String) -> ClientCertificateFiles? {
+        let certificate = self.string(certificateKey).map(self.resolve)
+        let key = self.string(keyKey).map(self.resolve)
+        switch (certificate, key) {
+        case (nil, nil):
+            return nil
+        case (_?, nil):
+            self.issue(keyKey, "required with \(certificateKey): the certificate's private key (PEM, mode 0600)")
+            return nil
+        case (nil, _?):
+            self.issue(certificateKey, "required with \(keyKey): the client certificate (PEM)")
+            return nil
+        case (let certificate?, let key?):
+            if access(certificate, R_OK) != 0 {
+                self.issue(certificateKey, "cannot read \(certificate): check that it exists and bearerd may read it")
+            }
+            if let problem = SecretFileCheck.problem(path: key) { self.issue(keyKey, problem) }
+            return ClientCertificateFiles(
+                certificateFile: certificate,
+                keyFile: key,
+                certificateKey: certificateKey,
+                keyKey: keyKey
+            )
+        }
+    }
+}

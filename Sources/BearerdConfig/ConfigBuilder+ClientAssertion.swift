@@ -1,0 +1,64 @@
+import Foundation
+
+extension ConfigBuilder {
+    /// `auth.client_key_file`, `auth.client_key_id`, `auth.client_assertion_alg` and
+    /// `auth.client_assertion_audience`: how `private_key_jwt` signs (RFC 7523 §2.2). The key
+    /// itself is parsed when the token source is made.
+    mutating func clientAssertion(
+        authentication: String,
+        issuer: String?
+    ) -> (keyFile: String?, keyID: String?, algorithm: String?, audience: String) {
+        let keyFile = self.string("auth.client_key_file").map(self.resolve)
+        let keyID = self.string("auth.client_key_id")
+        let algorithm = self.string("auth.client_assertion_alg")?.uppercased()
+        let audience = self.string("auth.client_assertion_audience") ?? "endpoint"
+        let keys = [
+            ("auth.client_key_file", keyFile), ("auth.client_key_id", keyID), ("auth.client_assertion_alg", algorithm),
+            ("auth.client_assertion_audience", self.string("auth.client_assertion_audience")),
+        ]
+        guard authentication == "private_key_jwt" else {
+            for (key, value) in keys where value != nil {
+                self.issue(key, "applies only with auth.client_auth: private_key_jwt")
+            }
+            return (nil, nil, nil, audience)
+        }
+        if let keyFile {
+            if let problem = SecretFileCheck.problem(path: keyFile) { self.issue("auth.client_key_file", problem) }
+        } else {
+            self.issue(
+                "auth.client_key_file",
+                "required with auth.client_auth: private_key_jwt (the client's PEM private key, mode 0600)"
+            )
+        }
+        if let keyID,
+            keyID.isEmpty || keyID.utf8.count > 256
+                || keyID.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value > 0x7E })
+        {
+            self.issue("auth.client_key_id", "must be 1 to 256 printable ASCII characters without spaces")
+        }
+        if let algorithm, !["RS256", "PS256", "ES256"].contains(algorithm) {
+            self.issue("auth.client_assertion_alg", "must be RS256, PS256 or ES256 (got \"\(algorithm)\")")
+        }
+        switch audience {
+        case "endpoint":
+            break
+        case "issuer":
+            if issuer == nil {
+                self.issue(
+                    "auth.client_assertion_audience",
+                    "issuer needs auth.issuer; with auth.token_url write the issuer's URL here"
+                )
+            }
+        default:
+            if !(audience.hasPrefix("https://") || audience.hasPrefix("http://")) || URL(string: audience)?.host == nil
+                || audience.utf8.count > 2048
+            {
+                self.issue(
+                    "auth.client_assertion_audience",
+                    "must be endpoint, issuer or an http(s) URL (got \"\(audience.prefix(80))\")"
+                )
+            }
+        }
+        return (keyFile, keyID, algorithm, audience)
+    }
+}
