@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // Token types and the seam the proxy asks for a token through.
@@ -113,6 +114,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // JOSE through jwt-kit: signed client assertions (private_key_jwt, RFC 7523).
+        .target(
+            name: "BearerdJOSE",
+            dependencies: [
+                "BearerdAuth",
+                "BearerdTokens",
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            swiftSettings: strict
+        ),
         // The data path: NIO channel handlers, the upstream pool, the listeners.
         .target(
             name: "BearerdProxy",
@@ -171,6 +182,7 @@ let package = Package(
                 "BearerdTokens",
                 "BearerdStore",
                 "BearerdFleet",
+                "BearerdJOSE",
                 "BearerdAdmin",
                 "BearerdSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -268,6 +280,14 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdJOSETests",
+            dependencies: [
+                "BearerdJOSE", "BearerdTokens", "BearerdAuth", "BearerdTestSupport",
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strict
         ),

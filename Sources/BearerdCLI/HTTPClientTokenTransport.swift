@@ -1,6 +1,9 @@
 import AsyncHTTPClient
+import BearerdConfig
+import BearerdProxy
 import BearerdTokens
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -8,31 +11,36 @@ import NIOSSL
 
 /// Talks to token endpoints with async-http-client: its own client, no redirects followed (a
 /// redirect would carry credentials somewhere unplanned), no decompression, bounded answers.
+/// With a client certificate (`auth.tls_cert_file`), a renewed certificate is taken up at the
+/// next request: the files are looked at before each one, and a client with the new certificate
+/// replaces the old.
 public struct HTTPClientTokenTransport: TokenTransport {
     /// Answers larger than this are an error; token responses are a few KiB.
     static let maxBody = 1 << 20
 
-    let client: HTTPClient
+    let clients: TokenClients
     /// For each whole exchange: connect, request, response head and body.
     let timeout: Duration
 
     /// - Parameters:
     ///   - caFile: PEM bundle to trust instead of the system's roots (`auth.ca_file`).
+    ///   - clientCertificate: presented to the token server (`auth.tls_cert_file`, RFC 8705).
     ///   - timeout: for each whole request, its body included (`auth.request_timeout`).
     ///   - connectTimeout: for connecting, tried once (`auth.connect_timeout`).
-    public init(caFile: String?, timeout: Duration, connectTimeout: Duration = .seconds(2)) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile { tls.trustRoots = .file(caFile) }
-        var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls,
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: TimeAmount(connectTimeout)),
-            decompression: .disabled
+    /// - Throws: ``ClientCertificateError`` when the certificate or its key cannot be used.
+    public init(
+        caFile: String?,
+        clientCertificate: ClientCertificateFiles? = nil,
+        timeout: Duration,
+        connectTimeout: Duration = .seconds(2),
+        logger: Logger = Logger(label: "bearerd.token-client")
+    ) throws {
+        self.clients = try TokenClients(
+            caFile: caFile,
+            certificate: clientCertificate,
+            connectTimeout: connectTimeout,
+            logger: logger
         )
-        // A refused or unreachable token server fails at once instead of being retried until
-        // the deadline (swift-server/async-http-client#743); the engine's backoff retries.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.timeout = timeout
     }
 
@@ -62,7 +70,9 @@ public struct HTTPClientTokenTransport: TokenTransport {
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await self.client.execute(outgoing, timeout: TimeAmount(self.timeout))
+        let (client, retired) = self.clients.current()
+        if let retired { try? await retired.shutdown() }
+        let response = try await client.execute(outgoing, timeout: TimeAmount(self.timeout))
         let body = try await response.body.collect(upTo: Self.maxBody)
         return TokenHTTPResponse(
             status: Int(response.status.code),
@@ -73,7 +83,7 @@ public struct HTTPClientTokenTransport: TokenTransport {
 
     /// Closes the client's connections; call once, when the daemon stops.
     public func shutdown() async throws {
-        try await self.client.shutdown()
+        try await self.clients.shutdown()
     }
 }
 

@@ -17,6 +17,9 @@ enum RestartOnlyKeys {
         var values: [String: String] = [
             "auth.refresh_token_file": auth.refreshTokenFile ?? "",
             "auth.ca_file": auth.caFile ?? "",
+            // The files' contents are taken up when they change; their paths at a restart.
+            "auth.tls_cert_file": auth.tlsClientCertificate?.certificateFile ?? "",
+            "auth.tls_key_file": auth.tlsClientCertificate?.keyFile ?? "",
             "auth.request_timeout": "\(auth.requestTimeout)",
             "auth.connect_timeout": "\(auth.connectTimeout)",
             "store.path": configuration.store.path,
@@ -46,6 +49,10 @@ enum RestartOnlyKeys {
             values["auth.client_id"] = oauth2.clientID
             values["auth.client_secret_file"] = oauth2.clientSecretFile ?? ""
             values["auth.client_auth"] = oauth2.clientAuthentication
+            values["auth.client_key_file"] = oauth2.clientKeyFile ?? ""
+            values["auth.client_key_id"] = oauth2.clientKeyID ?? ""
+            values["auth.client_assertion_alg"] = oauth2.clientAssertionAlgorithm ?? ""
+            values["auth.client_assertion_audience"] = oauth2.clientAssertionAudience
             values["auth.scopes"] = oauth2.scopes.joined(separator: " ")
             values["auth.extra_params"] = oauth2.extraParameters.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
             values["auth.client_credentials"] = "\(oauth2.clientCredentials)"

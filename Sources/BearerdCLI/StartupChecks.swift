@@ -5,6 +5,7 @@ import BearerdProxy
 import BearerdSockets
 import BearerdStore
 import Foundation
+import NIOSSL
 
 #if canImport(Glibc)
 import Glibc
@@ -32,6 +33,16 @@ enum StartupChecks {
             findings.notes.append(
                 "store: no store.key_file or store.passphrase_file, so tokens are kept in memory only and `bearerd login` must follow every restart"
             )
+        }
+        if let certificate = configuration.auth.tlsClientCertificate {
+            // The files are read as the token client will read them: a key that is not the
+            // certificate's is found here, not at the first token request.
+            var tls = TLSConfiguration.makeClientConfiguration()
+            do throws(ClientCertificateError) {
+                try certificate.apply(to: &tls)
+            } catch {
+                findings.errors.append("\(error)")
+            }
         }
         if let problem = Self.socketDirectoryProblem(configuration.admin.socket, key: "admin.socket") {
             findings.errors.append(problem)

@@ -2,6 +2,7 @@ import BearerdAdmin
 import BearerdAuth
 import BearerdConfig
 import BearerdFleet
+import BearerdProxy
 import BearerdStore
 import BearerdTokens
 import Logging
@@ -19,7 +20,7 @@ enum TokenEngine {
         switch prepared.tokens {
         case .staticToken(let provider):
             return .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
-        case .engine(let source, let seed, let policy, let caFile, let timeout, let connectTimeout):
+        case .engine(let source, let seed, let policy, let transport):
             let configuration = prepared.configuration.store
             var fleet: PostgresSessionStore?
             if let postgres = configuration.postgres {
@@ -39,7 +40,9 @@ enum TokenEngine {
             let store = fleet == nil ? try Self.openStore(configuration, logger: logger) : MemoryTokenStore()
             let client: HTTPClientTokenTransport
             do {
-                client = try HTTPClientTokenTransport(caFile: caFile, timeout: timeout, connectTimeout: connectTimeout)
+                client = try transport.make(logger: logger)
+            } catch let error as ClientCertificateError {
+                throw CommandFailure("cannot set up the token client: \(error)", exitCode: 78)
             } catch {
                 throw CommandFailure("cannot set up the token client (auth.ca_file): \(error)", exitCode: 78)
             }

@@ -9,14 +9,27 @@ import Logging
 /// client, no task, nothing to shut down until `serve` starts it.
 enum TokenPlan {
     case staticToken(StaticTokenProvider)
-    case engine(
-        source: any TokenSource,
-        seed: Secret?,
-        policy: RefreshPolicy,
-        caFile: String?,
-        timeout: Duration,
-        connectTimeout: Duration
-    )
+    case engine(source: any TokenSource, seed: Secret?, policy: RefreshPolicy, transport: Transport)
+
+    /// How the token client reaches the token server (`auth.ca_file`, `auth.tls_cert_file`,
+    /// `auth.request_timeout`, `auth.connect_timeout`).
+    struct Transport {
+        var caFile: String?
+        var clientCertificate: ClientCertificateFiles?
+        var timeout: Duration
+        var connectTimeout: Duration
+
+        /// The client; a certificate or key that cannot be used throws, naming its key.
+        func make(logger: Logger) throws -> HTTPClientTokenTransport {
+            try HTTPClientTokenTransport(
+                caFile: self.caFile,
+                clientCertificate: self.clientCertificate,
+                timeout: self.timeout,
+                connectTimeout: self.connectTimeout,
+                logger: logger
+            )
+        }
+    }
 
     /// The engine's timing rules from `auth.*` (what a reload may change in a running engine).
     static func policy(_ auth: BearerdConfiguration.Auth) -> RefreshPolicy {
@@ -50,7 +63,9 @@ enum TokenPlan {
                     clientCredentials: oauth2.clientCredentials,
                     revocationURL: oauth2.revocationURL,
                     deviceAuthorizationURL: oauth2.deviceAuthorizationURL,
-                    allowInsecureHTTP: auth.allowInsecureHTTP
+                    allowInsecureHTTP: auth.allowInsecureHTTP,
+                    assertionSigner: try Self.assertionSigner(oauth2),
+                    assertionAudience: Self.assertionAudience(oauth2.clientAssertionAudience)
                 )
             )
         case .json(let json):
@@ -75,9 +90,12 @@ enum TokenPlan {
             source: source,
             seed: seed,
             policy: policy,
-            caFile: auth.caFile,
-            timeout: auth.requestTimeout,
-            connectTimeout: auth.connectTimeout
+            transport: Transport(
+                caFile: auth.caFile,
+                clientCertificate: auth.tlsClientCertificate,
+                timeout: auth.requestTimeout,
+                connectTimeout: auth.connectTimeout
+            )
         )
     }
 

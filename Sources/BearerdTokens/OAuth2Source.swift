@@ -4,7 +4,8 @@ import Synchronization
 
 /// A standard OAuth 2.0 token endpoint (RFC 6749): refresh_token, client_credentials, password
 /// and device code (RFC 8628) grants, and revocation (RFC 7009); client authentication by HTTP
-/// Basic, form fields, or none (public client).
+/// Basic, form fields, a signed assertion (`private_key_jwt`), a client certificate
+/// (`tls_client_auth`, presented by the transport), or none (public client).
 public final class OAuth2Source: TokenSource {
     public enum Endpoint: Sendable, Equatable {
         case tokenURL(String)
@@ -15,6 +16,10 @@ public final class OAuth2Source: TokenSource {
     public enum ClientAuthentication: String, Sendable, CaseIterable {
         case clientSecretBasic = "client_secret_basic"
         case clientSecretPost = "client_secret_post"
+        /// RFC 7523 §2.2: a JWT signed with the client's private key, one per request.
+        case privateKeyJWT = "private_key_jwt"
+        /// RFC 8705 §2: the client certificate the transport presents in TLS proves the client.
+        case tlsClientAuth = "tls_client_auth"
         case none
     }
 
@@ -34,6 +39,10 @@ public final class OAuth2Source: TokenSource {
         public var deviceAuthorizationURL: String?
         /// Whether discovered endpoints may be plain http to another machine (`allow_insecure_http`).
         public var allowInsecureHTTP: Bool
+        /// Signs the assertion of ``ClientAuthentication/privateKeyJWT``.
+        public var assertionSigner: (any ClientAssertionSigner)?
+        /// The `aud` of each assertion.
+        public var assertionAudience: ClientAssertionAudience
 
         public init(
             endpoint: Endpoint,
@@ -45,7 +54,9 @@ public final class OAuth2Source: TokenSource {
             clientCredentials: Bool = false,
             revocationURL: String? = nil,
             deviceAuthorizationURL: String? = nil,
-            allowInsecureHTTP: Bool = false
+            allowInsecureHTTP: Bool = false,
+            assertionSigner: (any ClientAssertionSigner)? = nil,
+            assertionAudience: ClientAssertionAudience = .endpoint
         ) {
             self.endpoint = endpoint
             self.clientID = clientID
@@ -57,6 +68,8 @@ public final class OAuth2Source: TokenSource {
             self.revocationURL = revocationURL
             self.deviceAuthorizationURL = deviceAuthorizationURL
             self.allowInsecureHTTP = allowInsecureHTTP
+            self.assertionSigner = assertionSigner
+            self.assertionAudience = assertionAudience
         }
     }
 
@@ -68,6 +81,19 @@ public final class OAuth2Source: TokenSource {
     }
 
     public var hasClientGrant: Bool { self.settings.clientCredentials }
+
+    public var credentialKeys: String {
+        switch self.settings.clientAuthentication {
+        case .clientSecretBasic, .clientSecretPost:
+            "auth.client_id, auth.client_secret_file and auth.client_auth"
+        case .privateKeyJWT:
+            "auth.client_id, and that the token server has the public key of auth.client_key_file (under auth.client_key_id)"
+        case .tlsClientAuth:
+            "auth.client_id, and that the token server registered the subject of auth.tls_cert_file"
+        case .none:
+            "auth.client_id and auth.client_auth (this client sends no secret)"
+        }
+    }
 
     public func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
         try await self.request([("grant_type", "refresh_token"), ("refresh_token", refreshToken.value)], transport)
@@ -113,7 +139,7 @@ public final class OAuth2Source: TokenSource {
             url = try await self.metadata(issuer, transport).revocationEndpoint
         }
         guard let url else { return nil }
-        return self.request(url, fields, withScope: false)
+        return try await self.request(url, fields, withScope: false)
     }
 
     public func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
@@ -126,7 +152,7 @@ public final class OAuth2Source: TokenSource {
                 "the token server names no device authorization endpoint: set auth.device_authorization_url, or log in with a user name and password"
             )
         }
-        return self.request(url, [], withScope: true)
+        return try await self.request(url, [], withScope: true)
     }
 
     public func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
@@ -142,11 +168,11 @@ public final class OAuth2Source: TokenSource {
     ) async throws
         -> TokenHTTPRequest
     {
-        self.request(try await self.tokenURL(transport), grant, withScope: true)
+        try await self.request(try await self.tokenURL(transport), grant, withScope: true)
     }
 
     /// A form POST to `url` with the client's authentication.
-    private func request(_ url: String, _ grant: [(String, String)], withScope: Bool) -> TokenHTTPRequest {
+    private func request(_ url: String, _ grant: [(String, String)], withScope: Bool) async throws -> TokenHTTPRequest {
         var fields = grant
         if withScope, !self.settings.scopes.isEmpty {
             fields.append(("scope", self.settings.scopes.joined(separator: " ")))
@@ -166,10 +192,36 @@ public final class OAuth2Source: TokenSource {
         case .clientSecretPost:
             fields.append(("client_id", self.settings.clientID))
             fields.append(("client_secret", self.settings.clientSecret?.value ?? ""))
-        case .none:
+        case .privateKeyJWT:
+            guard let signer = self.settings.assertionSigner else {
+                throw TokenSourceError("auth.client_auth: private_key_jwt needs auth.client_key_file")
+            }
+            let assertion = try await signer.assertion(
+                clientID: self.settings.clientID,
+                audience: try self.audience(for: url)
+            )
+            fields.append(("client_id", self.settings.clientID))
+            fields.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
+            fields.append(("client_assertion", assertion.value))
+        case .tlsClientAuth, .none:
             fields.append(("client_id", self.settings.clientID))
         }
         return TokenHTTPRequest(url: url, headers: headers, body: FormEncoding.encode(fields))
+    }
+
+    /// The `aud` of an assertion sent to `url`.
+    private func audience(for url: String) throws -> String {
+        switch self.settings.assertionAudience {
+        case .endpoint:
+            return url
+        case .fixed(let audience):
+            return audience
+        case .issuer:
+            guard case .issuer(let issuer) = self.settings.endpoint else {
+                throw TokenSourceError("auth.client_assertion_audience: issuer needs auth.issuer")
+            }
+            return issuer
+        }
     }
 
     /// What discovery found, for `check-config`: each endpoint, its URL and the document that

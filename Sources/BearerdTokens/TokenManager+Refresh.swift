@@ -240,7 +240,7 @@ extension TokenManager {
         case .password, .importedRefreshToken:
             let what =
                 if code == "invalid_client" || code == "unauthorized_client" {
-                    "this client (\(code)): check auth.client_id, auth.client_secret_file and auth.client_auth"
+                    "this client (\(code)): check \(self.source.credentialKeys)"
                 } else if case .password = grant {
                     "the login (\(code)): check the user name and password"
                 } else {
@@ -256,7 +256,7 @@ extension TokenManager {
             self.consecutiveFailures += 1
             let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
             let why =
-                "the token server rejected the client credentials (\(code)): check auth.client_id and the client secret"
+                "the token server rejected the client credentials (\(code)): check \(self.source.credentialKeys)"
             self.logger.error("client token refused", metadata: ["status": "\(status)", "error": "\(code)"])
             self.lastOutcome = why
             self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")

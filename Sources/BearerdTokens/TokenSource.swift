@@ -38,6 +38,9 @@ public protocol TokenSource: Sendable {
     /// The config key that names where a session is revoked, for messages.
     var revocationKey: String { get }
 
+    /// The config keys that hold the client's credentials, for a message about `invalid_client`.
+    var credentialKeys: String { get }
+
     /// Starts an RFC 8628 device authorization (`bearerd login --device`).
     func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
 
@@ -47,6 +50,8 @@ public protocol TokenSource: Sendable {
 
 extension TokenSource {
     public var revocationKey: String { "auth.revocation_url" }
+
+    public var credentialKeys: String { "auth.client_id, auth.client_secret_file and auth.client_auth" }
 
     public func parseLogin(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
 }

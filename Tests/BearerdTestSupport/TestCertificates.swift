@@ -10,6 +10,8 @@ public struct TestCertificates: Sendable {
     /// The server's private key (PEM).
     public let keyFile: String
     private let directory: TemporaryDirectory
+    /// The CA's private key (PEM), to sign client certificates with.
+    public var caKeyFile: String { self.directory.path + "/ca.key" }
 
     /// Makes a CA and a server certificate for `dnsNames` and `ipAddresses`.
     public init(dnsNames: [String], ipAddresses: [String] = []) throws {

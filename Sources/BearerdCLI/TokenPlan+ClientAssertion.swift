@@ -1,0 +1,44 @@
+import BearerdConfig
+import BearerdFiles
+import BearerdJOSE
+import BearerdTokens
+import Foundation
+
+extension TokenPlan {
+    /// The signer of `private_key_jwt` assertions, its key read and checked now, so that
+    /// `check-config` and `serve` refuse a key that cannot sign before anything starts.
+    static func assertionSigner(_ oauth2: BearerdConfiguration.Auth.OAuth2) throws -> JWTClientAssertionSigner? {
+        guard oauth2.clientAuthentication == OAuth2Source.ClientAuthentication.privateKeyJWT.rawValue,
+            let path = oauth2.clientKeyFile
+        else { return nil }
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: path, limit: 64 << 10)
+        } catch {
+            throw StartupFailure(report: "auth.client_key_file: cannot read \(path): \(error)")
+        }
+        guard let contents else {
+            throw StartupFailure(report: "auth.client_key_file: \(path) does not exist: create it")
+        }
+        let key: ClientAssertionKey
+        do throws(ClientKeyError) {
+            key = try ClientAssertionKey(
+                pem: String(decoding: contents.bytes, as: UTF8.self),
+                algorithm: oauth2.clientAssertionAlgorithm.flatMap(ClientAssertionKey.Algorithm.init(rawValue:)),
+                file: path
+            )
+        } catch {
+            throw StartupFailure(report: "\(error)")
+        }
+        return JWTClientAssertionSigner(key: key, keyID: oauth2.clientKeyID)
+    }
+
+    /// `auth.client_assertion_audience`, checked by the config.
+    static func assertionAudience(_ text: String) -> ClientAssertionAudience {
+        switch text {
+        case "endpoint": .endpoint
+        case "issuer": .issuer
+        default: .fixed(text)
+        }
+    }
+}

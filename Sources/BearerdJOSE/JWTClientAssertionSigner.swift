@@ -1,0 +1,63 @@
+import BearerdAuth
+import BearerdTokens
+import Foundation
+import JWTKit
+import Synchronization
+
+/// Signs `private_key_jwt` client assertions with jwt-kit: `iss` = `sub` = the client, the
+/// audience the source asks for, a random `jti`, `iat` now and `exp` a minute later, and the
+/// key's `kid` in the header when one is configured (`auth.client_key_id`).
+public final class JWTClientAssertionSigner: ClientAssertionSigner {
+    /// How long an assertion is valid: one request's worth, well within a minute (RFC 7523 §3
+    /// lets the server refuse a long-lived one).
+    public static let lifetime: TimeInterval = 60
+
+    private let keys = JWTKeyCollection()
+    private let key: ClientAssertionKey
+    private let kid: JWKIdentifier?
+    private let clock: any TokenClock
+    private let added = Mutex(false)
+
+    public init(key: ClientAssertionKey, keyID: String?, clock: any TokenClock = SystemTokenClock()) {
+        self.key = key
+        self.kid = keyID.map { JWKIdentifier(string: $0) }
+        self.clock = clock
+    }
+
+    public func assertion(clientID: String, audience: String) async throws -> Secret {
+        if !self.added.withLock({ $0 }) {
+            await self.key.add(to: self.keys, kid: self.kid)
+            self.added.withLock { $0 = true }
+        }
+        let now = self.clock.now
+        let claims = ClientAssertionClaims(
+            iss: IssuerClaim(value: clientID),
+            sub: SubjectClaim(value: clientID),
+            aud: AudienceClaim(value: [audience]),
+            jti: IDClaim(value: UUID().uuidString),
+            iat: IssuedAtClaim(value: now),
+            exp: ExpirationClaim(value: now.addingTimeInterval(Self.lifetime))
+        )
+        var header = JWTHeader()
+        header.typ = "JWT"
+        do {
+            return Secret(try await self.keys.sign(claims, kid: self.kid, header: header))
+        } catch {
+            throw TokenSourceError("cannot sign the client assertion with auth.client_key_file (\(error))")
+        }
+    }
+}
+
+/// The claims of a client assertion (RFC 7523 §3).
+public struct ClientAssertionClaims: JWTPayload, Equatable {
+    public var iss: IssuerClaim
+    public var sub: SubjectClaim
+    public var aud: AudienceClaim
+    public var jti: IDClaim
+    public var iat: IssuedAtClaim
+    public var exp: ExpirationClaim
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        try self.exp.verifyNotExpired()
+    }
+}
