@@ -10,8 +10,8 @@ import NIOSSL
 public struct ProxySettings: Sendable {
     /// The upstream.
     public var target: UpstreamTarget
-    /// TLS context for an https upstream; `nil` for http.
-    public var tlsContext: NIOSSLContext?
+    /// TLS for an https upstream (and its client certificate); `nil` for http.
+    public var tls: UpstreamTLS?
     /// SNI and certificate name for an https upstream.
     public var serverName: String?
     /// What to do with a client's own `Authorization` header.
@@ -96,12 +96,16 @@ public struct ProxySettings: Sendable {
                 }
             }
             do {
-                self.tlsContext = try NIOSSLContext(configuration: tls)
-            } catch {
-                throw ProxySetupError("cannot set up TLS for the upstream: \(error)")
+                self.tls = try UpstreamTLS(
+                    base: tls,
+                    certificate: upstream.clientCertificate,
+                    logger: Logger(label: "bearerd")
+                )
+            } catch let error as ClientCertificateError {
+                throw ProxySetupError("\(error)")
             }
         } else {
-            self.tlsContext = nil
+            self.tls = nil
         }
         self.clientAuthorization = configuration.proxy.clientAuthorization
         self.forwardedHeaders = configuration.proxy.forwardedHeaders

@@ -71,13 +71,14 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         let settings = self.settings
         let target = settings.target
         let sniName: String? = settings.serverName ?? (target.hostIsIPAddress ? nil : target.host)
+        let tlsContext = settings.tls?.context(now: self.eventLoop.now)
         let bootstrap = ClientBootstrap(group: self.eventLoop)
             .connectTimeout(settings.connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
                     let sync = channel.pipeline.syncOperations
-                    if let tls = settings.tlsContext {
+                    if let tls = tlsContext {
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: sniName))
                     }
                     // No HTTP codec handlers: HeaderRewriter writes each request head as bytes (every
