@@ -1,0 +1,278 @@
+"""An identity provider for bearerd's enterprise client-authentication tests, built on authlib's
+OAuth 2.0 server (Flask): private_key_jwt (RFC 7523 §2.2, with jti replay refused) and
+tls_client_auth (RFC 8705 §2.1.2, the certificate's subject checked), the password,
+refresh_token (rotated, the old one revoked) and client_credentials grants, and a protected
+resource, GET /api/hello.
+
+Settings come from the environment (scripts/idp-server sets them):
+  IDP_PORT, IDP_TTL (access token lifetime, seconds), IDP_MARKS (a file: one line per token
+  request, "<grant> <ok or status> <auth method> <client cert sha256 or ->"), IDP_CLIENT_KEYS (PEM public
+  keys of jwt-client, one file, PEMs one after another, each after an optional "kid: NAME" line), IDP_TLS_CERT, IDP_TLS_KEY, IDP_TLS_CA
+  (https, and the CA that client certificates must chain to), IDP_MTLS_SUBJECT (the subject
+  DN, RFC 4514, that mtls-client's certificate must carry).
+Clients: jwt-client (private_key_jwt), mtls-client (tls_client_auth), secret-client /
+secret-pass (client_secret_basic). User: alice / alice-pass.
+"""
+
+import hashlib
+import os
+import re
+import secrets
+import ssl
+import threading
+import time
+
+from authlib.integrations.flask_oauth2 import AuthorizationServer
+from authlib.oauth2.rfc6749 import ClientMixin, InvalidClientError, grants
+from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+from flask import Flask, jsonify, request
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet, import_key
+from werkzeug.serving import run_simple
+
+PORT = int(os.environ["IDP_PORT"])
+TTL = int(os.environ.get("IDP_TTL", "60"))
+MARKS = os.environ.get("IDP_MARKS")
+TLS = bool(os.environ.get("IDP_TLS_CERT"))
+BASE = f"{'https' if TLS else 'http'}://127.0.0.1:{PORT}"
+TOKEN_URL = BASE + "/oauth/token"
+lock = threading.Lock()
+KEY_BLOCK = re.compile(r"(?:kid:[ \t]*(\S+)[ \t]*\n)?(-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----)", re.S)
+
+
+class Client(ClientMixin):
+    def __init__(self, client_id, method, secret=None):
+        self.client_id = client_id
+        self.method = method
+        self.secret = secret
+
+    def get_client_id(self):
+        return self.client_id
+
+    def get_default_redirect_uri(self):
+        return None
+
+    def get_allowed_scope(self, scope):
+        return scope or ""
+
+    def check_redirect_uri(self, redirect_uri):
+        return False
+
+    def check_client_secret(self, client_secret):
+        return self.secret is not None and secrets.compare_digest(client_secret, self.secret)
+
+    def check_endpoint_auth_method(self, method, endpoint):
+        return method == self.method
+
+    def check_response_type(self, response_type):
+        return False
+
+    def check_grant_type(self, grant_type):
+        return grant_type in ("password", "refresh_token", "client_credentials")
+
+
+CLIENTS = {
+    "jwt-client": Client("jwt-client", "private_key_jwt"),
+    "mtls-client": Client("mtls-client", "tls_client_auth"),
+    "secret-client": Client("secret-client", "client_secret_basic", "secret-pass"),
+}
+USERS = {"alice": "alice-pass"}
+access_tokens = {}  # token -> (client_id, user, expires_at)
+refresh_tokens = {}  # token -> (client_id, user, revoked)
+seen_jti = {}
+
+
+class Token:
+    def __init__(self, refresh_token, client_id, user):
+        self.refresh_token = refresh_token
+        self.client_id = client_id
+        self.user = user
+
+    def get_scope(self):
+        return ""
+
+    def check_client(self, client):
+        return client.get_client_id() == self.client_id
+
+    def is_expired(self):
+        return False
+
+    def is_revoked(self):
+        return refresh_tokens.get(self.refresh_token, (None, None, True))[2]
+
+
+def query_client(client_id):
+    return CLIENTS.get(client_id)
+
+
+def save_token(token, req):
+    user = getattr(req, "user", None)
+    with lock:
+        access_tokens[token["access_token"]] = (req.client.client_id, user, time.time() + TTL)
+        if "refresh_token" in token:
+            refresh_tokens[token["refresh_token"]] = (req.client.client_id, user, False)
+
+
+class PrivateKeyJWT(JWTBearerClientAssertion):
+    CLIENT_AUTH_METHOD = "private_key_jwt"
+
+    def get_audiences(self):
+        # The token endpoint (OpenID Connect Core §9) or the issuer, as RFC 7523 allows.
+        return [TOKEN_URL, BASE]
+
+    def validate_jti(self, claims, jti):
+        with lock:
+            if jti in seen_jti:
+                return False
+            seen_jti[jti] = time.time()
+            return True
+
+    def process_assertion_claims(self, assertion, resolve_key):
+        # joserfc accepts only its "recommended" algorithms by default; identity providers
+        # (Okta, Keycloak, Entra ID) accept PS256 too.
+        try:
+            token = jwt.decode(assertion, resolve_key, algorithms=["RS256", "PS256", "ES256"])
+        except JoseError as error:
+            raise InvalidClientError(description=error.description) from error
+        self.verify_claims(token.claims)
+        return token.claims
+
+    def resolve_client_public_key(self, client):
+        # Registered as an IdP's JWKS would be: each PEM may follow a "kid: NAME" line.
+        with open(os.environ["IDP_CLIENT_KEYS"]) as handle:
+            text = handle.read()
+        return KeySet([import_key(pem, parameters={"kid": kid} if kid else None) for kid, pem in KEY_BLOCK.findall(text)])
+
+
+def tls_client_auth(query_client, req):
+    """RFC 8705 §2.1.2: the client named by client_id presents a certificate, chained to the
+    trusted CA by the TLS layer, whose subject is the one registered."""
+    client_id = req.form.get("client_id")
+    pem = request.environ.get("SSL_CLIENT_CERT")
+    client = query_client(client_id) if client_id else None
+    if not client or client.method != "tls_client_auth" or not pem:
+        return None
+    subject = x509.load_pem_x509_certificate(pem.encode()).subject.rfc4514_string()
+    if subject != os.environ.get("IDP_MTLS_SUBJECT"):
+        return None
+    return client
+
+
+def mark(grant, method):
+    if not MARKS:
+        return
+    pem = request.environ.get("SSL_CLIENT_CERT")
+    fingerprint = "-"
+    if pem:
+        der = x509.load_pem_x509_certificate(pem.encode()).public_bytes(Encoding.DER)
+        fingerprint = hashlib.sha256(der).hexdigest()
+    with lock, open(MARKS, "a") as handle:
+        handle.write(f"{grant} {method} {fingerprint}\n")
+
+
+class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic"]
+
+    def authenticate_user(self, username, password):
+        if USERS.get(username) == password:
+            return username
+        return None
+
+
+class RefreshGrant(grants.RefreshTokenGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic"]
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def authenticate_refresh_token(self, refresh_token):
+        with lock:
+            found = refresh_tokens.get(refresh_token)
+        if found and not found[2]:
+            return Token(refresh_token, found[0], found[1])
+        return None
+
+    def authenticate_user(self, credential):
+        return credential.user
+
+    def revoke_old_credential(self, credential):
+        with lock:
+            client_id, user, _ = refresh_tokens[credential.refresh_token]
+            refresh_tokens[credential.refresh_token] = (client_id, user, True)
+
+
+class ClientCredentialsGrant(grants.ClientCredentialsGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic"]
+
+
+app = Flask(__name__)
+app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = True
+app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"password": TTL, "refresh_token": TTL, "client_credentials": TTL}
+server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
+server.register_client_auth_method(PrivateKeyJWT.CLIENT_AUTH_METHOD, PrivateKeyJWT())
+server.register_client_auth_method("tls_client_auth", tls_client_auth)
+server.register_grant(PasswordGrant)
+server.register_grant(RefreshGrant)
+server.register_grant(ClientCredentialsGrant)
+
+
+@app.post("/oauth/token")
+def issue_token():
+    response = server.create_token_response()
+    method = "-"
+    if request.form.get("client_assertion"):
+        method = "private_key_jwt"
+    elif request.environ.get("SSL_CLIENT_CERT"):
+        method = "tls_client_auth"
+    elif request.headers.get("Authorization"):
+        method = "client_secret_basic"
+    outcome = "ok" if response.status_code == 200 else str(response.status_code)
+    if response.status_code != 200:
+        # For whoever reads idp.log: why the token request was refused.
+        print(f"token request refused: {response.status_code} {response.get_data(as_text=True)}", flush=True)
+    mark(f"{request.form.get('grant_type', '-')} {outcome}", method)
+    return response
+
+
+@app.get("/api/hello")
+def hello():
+    header = request.headers.get("Authorization", "")
+    token = header[len("Bearer "):] if header.startswith("Bearer ") else ""
+    with lock:
+        found = access_tokens.get(token)
+    if not found or found[2] < time.time():
+        return jsonify(error="invalid_token"), 401, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+    return jsonify(hello=found[1] or found[0])
+
+
+@app.get("/api/cert")
+def certificate():
+    """A resource that wants mTLS and a token: answers with the client certificate's SHA-256."""
+    header = request.headers.get("Authorization", "")
+    token = header[len("Bearer "):] if header.startswith("Bearer ") else ""
+    with lock:
+        found = access_tokens.get(token)
+    if not found or found[2] < time.time():
+        return jsonify(error="invalid_token"), 401
+    pem = request.environ.get("SSL_CLIENT_CERT")
+    if not pem:
+        return jsonify(error="client certificate required"), 403
+    der = x509.load_pem_x509_certificate(pem.encode()).public_bytes(Encoding.DER)
+    return jsonify(certificate=hashlib.sha256(der).hexdigest())
+
+
+@app.get("/health")
+def health():
+    return "ok"
+
+
+if __name__ == "__main__":
+    context = None
+    if TLS:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(os.environ["IDP_TLS_CERT"], os.environ["IDP_TLS_KEY"])
+        if os.environ.get("IDP_TLS_CA"):
+            context.load_verify_locations(os.environ["IDP_TLS_CA"])
+            context.verify_mode = ssl.CERT_OPTIONAL
+    run_simple("127.0.0.1", PORT, app, threaded=True, ssl_context=context)
