@@ -1,5 +1,4 @@
 import BearerdConfig
-import BearerdFiles
 import BearerdJOSE
 import BearerdTokens
 import Foundation
@@ -11,19 +10,11 @@ extension TokenPlan {
         guard oauth2.clientAuthentication == OAuth2Source.ClientAuthentication.privateKeyJWT.rawValue,
             let path = oauth2.clientKeyFile
         else { return nil }
-        let contents: (bytes: [UInt8], mode: mode_t)?
-        do throws(FileCheckError) {
-            contents = try CheckedDirectory.read(file: path, limit: 64 << 10)
-        } catch {
-            throw StartupFailure(report: "auth.client_key_file: cannot read \(path): \(error)")
-        }
-        guard let contents else {
-            throw StartupFailure(report: "auth.client_key_file: \(path) does not exist: create it")
-        }
+        let pem = try Self.readFile(path, what: "auth.client_key_file")
         let key: ClientAssertionKey
         do throws(ClientKeyError) {
             key = try ClientAssertionKey(
-                pem: String(decoding: contents.bytes, as: UTF8.self),
+                pem: String(decoding: pem, as: UTF8.self),
                 algorithm: oauth2.clientAssertionAlgorithm.flatMap(ClientAssertionKey.Algorithm.init(rawValue:)),
                 file: path
             )

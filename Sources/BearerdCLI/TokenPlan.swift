@@ -101,19 +101,26 @@ enum TokenPlan {
 
     /// A secret file's content, surrounding white space removed.
     static func readSecret(_ path: String, what: String) throws -> Secret {
-        let contents: (bytes: [UInt8], mode: mode_t)?
-        do throws(FileCheckError) {
-            contents = try CheckedDirectory.read(file: path, limit: 64 << 10)
-        } catch {
-            throw StartupFailure(report: "cannot read the \(what) file: \(error)")
-        }
-        guard let contents else {
-            throw StartupFailure(report: "the \(what) file \(path) does not exist: create it")
-        }
-        let value = String(decoding: contents.bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let bytes = try Self.readFile(path, what: "the \(what) file")
+        let value = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
             throw StartupFailure(report: "the \(what) file \(path) must hold the \(what) alone, on one line")
         }
         return Secret(value)
+    }
+
+    /// A file's bytes, read through a checked directory (no symlinks or foreign owners where
+    /// others may write), at most 64 KiB; `what` names it in errors.
+    static func readFile(_ path: String, what: String) throws -> [UInt8] {
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: path, limit: 64 << 10)
+        } catch {
+            throw StartupFailure(report: "cannot read \(what): \(error)")
+        }
+        guard let contents else {
+            throw StartupFailure(report: "\(what) \(path) does not exist: create it")
+        }
+        return contents.bytes
     }
 }
