@@ -51,6 +51,24 @@ struct EnterpriseClientAuthTests {
         return Daemon(process: process, config: config, port: try #require(process.proxyPort))
     }
 
+    /// Runs `body` with an event loop group, then stops `idp` whatever happened. A daemon made in
+    /// `body` ends with it (its process is terminated when the value goes).
+    static func against(
+        _ idp: IdentityProvider,
+        _ body: (any EventLoopGroup) async throws -> Void
+    ) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            try await body(group)
+        } catch {
+            try? await idp.stop()
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        try await idp.stop()
+        try await group.shutdownGracefully()
+    }
+
     static func login(_ daemon: Daemon) async throws -> (status: Int32, stderr: String) {
         let login = try await BearerdProcess.run(
             ["login", "-c", daemon.config, "--username", "alice", "--password-stdin"],
@@ -71,7 +89,6 @@ struct EnterpriseClientAuthTests {
 
     @Test(arguments: [("rsa:2048", "RS256"), ("rsa:3072", "PS256"), ("ec", "ES256")])
     func privateKeyJWTLogsInAndRefreshesAcrossExpiries(key kind: String, algorithm: String) async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let directory = try TemporaryDirectory()
         let key = try TestKeys.make(kind, named: "client", in: directory)
         // Registered under its kid, as in an IdP's JWKS, beside another key of the client's.
@@ -82,10 +99,8 @@ struct EnterpriseClientAuthTests {
             to: "registered.pem"
         )
         let idp = try await IdentityProvider.start(ttl: 2, clientKeys: registered)
-        var daemon: Daemon?
-        defer { daemon?.process.signal(SIGKILL) }
-        do {
-            daemon = try await Self.serve(
+        try await Self.against(idp) { group in
+            let bearerd = try await Self.serve(
                 """
                   client_id: jwt-client
                   client_auth: private_key_jwt
@@ -96,7 +111,6 @@ struct EnterpriseClientAuthTests {
                 idp: idp,
                 directory: directory
             )
-            let bearerd = try #require(daemon)
             let login = try await Self.login(bearerd)
             #expect(login.status == 0, "\(login.stderr)")
             #expect(try await Self.get(bearerd, group: group).bodyText.contains("alice"))
@@ -109,13 +123,7 @@ struct EnterpriseClientAuthTests {
             #expect(marks.filter { $0 == "refresh_token ok private_key_jwt -" }.count >= 2, "\(marks)")
             #expect(marks.allSatisfy { $0.hasSuffix(" ok private_key_jwt -") }, "\(marks)")
             #expect(!bearerd.process.stderr.contains("BEGIN"), "no key material in the log")
-        } catch {
-            try? await idp.stop()
-            try? await group.shutdownGracefully()
-            throw error
         }
-        try await idp.stop()
-        try await group.shutdownGracefully()
     }
 
     @Test func aKeyTheServerDoesNotKnowIsRefusedWithAClearError() async throws {
@@ -123,29 +131,22 @@ struct EnterpriseClientAuthTests {
         let registered = try TestKeys.make("rsa:2048", named: "registered", in: directory)
         let other = try TestKeys.make("rsa:2048", named: "other", in: directory)
         let idp = try await IdentityProvider.start(ttl: 60, clientKeys: registered.publicKey)
-        var daemon: Daemon?
-        defer { daemon?.process.signal(SIGKILL) }
-        do {
-            daemon = try await Self.serve(
+        try await Self.against(idp) { _ in
+            let bearerd = try await Self.serve(
                 "  client_id: jwt-client\n  client_auth: private_key_jwt\n  client_key_file: \(other.privateKey)",
                 idp: idp,
                 directory: directory
             )
-            let login = try await Self.login(try #require(daemon))
+            let login = try await Self.login(bearerd)
             #expect(login.status != 0)
             #expect(login.stderr.contains("invalid_client"), "\(login.stderr)")
             #expect(login.stderr.contains("auth.client_key_file"), "names the key to check: \(login.stderr)")
             #expect(!login.stderr.contains("client_secret_file"), "no secret is involved: \(login.stderr)")
             #expect(idp.marks == ["password 400 private_key_jwt -"], "\(idp.marks)")
-        } catch {
-            try? await idp.stop()
-            throw error
         }
-        try await idp.stop()
     }
 
     @Test func tlsClientAuthLogsInRefreshesAndTakesUpARenewedCertificate() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let directory = try TemporaryDirectory()
         let server = try TestCertificates(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
         try FileManager.default.copyItem(atPath: server.caFile, toPath: directory.path + "/ca.pem")
@@ -172,10 +173,8 @@ struct EnterpriseClientAuthTests {
             ttl: 2,
             tls: (server.certificateFile, server.keyFile, server.caFile, subject)
         )
-        var daemon: Daemon?
-        defer { daemon?.process.signal(SIGKILL) }
-        do {
-            daemon = try await Self.serve(
+        try await Self.against(idp) { group in
+            let bearerd = try await Self.serve(
                 """
                   client_id: mtls-client
                   client_auth: tls_client_auth
@@ -186,7 +185,6 @@ struct EnterpriseClientAuthTests {
                 idp: idp,
                 directory: directory
             )
-            let bearerd = try #require(daemon)
             #expect(try await Self.login(bearerd).status == 0)
             #expect(try await Self.get(bearerd, group: group).bodyText.contains("alice"))
             try await Task.sleep(for: .seconds(3))
@@ -217,17 +215,10 @@ struct EnterpriseClientAuthTests {
             let refused = try await Self.get(bearerd, group: group)
             #expect(refused.status != 200)
             #expect(idp.marks.last?.contains("refresh_token 40") == true, "\(idp.marks)")
-        } catch {
-            try? await idp.stop()
-            try? await group.shutdownGracefully()
-            throw error
         }
-        try await idp.stop()
-        try await group.shutdownGracefully()
     }
 
     @Test func anUpstreamThatAsksForMTLSGetsTheClientCertificateAndItsRenewal() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let directory = try TemporaryDirectory()
         let server = try TestCertificates(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"])
         try FileManager.default.copyItem(atPath: server.caFile, toPath: directory.path + "/ca.pem")
@@ -247,10 +238,8 @@ struct EnterpriseClientAuthTests {
             ttl: 60,
             tls: (server.certificateFile, server.keyFile, server.caFile, "CN=unused")
         )
-        var daemon: Daemon?
-        defer { daemon?.process.signal(SIGKILL) }
-        do {
-            daemon = try await Self.serve(
+        try await Self.against(idp) { group in
+            let bearerd = try await Self.serve(
                 """
                   client_id: secret-client
                   client_secret_file: \(try directory.write("secret-pass\n", to: "secret"))
@@ -264,7 +253,6 @@ struct EnterpriseClientAuthTests {
                       idle_timeout: 200ms
                     """
             )
-            let bearerd = try #require(daemon)
             #expect(try await Self.login(bearerd).status == 0)
             let first = try await Self.get(bearerd, "/api/cert", group: group)
             #expect(first.status == 200 && first.bodyText.contains("certificate"), "\(first.bodyText)")
@@ -276,13 +264,7 @@ struct EnterpriseClientAuthTests {
             #expect(second.status == 200 && second.bodyText.contains("certificate"), "\(second.bodyText)")
             #expect(second.bodyText != first.bodyText, "the renewed certificate is presented")
             #expect(bearerd.process.stderr.contains("new upstream connections present the new one"))
-        } catch {
-            try? await idp.stop()
-            try? await group.shutdownGracefully()
-            throw error
         }
-        try await idp.stop()
-        try await group.shutdownGracefully()
     }
 
     /// Writes a certificate and its key where bearerd reads them, each through a rename.

@@ -23,30 +23,17 @@ public struct TestCertificates: Sendable {
         self.keyFile = dir + "/server.key"
         let names = dnsNames.map { "DNS:\($0)" } + ipAddresses.map { "IP:\($0)" }
         try directory.write("subjectAltName=\(names.joined(separator: ","))\n", to: "san.ext")
-        try Self.openssl([
+        try TestKeys.openssl([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=bearerd test CA",
             "-keyout", dir + "/ca.key", "-out", self.caFile,
         ])
-        try Self.openssl([
+        try TestKeys.openssl([
             "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=\(dnsNames.first ?? "server")",
             "-keyout", self.keyFile, "-out", dir + "/server.csr",
         ])
-        try Self.openssl([
+        try TestKeys.openssl([
             "x509", "-req", "-in", dir + "/server.csr", "-CA", self.caFile, "-CAkey", dir + "/ca.key",
             "-CAcreateserial", "-days", "2", "-extfile", dir + "/san.ext", "-out", self.certificateFile,
         ])
-    }
-
-    private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestClientError("openssl \(arguments.first ?? "") failed with status \(process.terminationStatus)")
-        }
     }
 }

@@ -164,13 +164,8 @@ def tls_client_auth(query_client, req):
 def mark(grant, method):
     if not MARKS:
         return
-    pem = request.environ.get("SSL_CLIENT_CERT")
-    fingerprint = "-"
-    if pem:
-        der = x509.load_pem_x509_certificate(pem.encode()).public_bytes(Encoding.DER)
-        fingerprint = hashlib.sha256(der).hexdigest()
     with lock, open(MARKS, "a") as handle:
-        handle.write(f"{grant} {method} {fingerprint}\n")
+        handle.write(f"{grant} {method} {certificate_fingerprint() or '-'}\n")
 
 
 class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
@@ -235,31 +230,44 @@ def issue_token():
     return response
 
 
-@app.get("/api/hello")
-def hello():
+def bearer_holder():
+    """Who the request's valid access token was issued to (the user, else the client), or None."""
     header = request.headers.get("Authorization", "")
     token = header[len("Bearer "):] if header.startswith("Bearer ") else ""
     with lock:
         found = access_tokens.get(token)
     if not found or found[2] < time.time():
-        return jsonify(error="invalid_token"), 401, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
-    return jsonify(hello=found[1] or found[0])
+        return None
+    return found[1] or found[0]
+
+
+def refused():
+    return jsonify(error="invalid_token"), 401, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+
+
+def certificate_fingerprint():
+    """The SHA-256 of the client certificate this connection presented, or None."""
+    pem = request.environ.get("SSL_CLIENT_CERT")
+    if not pem:
+        return None
+    return hashlib.sha256(x509.load_pem_x509_certificate(pem.encode()).public_bytes(Encoding.DER)).hexdigest()
+
+
+@app.get("/api/hello")
+def hello():
+    holder = bearer_holder()
+    return jsonify(hello=holder) if holder else refused()
 
 
 @app.get("/api/cert")
 def certificate():
     """A resource that wants mTLS and a token: answers with the client certificate's SHA-256."""
-    header = request.headers.get("Authorization", "")
-    token = header[len("Bearer "):] if header.startswith("Bearer ") else ""
-    with lock:
-        found = access_tokens.get(token)
-    if not found or found[2] < time.time():
-        return jsonify(error="invalid_token"), 401
-    pem = request.environ.get("SSL_CLIENT_CERT")
-    if not pem:
+    if not bearer_holder():
+        return refused()
+    fingerprint = certificate_fingerprint()
+    if not fingerprint:
         return jsonify(error="client certificate required"), 403
-    der = x509.load_pem_x509_certificate(pem.encode()).public_bytes(Encoding.DER)
-    return jsonify(certificate=hashlib.sha256(der).hexdigest())
+    return jsonify(certificate=fingerprint)
 
 
 @app.get("/health")
