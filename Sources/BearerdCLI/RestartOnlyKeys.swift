@@ -20,6 +20,7 @@ enum RestartOnlyKeys {
             // The files' contents are taken up when they change; their paths at a restart.
             "auth.tls_cert_file": auth.tlsClientCertificate?.certificateFile ?? "",
             "auth.tls_key_file": auth.tlsClientCertificate?.keyFile ?? "",
+            "auth.verify": auth.verify.map { "\($0)" } ?? "",
             "auth.request_timeout": "\(auth.requestTimeout)",
             "auth.connect_timeout": "\(auth.connectTimeout)",
             "store.path": configuration.store.path,

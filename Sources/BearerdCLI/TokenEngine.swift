@@ -20,7 +20,7 @@ enum TokenEngine {
         switch prepared.tokens {
         case .staticToken(let provider):
             return .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
-        case .engine(let source, let seed, let policy, let transport):
+        case .engine(let source, let seed, let policy, let transport, let verifier):
             let configuration = prepared.configuration.store
             var fleet: PostgresSessionStore?
             if let postgres = configuration.postgres {
@@ -54,7 +54,8 @@ enum TokenEngine {
                 policy: policy,
                 logger: logger,
                 fleet: fleet,
-                host: configuration.postgres?.hostName
+                host: configuration.postgres?.hostName,
+                verifier: verifier
             )
             return .engine(manager, client: client, fleet: fleet)
         }

@@ -9,7 +9,13 @@ import Logging
 /// client, no task, nothing to shut down until `serve` starts it.
 enum TokenPlan {
     case staticToken(StaticTokenProvider)
-    case engine(source: any TokenSource, seed: Secret?, policy: RefreshPolicy, transport: Transport)
+    case engine(
+        source: any TokenSource,
+        seed: Secret?,
+        policy: RefreshPolicy,
+        transport: Transport,
+        verifier: (any TokenVerifier)?
+    )
 
     /// How the token client reaches the token server (`auth.ca_file`, `auth.tls_cert_file`,
     /// `auth.request_timeout`, `auth.connect_timeout`).
@@ -95,7 +101,8 @@ enum TokenPlan {
                 clientCertificate: auth.tlsClientCertificate,
                 timeout: auth.requestTimeout,
                 connectTimeout: auth.connectTimeout
-            )
+            ),
+            verifier: try auth.verify.map { try Self.verifier($0, source: source) }
         )
     }
 

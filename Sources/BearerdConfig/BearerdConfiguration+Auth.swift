@@ -59,6 +59,31 @@ extension BearerdConfiguration {
             public var logoutBody: String
         }
 
+        /// `auth.verify.*`: how an access token is checked before it is used.
+        public struct Verify: Sendable, Equatable {
+            /// Where the issuer's signing keys are.
+            public enum Keys: Sendable, Equatable {
+                /// `auth.verify.jwks_uri`: a URL.
+                case jwks(String)
+                /// `auth.verify.jwks_uri: discover`: the `jwks_uri` of auth.issuer's metadata.
+                case discovered
+                /// `auth.verify.secret_file`, resolved: an HS256 secret.
+                case secret(String)
+            }
+
+            public var keys: Keys
+            /// `auth.verify.issuer`: the `iss` required (default `auth.issuer`).
+            public var issuer: String?
+            /// `auth.verify.audience`: a value `aud` must hold.
+            public var audience: String?
+
+            public init(keys: Keys, issuer: String?, audience: String?) {
+                self.keys = keys
+                self.issuer = issuer
+                self.audience = audience
+            }
+        }
+
         /// A name and a value (`audience=https://api`, `X-Amz-Target: …`).
         public struct Pair: Sendable, Equatable {
             public var name: String
@@ -81,6 +106,8 @@ extension BearerdConfiguration {
         /// `auth.tls_cert_file` and `auth.tls_key_file`, resolved: the client certificate (and its
         /// key) presented to the token endpoint (RFC 8705); re-read when the files change.
         public var tlsClientCertificate: ClientCertificateFiles?
+        /// `auth.verify.*`: access tokens checked before use; `nil` when not configured.
+        public var verify: Verify?
         /// `auth.request_timeout`: each whole token request, its body included.
         public var requestTimeout: Duration
         /// `auth.connect_timeout`: connecting to the token endpoint (no retries).

@@ -50,6 +50,7 @@ extension ConfigBuilder {
         if tlsClientCertificate != nil, case .staticFile = source {
             self.issue("auth.tls_cert_file", "does not apply to a static token: nothing is sent to a token server")
         }
+        let verify = self.verify(source: source)
         let maxRefreshes = self.count("auth.max_refreshes_per_minute", default: 30)
         return BearerdConfiguration.Auth(
             allowInsecureHTTP: self.allowInsecureHTTP,
@@ -57,6 +58,7 @@ extension ConfigBuilder {
             refreshTokenFile: refreshTokenFile,
             caFile: caFile,
             tlsClientCertificate: tlsClientCertificate,
+            verify: verify,
             requestTimeout: self.duration(
                 "auth.request_timeout",
                 default: .seconds(10),

@@ -7,6 +7,8 @@ struct ServerMetadata: Sendable, Equatable {
     var tokenEndpoint: String
     var revocationEndpoint: String?
     var deviceAuthorizationEndpoint: String?
+    /// The issuer's signing keys (`jwks_uri`), for `auth.verify.jwks_uri: discover`.
+    var jwksURI: String?
     /// `endpoint name → document URL` for each endpoint found.
     var sources: [String: String] = [:]
 }
@@ -77,7 +79,7 @@ enum Discovery {
             )
         }
         var metadata = ServerMetadata(tokenEndpoint: "")
-        for name in ["token_endpoint", "revocation_endpoint", "device_authorization_endpoint"] {
+        for name in ["token_endpoint", "revocation_endpoint", "device_authorization_endpoint", "jwks_uri"] {
             guard
                 let (url, endpoint) = documents.lazy.compactMap({ entry in
                     entry.document[name]?.stringValue.map { (entry.url, $0) }
@@ -88,6 +90,7 @@ enum Discovery {
             switch name {
             case "token_endpoint": metadata.tokenEndpoint = endpoint
             case "revocation_endpoint": metadata.revocationEndpoint = endpoint
+            case "jwks_uri": metadata.jwksURI = endpoint
             default: metadata.deviceAuthorizationEndpoint = endpoint
             }
         }

@@ -209,6 +209,19 @@ public final class OAuth2Source: TokenSource {
         return TokenHTTPRequest(url: url, headers: headers, body: FormEncoding.encode(fields))
     }
 
+    /// The issuer's JWKS, as its metadata names it (`auth.verify.jwks_uri: discover`).
+    public func discoveredJWKSURI(transport: any TokenTransport) async throws -> String {
+        guard case .issuer(let issuer) = self.settings.endpoint else {
+            throw TokenSourceError("auth.verify.jwks_uri: discover needs auth.issuer")
+        }
+        guard let url = try await self.metadata(issuer, transport).jwksURI else {
+            throw TokenSourceError(
+                "the metadata of auth.issuer \(issuer) names no jwks_uri: set auth.verify.jwks_uri to the JWKS URL"
+            )
+        }
+        return url
+    }
+
     /// The `aud` of an assertion sent to `url`.
     private func audience(for url: String) throws -> String {
         switch self.settings.assertionAudience {
@@ -237,7 +250,7 @@ public final class OAuth2Source: TokenSource {
         let metadata = try await self.metadata(issuer, transport)
         let urls = [
             "token_endpoint": metadata.tokenEndpoint, "revocation_endpoint": metadata.revocationEndpoint,
-            "device_authorization_endpoint": metadata.deviceAuthorizationEndpoint,
+            "device_authorization_endpoint": metadata.deviceAuthorizationEndpoint, "jwks_uri": metadata.jwksURI,
         ]
         return metadata.sources.keys.sorted().compactMap { name in
             guard let url = urls[name] ?? nil, let document = metadata.sources[name] else { return nil }

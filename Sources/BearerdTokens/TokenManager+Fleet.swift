@@ -129,7 +129,12 @@ extension TokenManager {
         }
         let before = self.stored
         let outcome = await Self.exchange(chosen, source: self.source, transport: self.transport, clock: self.clock)
-        let result = self.apply(outcome, grant: chosen, previous: previous, reason: reason)
+        let result: ExchangeResult
+        if let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport) {
+            result = self.unverified(outcome, why: why, grant: chosen, previous: previous, reason: reason)
+        } else {
+            result = self.apply(outcome, grant: chosen, previous: previous, reason: reason)
+        }
         if self.stored != before { await self.write(to: lease) }
         return result
     }

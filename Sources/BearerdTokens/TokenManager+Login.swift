@@ -77,6 +77,10 @@ extension TokenManager {
             )
             switch outcome {
             case .issued(let issued, let serverDate):
+                if let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)
+                {
+                    throw LoginError("the access token the token server issued failed auth.verify: \(why)")
+                }
                 while case .refreshing(_, let task) = self.state { _ = await task.value }
                 self.install(
                     issued,

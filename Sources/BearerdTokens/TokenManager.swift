@@ -101,6 +101,8 @@ public actor TokenManager: TokenProvider {
     /// The token of the 401 that asked for the refresh: a host that finds it replaced in the
     /// fleet's row adopts the replacement instead of refreshing again.
     var rejectedByUpstream: BearerToken?
+    /// `auth.verify`: checks every access token before it is used.
+    let verifier: (any TokenVerifier)?
 
     /// Starts from the store: the user's session, else `seed` (`auth.refresh_token_file`) when
     /// there is no store yet, else the client token (with a client grant).
@@ -114,9 +116,11 @@ public actor TokenManager: TokenProvider {
         logger: Logger,
         fleet: (any SharedSessionStore)? = nil,
         host: String? = nil,
+        verifier: (any TokenVerifier)? = nil,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.source = source
+        self.verifier = verifier
         self.seed = seed
         self.fleet = fleet
         self.fleetHost = host

@@ -103,3 +103,68 @@ struct ClientAuthConfigTests {
         )
     }
 }
+
+/// `auth.verify.*`.
+@Suite("auth.verify")
+struct VerifyConfigTests {
+    let directory: TemporaryDirectory
+
+    init() throws { self.directory = try TemporaryDirectory() }
+
+    func load(_ auth: String) throws -> BearerdConfiguration {
+        let body = """
+            upstream:
+              url: https://api.example.com/v2
+            auth:
+            \(auth)
+            """
+        return try ConfigLoader(environment: [:]).load(yaml: body, source: "t.yaml", baseDirectory: self.directory.path)
+    }
+
+    @Test func theKeysAndTheirDefaults() throws {
+        let discovered = try self.load(
+            "  issuer: https://idp.example\n  client_id: c\n  verify:\n    jwks_uri: discover\n    audience: api://x"
+        )
+        #expect(discovered.auth.verify == .init(keys: .discovered, issuer: "https://idp.example", audience: "api://x"))
+        let secret = try self.directory.write("s3cret", to: "hs.key", mode: 0o600)
+        let hs = try self.load("  token_url: https://idp.example/t\n  client_id: c\n  verify:\n    secret_file: hs.key")
+        #expect(hs.auth.verify == .init(keys: .secret(secret), issuer: nil, audience: nil))
+        #expect(try self.load("  token_url: https://idp.example/t\n  client_id: c").auth.verify == nil)
+    }
+
+    @Test func eachMistakeNamesItsKey() throws {
+        let token = try self.directory.write("t", to: "token", mode: 0o600)
+        let cases: [(String, String, String)] = [
+            (
+                "  token_url: https://i/t\n  client_id: c\n  verify:\n    jwks_uri: discover", "auth.verify.jwks_uri",
+                "needs auth.issuer"
+            ),
+            (
+                "  token_url: https://i/t\n  client_id: c\n  verify:\n    jwks_uri: ftp://x", "auth.verify.jwks_uri",
+                "discover or an http(s) URL"
+            ),
+            (
+                "  token_url: https://i/t\n  client_id: c\n  verify:\n    jwks_uri: http://203.0.113.9/jwks",
+                "auth.verify.jwks_uri", "http"
+            ),
+            (
+                "  token_url: https://i/t\n  client_id: c\n  verify:\n    jwks_uri: https://i/j\n    secret_file: token",
+                "auth.verify.secret_file", "not both"
+            ),
+            (
+                "  token_url: https://i/t\n  client_id: c\n  verify:\n    audience: api://x", "auth.verify.audience",
+                "applies with"
+            ),
+            ("  static_token_file: \(token)\n  verify:\n    jwks_uri: https://i/j", "auth.verify", "static token"),
+            (
+                "  token_url: https://i/t\n  client_id: c\n  verify:\n    secret_file: nowhere",
+                "auth.verify.secret_file", "cannot find"
+            ),
+        ]
+        for (auth, key, says) in cases {
+            var found: [ConfigIssue] = []
+            do { _ = try self.load(auth) } catch let error as ConfigError { found = error.issues }
+            #expect(found.contains { $0.key == key && $0.message.contains(says) }, "\(auth): \(found)")
+        }
+    }
+}

@@ -28,6 +28,7 @@ struct TokenHarness {
         seed: String? = "seed-refresh-token-0001",
         policy: RefreshPolicy = RefreshPolicy(),
         random: Double = 0.5,
+        verifier: (any TokenVerifier)? = nil,
         respond: @escaping FakeTokenEndpoint.Respond
     ) {
         self.endpoint = FakeTokenEndpoint(respond)
@@ -43,6 +44,7 @@ struct TokenHarness {
             policy: policy,
             clock: self.clock,
             logger: Logger(label: "tokens-test") { _ in captured },
+            verifier: verifier,
             random: { random }
         )
     }

@@ -1,0 +1,31 @@
+import BearerdConfig
+import BearerdJOSE
+import BearerdTokens
+import Foundation
+
+extension TokenPlan {
+    /// `auth.verify`: the checker of every access token, its secret read now.
+    static func verifier(
+        _ verify: BearerdConfiguration.Auth.Verify,
+        source: any TokenSource
+    ) throws -> JWTTokenVerifier {
+        let keys: JWTTokenVerifier.Keys
+        let clock = SystemTokenClock()
+        switch verify.keys {
+        case .jwks(let url):
+            keys = .jwks(JWKSCache(.url(url), clock: clock))
+        case .discovered:
+            guard let oauth2 = source as? OAuth2Source else {
+                throw StartupFailure(report: "auth.verify.jwks_uri: discover needs auth.issuer")
+            }
+            keys = .jwks(JWKSCache(.discovered { try await oauth2.discoveredJWKSURI(transport: $0) }, clock: clock))
+        case .secret(let path):
+            keys = .secret(try Self.readSecret(path, what: "auth.verify secret"))
+        }
+        return JWTTokenVerifier(
+            keys: keys,
+            expectations: .init(issuer: verify.issuer, audience: verify.audience),
+            clock: clock
+        )
+    }
+}

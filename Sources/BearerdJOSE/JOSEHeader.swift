@@ -1,0 +1,37 @@
+import BearerdTokens
+import Foundation
+
+/// The protected header of a compact JWS, read before anything else to pick the key: bounded,
+/// and refused unless it is three base64url parts whose first is a JSON object with an `alg`.
+struct JOSEHeader: Sendable {
+    /// The longest token looked at.
+    static let maxTokenBytes = 16 << 10
+
+    var alg: String
+    var kid: String?
+
+    init(compact token: String) throws(TokenVerificationError) {
+        guard token.utf8.count <= Self.maxTokenBytes else {
+            throw TokenVerificationError("it is longer than \(Self.maxTokenBytes) bytes")
+        }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let data = Self.base64URL(parts[0]),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let alg = object["alg"] as? String
+        else {
+            throw TokenVerificationError("it is not a signed JWT (three base64url parts with an alg)")
+        }
+        let kid = object["kid"] as? String
+        guard alg.utf8.count <= 16, (kid?.utf8.count ?? 0) <= 256 else {
+            throw TokenVerificationError("its header's alg or kid is implausibly long")
+        }
+        self.alg = alg
+        self.kid = kid
+    }
+
+    static func base64URL(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

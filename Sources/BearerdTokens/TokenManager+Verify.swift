@@ -1,0 +1,66 @@
+import BearerdAuth
+import Foundation
+import Logging
+
+/// `auth.verify`: what the token server issued is checked before it is used.
+extension TokenManager {
+    /// Why `issued`'s access token must not be used, or `nil` (also without a verifier).
+    nonisolated static func verificationProblem(
+        _ outcome: TokenOutcome,
+        verifier: (any TokenVerifier)?,
+        transport: any TokenTransport
+    ) async -> String? {
+        guard let verifier, case .issued(let issued, _) = outcome else { return nil }
+        do throws(TokenVerificationError) {
+            try await verifier.verify(issued.accessToken, transport: transport)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    /// An answer whose access token failed verification. The access token is dropped; a refresh
+    /// token the answer rotated is kept (the server has spent the one sent, so sending it again
+    /// would be reuse); the current token serves until it expires, and the refresh is retried
+    /// with backoff like any failed one. A login fails and keeps the session it had.
+    func unverified(
+        _ outcome: TokenOutcome,
+        why: String,
+        grant: Grant,
+        previous: Session?,
+        reason: String
+    ) -> ExchangeResult {
+        let now = self.clock.now
+        let problem = "the access token the token server issued failed auth.verify: \(why)"
+        Self.count("unverified")
+        self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(problem)")
+        self.lastOutcome = problem
+        if grant.isLogin {
+            self.logger.error("login failed", metadata: ["grant": "\(grant.name)", "reason": "\(problem)"])
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(problem)"))
+            return .failed("login failed: \(problem)")
+        }
+        var kept = previous
+        if case .issued(let issued, _) = outcome, let rotated = issued.refreshToken, var session = kept {
+            // On disk as the session's refresh token, the in-flight mark cleared: the answer came.
+            session.refreshToken = rotated
+            switch session.kind {
+            case .user: self.stored.user = session.stored
+            case .client: self.stored.client = session.stored
+            }
+            self.persist()
+            kept = session
+        }
+        self.consecutiveFailures += 1
+        let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+        self.logger.error(
+            "token refresh failed: the new access token failed verification; it is not used",
+            metadata: [
+                "grant": "\(grant.name)", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
+                "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
+            ]
+        )
+        self.transition(to: .waiting(kept, retryAt: now.addingTimeInterval(delay.seconds), reason: problem))
+        return .failed(problem)
+    }
+}
