@@ -27,7 +27,8 @@ struct EnterpriseClientAuthTests {
         _ auth: String,
         idp: IdentityProvider,
         directory: TemporaryDirectory,
-        upstream: String = ""
+        upstream: String = "",
+        tokenEndpoint: String? = nil
     ) async throws -> Daemon {
         let config = try directory.write(
             """
@@ -37,7 +38,7 @@ struct EnterpriseClientAuthTests {
             \(idp.https ? "  ca_file: \(directory.path)/ca.pem" : "")
             \(upstream)
             auth:
-              token_url: \(idp.tokenURL)
+              \(tokenEndpoint ?? "token_url: \(idp.tokenURL)")
             \(auth)
             admin:
               socket: \(directory.path)/admin.sock

@@ -16,13 +16,15 @@ public struct IdentityProvider: Sendable {
     public static func start(
         ttl: Int,
         clientKeys: String? = nil,
-        tls: (certificate: String, key: String, ca: String, subject: String)? = nil
+        tls: (certificate: String, key: String, ca: String, subject: String)? = nil,
+        jwt: Bool = false
     ) async throws -> IdentityProvider {
         let port = try RefusingPort().port
         let directory = try TemporaryDirectory()
         var arguments = ["start", "--port", String(port), "--dir", directory.path + "/idp", "--ttl", String(ttl)]
         if let clientKeys { arguments += ["--client-keys", clientKeys] }
         if let tls { arguments += ["--tls", tls.certificate, tls.key, tls.ca, "--mtls-subject", tls.subject] }
+        if jwt { arguments.append("--jwt") }
         try await ProjectScript.run("scripts/idp-server", arguments)
         return IdentityProvider(port: port, directory: directory, https: tls != nil)
     }

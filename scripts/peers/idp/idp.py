@@ -9,7 +9,10 @@ Settings come from the environment (scripts/idp-server sets them):
   request, "<grant> <ok or status> <auth method> <client cert sha256 or ->"), IDP_CLIENT_KEYS (PEM public
   keys of jwt-client, one file, PEMs one after another, each after an optional "kid: NAME" line), IDP_TLS_CERT, IDP_TLS_KEY, IDP_TLS_CA
   (https, and the CA that client certificates must chain to), IDP_MTLS_SUBJECT (the subject
-  DN, RFC 4514, that mtls-client's certificate must carry).
+  DN, RFC 4514, that mtls-client's certificate must carry), IDP_JWT (1: access tokens are RS256
+  JWTs with iss, aud "api://hello", exp and nbf, signed with a key published at /jwks, which the
+  discovery document at /.well-known/openid-configuration names; POST /test/forge?on=1 makes
+  the tokens after it signed by another key under the same kid, until ?on=0).
 Clients: jwt-client (private_key_jwt), mtls-client (tls_client_auth), secret-client /
 secret-pass (client_secret_basic). User: alice / alice-pass.
 """
@@ -30,7 +33,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from flask import Flask, jsonify, request
 from joserfc import jwt
 from joserfc.errors import JoseError
-from joserfc.jwk import KeySet, import_key
+from joserfc.jwk import KeySet, RSAKey, import_key
 from werkzeug.serving import run_simple
 
 PORT = int(os.environ["IDP_PORT"])
@@ -201,7 +204,31 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic"]
 
 
+JWT_MODE = os.environ.get("IDP_JWT") == "1"
+SIGNING_KEY = RSAKey.generate_key(2048, parameters={"kid": "idp-1", "use": "sig", "alg": "RS256"})
+FORGING_KEY = RSAKey.generate_key(2048, parameters={"kid": "idp-1"})
+forging = {"on": False}
+forged_tokens = set()
+
+
+def jwt_access_token(client, grant_type, user, scope):
+    now = int(time.time())
+    claims = {
+        "iss": BASE, "aud": "api://hello", "sub": user or client.client_id, "client_id": client.client_id,
+        "iat": now, "nbf": now, "exp": now + TTL, "jti": secrets.token_hex(8),
+    }
+    with lock:
+        forge = forging["on"]
+    token = jwt.encode({"alg": "RS256", "kid": "idp-1"}, claims, FORGING_KEY if forge else SIGNING_KEY)
+    if forge:
+        with lock:
+            forged_tokens.add(token)
+    return token
+
+
 app = Flask(__name__)
+if JWT_MODE:
+    app.config["OAUTH2_ACCESS_TOKEN_GENERATOR"] = jwt_access_token
 app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = True
 app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"password": TTL, "refresh_token": TTL, "client_credentials": TTL}
 server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
@@ -255,6 +282,12 @@ def certificate_fingerprint():
 
 @app.get("/api/hello")
 def hello():
+    header = request.headers.get("Authorization", "")
+    with lock:
+        forged = header[len("Bearer "):] in forged_tokens
+    if forged:
+        mark("api forged-token", "-")
+        return refused()
     holder = bearer_holder()
     return jsonify(hello=holder) if holder else refused()
 
@@ -268,6 +301,23 @@ def certificate():
     if not fingerprint:
         return jsonify(error="client certificate required"), 403
     return jsonify(certificate=fingerprint)
+
+
+@app.get("/jwks")
+def jwks():
+    return jsonify(keys=[SIGNING_KEY.as_dict(private=False)])
+
+
+@app.get("/.well-known/openid-configuration")
+def discovery():
+    return jsonify(issuer=BASE, token_endpoint=TOKEN_URL, jwks_uri=BASE + "/jwks")
+
+
+@app.post("/test/forge")
+def forge():
+    with lock:
+        forging["on"] = request.args.get("on") == "1"
+    return jsonify(forging=forging["on"])
 
 
 @app.get("/health")
