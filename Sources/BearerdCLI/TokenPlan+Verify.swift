@@ -20,7 +20,15 @@ extension TokenPlan {
             }
             keys = .jwks(JWKSCache(.discovered { try await oauth2.discoveredJWKSURI(transport: $0) }, clock: clock))
         case .secret(let path):
-            keys = .secret(try Self.readSecret(path, what: "auth.verify secret"))
+            let secret = try Self.readSecret(path, what: "auth.verify secret")
+            // RFC 7518 §3.2: an HS256 key of fewer than 256 bits is too weak to rely on.
+            guard secret.value.utf8.count >= 32 else {
+                throw StartupFailure(
+                    report:
+                        "auth.verify.secret_file: \(path) holds fewer than 32 bytes; an HS256 secret needs at least 32 (RFC 7518 §3.2)"
+                )
+            }
+            keys = .secret(secret)
         }
         return JWTTokenVerifier(
             keys: keys,

@@ -52,14 +52,16 @@ public final class JWTTokenVerifier: TokenVerifier {
         case .secret(let secret):
             guard header.alg == "HS256" else {
                 throw TokenVerificationError(
-                    "the token is signed \(header.alg), and auth.verify.secret_file checks HS256 only"
+                    "the token is signed \(Printable.bounded(header.alg)), and auth.verify.secret_file checks HS256 only"
                 )
             }
             collection = JWTKeyCollection()
             await collection.add(hmac: HMACKey(from: secret.value), digestAlgorithm: .sha256)
         case .jwks(let cache):
             guard Self.asymmetric.contains(header.alg) else {
-                throw TokenVerificationError("the token is signed \(header.alg), which a JWKS does not verify")
+                throw TokenVerificationError(
+                    "the token is signed \(Printable.bounded(header.alg)), which a JWKS does not verify"
+                )
             }
             collection = try await cache.keys(for: header.kid, algorithm: header.alg, transport: transport)
         }
@@ -68,7 +70,7 @@ public final class JWTTokenVerifier: TokenVerifier {
             claims = try await collection.verify(token.value, as: AccessTokenClaims.self)
         } catch {
             throw TokenVerificationError(
-                "its signature does not verify with the issuer's key\(header.kid.map { " \"\($0)\"" } ?? "")"
+                "its signature does not verify with the issuer's key\(header.kid.map { " \"\(Printable.bounded($0))\"" } ?? "")"
             )
         }
         try self.check(claims)

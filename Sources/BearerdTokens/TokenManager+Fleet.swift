@@ -130,7 +130,9 @@ extension TokenManager {
         let before = self.stored
         let outcome = await Self.exchange(chosen, source: self.source, transport: self.transport, clock: self.clock)
         let result: ExchangeResult
-        if let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport) {
+        if self.verifier != nil,
+            let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)
+        {
             result = self.unverified(outcome, why: why, grant: chosen, previous: previous, reason: reason)
         } else {
             result = self.apply(outcome, grant: chosen, previous: previous, reason: reason)

@@ -77,7 +77,12 @@ extension TokenManager {
             )
             switch outcome {
             case .issued(let issued, let serverDate):
-                if let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)
+                if self.verifier != nil,
+                    let why = await Self.verificationProblem(
+                        outcome,
+                        verifier: self.verifier,
+                        transport: self.transport
+                    )
                 {
                     throw LoginError("the access token the token server issued failed auth.verify: \(why)")
                 }

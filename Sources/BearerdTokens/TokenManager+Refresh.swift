@@ -80,7 +80,9 @@ extension TokenManager {
     /// The body of the one task of a refresh: ask, then apply the answer exactly once.
     private func perform(_ grant: Grant, previous: Session?, reason: String) async -> ExchangeResult {
         let outcome = await Self.exchange(grant, source: self.source, transport: self.transport, clock: self.clock)
-        if let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport) {
+        if self.verifier != nil,
+            let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)
+        {
             return self.unverified(outcome, why: why, grant: grant, previous: previous, reason: reason)
         }
         return self.apply(outcome, grant: grant, previous: previous, reason: reason)

@@ -4,7 +4,8 @@ import Logging
 
 /// `auth.verify`: what the token server issued is checked before it is used.
 extension TokenManager {
-    /// Why `issued`'s access token must not be used, or `nil` (also without a verifier).
+    /// Why `issued`'s access token must not be used, or `nil`. Callers ask only with a verifier:
+    /// without one there is no suspension between the answer and its use.
     nonisolated static func verificationProblem(
         _ outcome: TokenOutcome,
         verifier: (any TokenVerifier)?,
@@ -41,9 +42,12 @@ extension TokenManager {
             return .failed("login failed: \(problem)")
         }
         var kept = previous
-        if case .issued(let issued, _) = outcome, let rotated = issued.refreshToken, var session = kept {
-            // On disk as the session's refresh token, the in-flight mark cleared: the answer came.
-            session.refreshToken = rotated
+        if var session = kept {
+            // The answer came, so the in-flight mark goes; a refresh token it rotated is the
+            // session's from now on, on disk before anything else.
+            if case .issued(let issued, _) = outcome, let rotated = issued.refreshToken {
+                session.refreshToken = rotated
+            }
             switch session.kind {
             case .user: self.stored.user = session.stored
             case .client: self.stored.client = session.stored
