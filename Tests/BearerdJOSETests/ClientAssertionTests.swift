@@ -26,8 +26,7 @@ struct ClientAssertionTests {
 
     @Test(arguments: [("rsa:2048", nil, "RS256"), ("rsa:2048", "PS256", "PS256"), ("ec", nil, "ES256")])
     func anAssertionCarriesTheClaimsTheServerChecks(kind: String, configured: String?, algorithm: String) async throws {
-        let directory = try TemporaryDirectory()
-        let files = try TestKeys.make(kind, named: "client", in: directory)
+        let files = try TestKeys.shared(kind, named: "client")
         let key = try ClientAssertionKey(
             pem: try Self.pem(files.privateKey),
             algorithm: configured.flatMap(ClientAssertionKey.Algorithm.init(rawValue:)),
@@ -72,10 +71,9 @@ struct ClientAssertionTests {
     }
 
     @Test func aKeyThatCannotSignIsRefusedWithWhatToDo() throws {
-        let directory = try TemporaryDirectory()
-        let rsa = try TestKeys.make("rsa:2048", named: "rsa", in: directory)
-        let small = try TestKeys.make("rsa:1024", named: "small", in: directory)
-        let ec = try TestKeys.make("ec", named: "ec", in: directory)
+        let rsa = try TestKeys.shared("rsa:2048", named: "client")
+        let small = try TestKeys.shared("rsa:1024", named: "small")
+        let ec = try TestKeys.shared("ec", named: "client")
         let cases: [(String, ClientAssertionKey.Algorithm?, String)] = [
             (try Self.pem(rsa.privateKey), .es256, "RS256 or PS256"),
             (try Self.pem(ec.privateKey), .rs256, "ES256 only"),

@@ -16,17 +16,13 @@ struct TokenVerifierTests {
 
     /// An issuer: RSA keys by kid, the JWKS it publishes, and the tokens it signs.
     final class Issuer: Sendable {
-        let directory: TemporaryDirectory
         let published = Mutex<[String]>([])
         let fetches = Mutex(0)
 
-        init() throws { self.directory = try TemporaryDirectory() }
+        init() throws {}
 
         func key(_ kid: String) throws -> Insecure.RSA.PrivateKey {
-            let path = self.directory.path + "/\(kid).key"
-            if !FileManager.default.fileExists(atPath: path) {
-                try TestKeys.make("rsa:2048", named: kid, in: self.directory)
-            }
+            let path = try TestKeys.shared("rsa:2048", named: kid).privateKey
             return try Insecure.RSA.PrivateKey(pem: try String(contentsOfFile: path, encoding: .utf8))
         }
 

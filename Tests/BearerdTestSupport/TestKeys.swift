@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -6,6 +7,24 @@ import Glibc
 
 /// Private keys and client certificates made with the `openssl` tool, for client authentication.
 public enum TestKeys {
+    /// Keys made once per test process and shared by the tests that only read them: making RSA
+    /// keys is the costliest thing a unit test here does, and the suites all start at once.
+    private static let shared = Mutex<(directory: TemporaryDirectory?, made: Set<String>)>((nil, []))
+
+    /// The key `name` of `kind`, made on first use and the same for every caller afterwards.
+    public static func shared(_ kind: String, named name: String) throws -> (privateKey: String, publicKey: String) {
+        try Self.shared.withLock { state in
+            let directory = try state.directory ?? TemporaryDirectory()
+            state.directory = directory
+            let key = "\(kind)-\(name)"
+            if !state.made.contains(key) {
+                try Self.make(kind, named: key, in: directory)
+                state.made.insert(key)
+            }
+            return (directory.path + "/\(key).key", directory.path + "/\(key).pub")
+        }
+    }
+
     /// A private key (`rsa:BITS`, `ec` for P-256) and its public key, as PEM files in `directory`.
     @discardableResult
     public static func make(
