@@ -5,7 +5,6 @@ import BearerdProxy
 import BearerdSockets
 import BearerdStore
 import Foundation
-import NIOSSL
 
 #if canImport(Glibc)
 import Glibc
@@ -34,15 +33,8 @@ enum StartupChecks {
                 "store: no store.key_file or store.passphrase_file, so tokens are kept in memory only and `bearerd login` must follow every restart"
             )
         }
-        if let certificate = configuration.auth.tlsClientCertificate {
-            // The files are read as the token client will read them: a key that is not the
-            // certificate's is found here, not at the first token request.
-            var tls = TLSConfiguration.makeClientConfiguration()
-            do throws(ClientCertificateError) {
-                try certificate.apply(to: &tls)
-            } catch {
-                findings.errors.append("\(error)")
-            }
+        if let problem = Self.clientCertificateProblem(configuration.auth.tlsClientCertificate) {
+            findings.errors.append(problem)
         }
         if let problem = Self.socketDirectoryProblem(configuration.admin.socket, key: "admin.socket") {
             findings.errors.append(problem)
@@ -58,16 +50,18 @@ enum StartupChecks {
     static func socketDirectoryProblem(_ path: String, key: String) -> String? {
         if let problem = UnixSocketFile.placementProblem(path, key: key) { return problem }
         var directory = CheckedDirectory.directoryName(of: path)
-        var info = stat()
-        guard stat(directory, &info) == 0 else {
+        // FileManager rather than stat(2): with Foundation in this module, a release build takes
+        // `struct stat` for CoreFoundation's and refuses it (MemberImportVisibility).
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             // serve creates it (mode 0700): the nearest existing parent must be writable.
-            while stat(directory, &info) != 0, directory != "/" {
+            while !FileManager.default.fileExists(atPath: directory), directory != "/" {
                 directory = CheckedDirectory.directoryName(of: directory)
             }
             return access(directory, W_OK) == 0
                 ? nil : "\(key): cannot create the directory of \(path): \(directory) is not writable"
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else { return "\(key): \(directory) is not a directory" }
+        guard isDirectory.boolValue else { return "\(key): \(directory) is not a directory" }
         return access(directory, W_OK | X_OK) == 0 ? nil : "\(key): cannot create \(path): \(directory) is not writable"
     }
 }
