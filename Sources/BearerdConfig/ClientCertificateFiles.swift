@@ -30,8 +30,9 @@ public struct ClientCertificateFiles: Sendable, Equatable, Hashable {
             var info = stat()
             guard stat(path, &info) == 0 else { return [-1] }
             return [
-                Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec),
-                Int(info.st_ctim.tv_sec), Int(info.st_ctim.tv_nsec),
+                Int(truncatingIfNeeded: info.st_ino), Int(truncatingIfNeeded: info.st_size),
+                Int(truncatingIfNeeded: info.st_mtim.tv_sec), Int(truncatingIfNeeded: info.st_mtim.tv_nsec),
+                Int(truncatingIfNeeded: info.st_ctim.tv_sec), Int(truncatingIfNeeded: info.st_ctim.tv_nsec),
             ]
         }
     }

@@ -76,6 +76,12 @@ public final class JWTTokenVerifier: TokenVerifier {
         try self.check(claims)
     }
 
+    /// A claim's time for a message: whole seconds when plausible; a token server's 1e300 is
+    /// shown as it is instead of trapping in `Int(_:)`.
+    static func epoch(_ seconds: Double) -> String {
+        abs(seconds) < 1e15 ? String(Int(seconds)) : "\(seconds)"
+    }
+
     private func check(_ claims: AccessTokenClaims) throws(TokenVerificationError) {
         let now = self.clock.now
         let leeway = self.expectations.leeway
@@ -88,10 +94,10 @@ public final class JWTTokenVerifier: TokenVerifier {
             throw TokenVerificationError("its aud does not name \"\(audience)\" (auth.verify.audience)")
         }
         if let nbf = claims.nbf, nbf > now.timeIntervalSince1970 + leeway {
-            throw TokenVerificationError("it is not valid before \(Int(nbf)) (nbf), later than now")
+            throw TokenVerificationError("it is not valid before \(Self.epoch(nbf)) (nbf), later than now")
         }
         if let exp = claims.exp, exp < now.timeIntervalSince1970 - leeway {
-            throw TokenVerificationError("it expired at \(Int(exp)) (exp)")
+            throw TokenVerificationError("it expired at \(Self.epoch(exp)) (exp)")
         }
     }
 }

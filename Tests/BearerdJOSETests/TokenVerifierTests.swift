@@ -124,6 +124,9 @@ struct TokenVerifierTests {
             (["aud": "api://other"], "its aud does not name \"api://orders\""),
             (["nbf": 1_900_000_600], "not valid before"),
             (["exp": 1_899_999_000], "it expired"),
+            // Found by the before-stop read: Int(1e300) trapped in the message.
+            (["nbf": 1e300], "not valid before 1e+300"),
+            (["exp": -1e300], "it expired at -1e+300"),
         ] as [([String: any Sendable], String)]
     )
     func aClaimThatIsWrongIsNamed(extra: [String: any Sendable], says: String) async throws {
