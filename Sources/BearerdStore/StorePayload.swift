@@ -7,6 +7,8 @@ import Foundation
 struct StorePayload: Codable {
     var user: Session?
     var client: Session?
+    /// The DPoP private key (`auth.dpop`), as its holder exported it.
+    var dpopKey: String?
 
     /// The plaintext for `tokens`.
     static func encode(_ tokens: StoredTokens) throws -> [UInt8] {
@@ -21,12 +23,14 @@ struct StorePayload: Codable {
     init(_ tokens: StoredTokens) {
         self.user = tokens.user.map(Session.init)
         self.client = tokens.client.map(Session.init)
+        self.dpopKey = tokens.dpopKey?.value
     }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.user = try container.decodeIfPresent(Session.self, forKey: .user)
         self.client = try container.decodeIfPresent(Session.self, forKey: .client)
+        self.dpopKey = try container.decodeIfPresent(String.self, forKey: .dpopKey)
         if self.user == nil, self.client == nil, let legacy = try? Session(from: decoder),
             legacy.refreshToken != nil || legacy.accessToken != nil
         {
@@ -35,7 +39,7 @@ struct StorePayload: Codable {
     }
 
     var tokens: StoredTokens {
-        StoredTokens(user: self.user?.stored, client: self.client?.stored)
+        StoredTokens(user: self.user?.stored, client: self.client?.stored, dpopKey: self.dpopKey.map(Secret.init))
     }
 }
 

@@ -79,7 +79,24 @@ public enum TokenResponseClassifier {
                 retryAfter: nil
             )
         case 400..<500:
-            return .rejected(status: response.status, error: Self.errorCode(response.body))
+            let error = Self.errorCode(response.body)
+            switch error {
+            case "use_dpop_nonce":
+                // Asked again after the one retry with its nonce: a server problem, not the credentials.
+                return .unavailable(
+                    reason: "the token endpoint asked for a new DPoP nonce again after a retry with its last one",
+                    retryAfter: nil
+                )
+            case "invalid_dpop_proof":
+                // Most often this machine's clock (the proof's iat): keep the session.
+                return .unavailable(
+                    reason:
+                        "the token endpoint refused bearerd's DPoP proof (invalid_dpop_proof): check this machine's clock, and that the server accepts ES256 proofs",
+                    retryAfter: nil
+                )
+            default:
+                return .rejected(status: response.status, error: error)
+            }
         default:
             return .unavailable(
                 reason: "the token endpoint answered \(response.status)",

@@ -43,6 +43,8 @@ public final class OAuth2Source: TokenSource {
         public var assertionSigner: (any ClientAssertionSigner)?
         /// The `aud` of each assertion.
         public var assertionAudience: ClientAssertionAudience
+        /// `auth.dpop`: the tokens issued must be DPoP-bound (the transport sends the proofs).
+        public var dpop: Bool
 
         public init(
             endpoint: Endpoint,
@@ -56,7 +58,8 @@ public final class OAuth2Source: TokenSource {
             deviceAuthorizationURL: String? = nil,
             allowInsecureHTTP: Bool = false,
             assertionSigner: (any ClientAssertionSigner)? = nil,
-            assertionAudience: ClientAssertionAudience = .endpoint
+            assertionAudience: ClientAssertionAudience = .endpoint,
+            dpop: Bool = false
         ) {
             self.endpoint = endpoint
             self.clientID = clientID
@@ -70,6 +73,7 @@ public final class OAuth2Source: TokenSource {
             self.allowInsecureHTTP = allowInsecureHTTP
             self.assertionSigner = assertionSigner
             self.assertionAudience = assertionAudience
+            self.dpop = dpop
         }
     }
 
@@ -117,7 +121,7 @@ public final class OAuth2Source: TokenSource {
     }
 
     public func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
-        try OAuth2TokenResponse.parse(body)
+        try OAuth2TokenResponse.parse(body, dpop: self.settings.dpop)
     }
 
     public func revocationRequest(

@@ -3,7 +3,8 @@ import Foundation
 
 /// A successful RFC 6749 §5.1 token response.
 enum OAuth2TokenResponse {
-    static func parse(_ body: [UInt8]) throws -> IssuedTokens {
+    /// `dpop`: the token must be DPoP-bound (`auth.dpop`); otherwise it must be a bearer token.
+    static func parse(_ body: [UInt8], dpop: Bool = false) throws -> IssuedTokens {
         guard let object = JSONValue.parse(body), case .object = object else {
             throw TokenBodyError("not a JSON object")
         }
@@ -13,11 +14,21 @@ enum OAuth2TokenResponse {
         guard BearerToken.isValidTokenValue(access) else {
             throw TokenBodyError("an access_token with characters a bearer token may not have (RFC 6750)")
         }
-        if let type = object["token_type"], type != .null {
-            // RFC 6749 §7.1: the type is case-insensitive ("bearer", "Bearer").
-            guard type.stringValue?.lowercased() == "bearer" else {
-                throw TokenBodyError("a token_type other than Bearer")
+        // RFC 6749 §7.1: the type is case-insensitive ("bearer", "Bearer").
+        let type = object["token_type"].flatMap { $0 == .null ? nil : ($0.stringValue?.lowercased() ?? "?") }
+        if dpop {
+            // RFC 9449 §5: a server that ignored the proof issues a bearer token.
+            guard type == "dpop" else {
+                throw TokenBodyError(
+                    "a token_type of \(type == "bearer" ? "Bearer" : "other than DPoP") while auth.dpop is on: the server did not bind the token to bearerd's key; enable DPoP for this client at the server, or set auth.dpop: false"
+                )
             }
+        } else if let type, type != "bearer" {
+            throw TokenBodyError(
+                type == "dpop"
+                    ? "a token_type of DPoP: the server binds this client's tokens to a key; set auth.dpop: true"
+                    : "a token_type other than Bearer"
+            )
         }
         var refresh: Secret?
         if let value = object["refresh_token"], value != .null {

@@ -209,6 +209,10 @@ extension TokenManager {
         var tokens = row.tokens ?? StoredTokens()
         if tokens.user?.isEmpty == true { tokens.user = nil }
         if tokens.client?.isEmpty == true || !self.source.hasClientGrant { tokens.client = nil }
+        if let proofKey = self.proofKey {
+            // The fleet's key, if one was written; else this host's goes in with the next write.
+            tokens.dpopKey = Self.proofKey(proofKey, from: tokens, logger: self.logger)
+        }
         self.stored = tokens
         self.fleetVersion = row.version
         self.fleetWrittenBy = row.writtenBy

@@ -103,6 +103,8 @@ public actor TokenManager: TokenProvider {
     var rejectedByUpstream: BearerToken?
     /// `auth.verify`: checks every access token before it is used.
     let verifier: (any TokenVerifier)?
+    /// `auth.dpop`: the key the tokens are bound to, kept in `stored` with them.
+    let proofKey: (any ProofKey)?
 
     /// Starts from the store: the user's session, else `seed` (`auth.refresh_token_file`) when
     /// there is no store yet, else the client token (with a client grant).
@@ -117,10 +119,12 @@ public actor TokenManager: TokenProvider {
         fleet: (any SharedSessionStore)? = nil,
         host: String? = nil,
         verifier: (any TokenVerifier)? = nil,
+        proofKey: (any ProofKey)? = nil,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
         self.source = source
         self.verifier = verifier
+        self.proofKey = proofKey
         self.seed = seed
         self.fleet = fleet
         self.fleetHost = host
@@ -139,6 +143,11 @@ public actor TokenManager: TokenProvider {
         var stored = loaded ?? StoredTokens()
         if stored.user?.isEmpty == true { stored.user = nil }
         if stored.client?.isEmpty == true || !source.hasClientGrant { stored.client = nil }
+        if let proofKey {
+            // A new key reaches the store with the first write: the refresh-in-flight mark or
+            // the answer that brings the first tokens bound to it.
+            stored.dpopKey = Self.proofKey(proofKey, from: stored, logger: logger)
+        }
         self.stored = stored
         let now = clock.now
         if let sent = (stored.user ?? stored.client)?.refreshSentAt {
@@ -165,6 +174,17 @@ public actor TokenManager: TokenProvider {
         if case .ready(let session) = self.state, let access = session.access {
             self.snapshot.withLock { $0 = (access, session.usableUntil) }
         }
+    }
+
+    /// The DPoP key to keep: the one `stored` holds, else the holder's own (new) key.
+    static func proofKey(_ holder: any ProofKey, from stored: StoredTokens, logger: Logger) -> Secret {
+        if let key = stored.dpopKey {
+            if holder.adopt(key) { return key }
+            logger.error(
+                "the stored DPoP key cannot be read; a new key is used, and tokens bound to the old one fail until the next login or refresh"
+            )
+        }
+        return holder.exported()
     }
 
     /// New timing rules (a reload): they apply from the next token the server issues.

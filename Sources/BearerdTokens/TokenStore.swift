@@ -41,10 +41,13 @@ public struct StoredSession: Sendable, Equatable {
 public struct StoredTokens: Sendable, Equatable {
     public var user: StoredSession?
     public var client: StoredSession?
+    /// The DPoP key (`auth.dpop`) the sessions' tokens are bound to; it outlives a logout.
+    public var dpopKey: Secret?
 
-    public init(user: StoredSession? = nil, client: StoredSession? = nil) {
+    public init(user: StoredSession? = nil, client: StoredSession? = nil, dpopKey: Secret? = nil) {
         self.user = user
         self.client = client
+        self.dpopKey = dpopKey
     }
 
     /// A user session alone.

@@ -149,6 +149,9 @@ struct TokenSourceTests {
         (400, #"{"error":"invalid_grant"}"#, "rejected invalid_grant"),
         (401, "", "rejected"),
         (403, "forbidden", "rejected"),
+        // RFC 9449: a nonce asked for again, or a proof refused (a clock off), keep the session.
+        (400, #"{"error":"use_dpop_nonce"}"#, "unavailable"),
+        (400, #"{"error":"invalid_dpop_proof"}"#, "unavailable"),
         (408, "", "unavailable"),
         (429, "", "unavailable"),
         (500, #"{"error":"server_error"}"#, "unavailable"),
@@ -158,7 +161,7 @@ struct TokenSourceTests {
         let outcome = TokenResponseClassifier.classify(
             TokenHTTPResponse(status: status, body: Array(body.utf8)),
             now: Date(),
-            parse: OAuth2TokenResponse.parse
+            parse: { try OAuth2TokenResponse.parse($0) }
         )
         switch outcome {
         case .issued: Issue.record("issued for \(status)")
