@@ -26,6 +26,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // jwt-kit's own crypto (already in the build): DPoP proofs are signed on the event loop,
+        // synchronously, with its P-256 keys; jwt-kit signs only through an async key collection.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // Token types and the seam the proxy asks for a token through.
@@ -114,13 +117,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // JOSE through jwt-kit: signed client assertions (private_key_jwt, RFC 7523).
+        // JOSE through jwt-kit: signed client assertions (private_key_jwt, RFC 7523), verified
+        // access tokens; DPoP proofs (RFC 9449) with swift-crypto's P-256.
         .target(
             name: "BearerdJOSE",
             dependencies: [
                 "BearerdAuth",
                 "BearerdTokens",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),
@@ -276,6 +281,7 @@ let package = Package(
             name: "BearerdFleetTests",
             dependencies: [
                 "BearerdFleet", "BearerdTokens", "BearerdStore", "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
+                "BearerdJOSE",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
