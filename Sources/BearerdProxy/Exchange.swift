@@ -31,6 +31,8 @@ final class Exchange {
     var requestFraming = RequestFraming.none
     var responseFraming = ResponseFraming.none
     var token: BearerToken?
+    /// The upstream's `DPoP-Nonce` the proof of this request carried (`auth.dpop`).
+    var dpopNonce: String?
     var upstream: UpstreamConnection?
     var upstreamStartedAt: NIODeadline?
     /// Went upstream as its head arrived, without waiting for a token or a connection.

@@ -37,6 +37,7 @@ enum HeaderRewriter {
         _ head: HTTPRequestHead,
         target: CanonicalTarget,
         token: BearerToken?,
+        proof: String? = nil,
         peer: String?,
         settings: ProxySettings,
         into buffer: inout ByteBuffer
@@ -44,6 +45,8 @@ enum HeaderRewriter {
         let client = head.headers
         let options = HeaderName.extraConnectionOptions(client)
         let keepClientAuthorization = token == nil
+        // With auth.dpop, bearerd's proof is the only one: a client's would not match the token.
+        let dropClientProof = token != nil && settings.dpop != nil
         buffer.writeString(head.method.rawValue)
         buffer.writeInteger(UInt8(ascii: " "))
         buffer.writeString(settings.target.basePath)
@@ -71,6 +74,7 @@ enum HeaderRewriter {
             }
             if HeaderName.isHopByHop(name) { continue }
             if !keepClientAuthorization && HeaderName.equals(name, "authorization") { continue }
+            if dropClientProof && HeaderName.equals(name, "dpop") { continue }
             if let key = settings.clientKey, key.isHeader(name) { continue }
             if settings.forwardedHeaders && Self.isForwardedHeader(name) { continue }
             if !settings.passOverrideHeaders && Self.isOverrideHeader(name) { continue }
@@ -90,7 +94,16 @@ enum HeaderRewriter {
             }
             framing = .none
         }
-        if let token { WireFormat.writeField("authorization", token.authorizationHeaderValue, into: &buffer) }
+        if let token {
+            if settings.dpop != nil {
+                buffer.writeStaticString("authorization: DPoP ")
+                buffer.writeString(token.value)
+                buffer.writeStaticString("\r\n")
+                if let proof { WireFormat.writeField("dpop", proof, into: &buffer) }
+            } else {
+                WireFormat.writeField("authorization", token.authorizationHeaderValue, into: &buffer)
+            }
+        }
         if settings.forwardedHeaders {
             if let peer { WireFormat.writeField("x-forwarded-for", peer, into: &buffer) }
             WireFormat.writeField("x-forwarded-proto", "http", into: &buffer)

@@ -16,6 +16,8 @@ final class HeldResponse {
     var ended = false
     /// `nil` until the provider answers; then the token to retry with, or `.some(nil)`: no retry.
     var decision: BearerToken??
+    /// The upstream asked for a DPoP nonce: the retry goes with the same token.
+    var forNonce = false
 
     init(head: ResponseHead) {
         self.head = head
@@ -66,7 +68,7 @@ extension ProxyHandler {
     /// Once the 401 is complete and the provider has answered: retry, or pass the 401 on.
     private func resolveHeld(_ exchange: Exchange) {
         guard let held = exchange.held, held.ended, let decision = held.decision else { return }
-        guard let token = decision, token != exchange.token else {
+        guard let token = decision, token != exchange.token || held.forNonce else {
             self.release(held, of: exchange)
             return
         }
@@ -79,7 +81,11 @@ extension ProxyHandler {
         exchange.dropRetryBody()
         exchange.buffered = (body.map { [.body($0)] } ?? []) + [.end(nil)]
         self.prepare(exchange, token: token)
-        self.logger.debug("retrying a request the upstream answered 401 with a new token")
+        self.logger.debug(
+            held.forNonce
+                ? "retrying a request the upstream answered 401 with its new DPoP nonce"
+                : "retrying a request the upstream answered 401 with a new token"
+        )
     }
 
     /// Sends the held 401 to the client as if it had never been held.

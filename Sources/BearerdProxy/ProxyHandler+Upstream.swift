@@ -14,6 +14,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             exchange.responseDeadline = nil
             exchange.responseStatus = HTTPResponseStatus(statusCode: head.status)
             exchange.upstreamKeepAlive = head.keepAlive
+            if self.settings.dpop != nil, self.holdForNonce(head, of: exchange) { return }
             if head.status == 401, let token = exchange.token, !exchange.rejectionReported {
                 exchange.rejectionReported = true
                 if self.mayRetry(exchange) {

@@ -266,6 +266,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             exchange.request,
             target: target,
             token: token,
+            proof: token.flatMap { self.dpopProof(for: exchange, target: target, token: $0) },
             peer: self.peer,
             settings: self.settings,
             into: &head

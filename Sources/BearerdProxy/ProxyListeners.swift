@@ -181,7 +181,10 @@ public final class ProxyListeners: Sendable {
         socketMode: UInt32,
         socketGroup: UInt32?
     ) async throws {
-        let current = self.state.withLockedValue { $0.listeners }
+        let (current, running) = self.state.withLockedValue { ($0.listeners, $0.generation.settings) }
+        // The DPoP key and nonce are the session's: the running ones go on (auth.dpop is restart-only).
+        var settings = settings
+        settings.dpop = running.dpop
         let activated = current.contains { $0.address == nil }
         var added: [Listener] = []
         if !activated {

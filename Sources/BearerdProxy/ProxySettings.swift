@@ -73,6 +73,10 @@ public struct ProxySettings: Sendable {
     /// `socket_allow_uids` / `socket_allow_gids`, for unix-socket callers.
     var socketAllowUIDs: Set<UInt32>
     var socketAllowGIDs: Set<UInt32>
+    /// `auth.dpop`: DPoP-bound tokens and their proofs; set by the daemon, kept across reloads.
+    public var dpop: DPoPUpstream?
+    /// `scheme://host[:port]` and the base path of the upstream: the start of each proof's `htu`.
+    let htuPrefix: String
     /// Whether to log one line per request.
     public var accessLog: Bool
     /// Whether access lines include the query string.
@@ -83,6 +87,7 @@ public struct ProxySettings: Sendable {
     public init(configuration: BearerdConfiguration) throws {
         let upstream = configuration.upstream
         self.target = upstream.target
+        self.htuPrefix = "\(upstream.target.scheme.rawValue)://\(upstream.target.hostHeader)\(upstream.target.basePath)"
         self.serverName = upstream.serverName
         if upstream.target.scheme == .https {
             var tls = TLSConfiguration.makeClientConfiguration()

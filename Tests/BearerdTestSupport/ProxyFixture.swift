@@ -40,6 +40,7 @@ public struct ProxyFixture: Sendable {
         tokens: (any TokenProvider)? = nil,
         upstreamTLS: NIOSSLContext? = nil,
         responder: Responder = Responder { _ in .ok() },
+        dpop: DPoPUpstream? = nil,
         _ body: (ProxyFixture) async throws -> Result
     ) async throws -> Result {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -72,11 +73,13 @@ public struct ProxyFixture: Sendable {
             let captured = handler
             let logger = Logger(label: "bearerd-test") { _ in captured }
             let provider = try tokens ?? StaticTokenProvider(path: tokenFile, logger: logger)
+            var settings = try ProxySettings(configuration: configuration)
+            settings.dpop = dpop
             let listeners = try await ProxyListeners.bind(
                 listen: configuration.listen,
                 socketMode: configuration.socketMode,
                 socketGroup: configuration.socketGroup,
-                settings: try ProxySettings(configuration: configuration),
+                settings: settings,
                 tokens: provider,
                 group: group,
                 logger: logger

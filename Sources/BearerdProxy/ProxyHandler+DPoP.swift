@@ -1,0 +1,57 @@
+import BearerdAuth
+import BearerdConfig
+import Logging
+import NIOCore
+import NIOHTTP1
+
+extension ProxyHandler {
+    /// The DPoP proof for this exchange's upstream request, `nil` without `auth.dpop`. It
+    /// carries the newest nonce the upstream sent, which the exchange remembers for a retry.
+    func dpopProof(for exchange: Exchange, target: CanonicalTarget, token: BearerToken) -> String? {
+        guard let dpop = self.settings.dpop else { return nil }
+        let nonce = dpop.nonce
+        exchange.dpopNonce = nonce
+        let proof = dpop.proof(
+            method: exchange.request.method.rawValue,
+            htu: self.settings.htuPrefix + target.path,
+            token: token,
+            nonce: nonce
+        )
+        if proof == nil {
+            self.logger.error("cannot sign the DPoP proof of a request; it goes upstream without one")
+        }
+        return proof
+    }
+
+    /// Takes the upstream's `DPoP-Nonce` (RFC 9449 §9) and, when a 401 asks for it
+    /// (`use_dpop_nonce`) and this request went without it, holds the 401 for one retry with the
+    /// same token and the new nonce: within the single retry after a 401, with no refresh.
+    func holdForNonce(_ head: ResponseHead, of exchange: Exchange) -> Bool {
+        guard let dpop = self.settings.dpop, let nonce = head.firstValue(of: "dpop-nonce") else { return false }
+        dpop.remember(nonce)
+        guard head.status == 401, let token = exchange.token, nonce != exchange.dpopNonce, self.mayRetry(exchange),
+            head.values(of: "www-authenticate").contains(where: { $0.contains("use_dpop_nonce") })
+        else { return false }
+        let held = HeldResponse(head: head)
+        held.decision = .some(token)
+        held.forNonce = true
+        exchange.held = held
+        return true
+    }
+}
+
+extension ResponseHead {
+    /// The value of the first field called `name` (lower case), as text.
+    func firstValue(of name: StaticString) -> String? {
+        self.values(of: name).first
+    }
+
+    /// The values of every field called `name` (lower case), as text.
+    func values(of name: StaticString) -> [String] {
+        self.bytes.withUnsafeReadableBytes { raw in
+            self.fields.filter { HeaderName.equals(raw, $0.name, name) }.map {
+                String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0.value]), as: UTF8.self)
+            }
+        }
+    }
+}
