@@ -53,7 +53,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
     /// be reached now is a note, since `serve` starts anyway and retries.
     private static func reportDiscovery(_ prepared: Prepared) async throws {
         guard case .oauth2(let oauth2) = prepared.configuration.auth.source, oauth2.tokenURL == nil,
-            case .engine(let source as OAuth2Source, _, _, let settings, _) = prepared.tokens
+            case .engine(let source as OAuth2Source, _, _, let settings, _, _) = prepared.tokens
         else { return }
         let transport = try settings.make(logger: Logger(label: "bearerd.check-config"))
         let found: Result<[(endpoint: String, url: String, document: String)], any Error>

@@ -113,6 +113,7 @@ final class ReloadService: Service, Sendable {
         merged.auth.caFile = old.auth.caFile
         merged.auth.tlsClientCertificate = old.auth.tlsClientCertificate
         merged.auth.verify = old.auth.verify
+        merged.auth.dpop = old.auth.dpop
         merged.auth.requestTimeout = old.auth.requestTimeout
         merged.auth.connectTimeout = old.auth.connectTimeout
         merged.store = old.store

@@ -21,6 +21,8 @@ enum RestartOnlyKeys {
             "auth.tls_cert_file": auth.tlsClientCertificate?.certificateFile ?? "",
             "auth.tls_key_file": auth.tlsClientCertificate?.keyFile ?? "",
             "auth.verify": auth.verify.map { "\($0)" } ?? "",
+            // The key and the proofs are set up once, with the token client.
+            "auth.dpop": "\(auth.dpop)",
             "auth.request_timeout": "\(auth.requestTimeout)",
             "auth.connect_timeout": "\(auth.connectTimeout)",
             "store.path": configuration.store.path,

@@ -35,8 +35,9 @@ enum Startup {
             )
         }
         do {
-            let settings = try ProxySettings(configuration: configuration)
+            var settings = try ProxySettings(configuration: configuration)
             let tokens = try TokenPlan.make(configuration.auth, logger: logger)
+            if case .engine(_, _, _, _, _, let dpop?) = tokens { settings.dpop = DPoPUpstream(prover: dpop) }
             return .success(Prepared(configuration: configuration, settings: settings, tokens: tokens))
         } catch {
             return .failure(StartupFailure(report: "bearerd: \(configPath): \(error)"))

@@ -20,7 +20,7 @@ enum TokenEngine {
         switch prepared.tokens {
         case .staticToken(let provider):
             return .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
-        case .engine(let source, let seed, let policy, let transport, let verifier):
+        case .engine(let source, let seed, let policy, let transport, let verifier, let dpop):
             let configuration = prepared.configuration.store
             var fleet: PostgresSessionStore?
             if let postgres = configuration.postgres {
@@ -48,14 +48,15 @@ enum TokenEngine {
             }
             let manager = TokenManager(
                 source: source,
-                transport: client,
+                transport: dpop.map { DPoPTokenTransport(client, prover: $0) } ?? client,
                 store: store,
                 seed: seed,
                 policy: policy,
                 logger: logger,
                 fleet: fleet,
                 host: configuration.postgres?.hostName,
-                verifier: verifier
+                verifier: verifier,
+                proofKey: dpop
             )
             return .engine(manager, client: client, fleet: fleet)
         }

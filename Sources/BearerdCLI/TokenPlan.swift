@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import BearerdFiles
+import BearerdJOSE
 import BearerdTokens
 import Foundation
 import Logging
@@ -14,7 +15,8 @@ enum TokenPlan {
         seed: Secret?,
         policy: RefreshPolicy,
         transport: Transport,
-        verifier: (any TokenVerifier)?
+        verifier: (any TokenVerifier)?,
+        dpop: DPoPKey?
     )
 
     /// How the token client reaches the token server (`auth.ca_file`, `auth.tls_cert_file`,
@@ -51,6 +53,8 @@ enum TokenPlan {
         let policy = Self.policy(auth)
         let seed = try auth.refreshTokenFile.map { try Self.readSecret($0, what: "refresh token") }
         let source: any TokenSource
+        // `auth.dpop`: a new key, replaced by the store's own when it holds one.
+        let dpop = auth.dpop ? DPoPKey() : nil
         switch auth.source {
         case .staticFile(let path):
             return .staticToken(try StaticTokenProvider(path: path, logger: logger))
@@ -71,7 +75,8 @@ enum TokenPlan {
                     deviceAuthorizationURL: oauth2.deviceAuthorizationURL,
                     allowInsecureHTTP: auth.allowInsecureHTTP,
                     assertionSigner: try Self.assertionSigner(oauth2),
-                    assertionAudience: Self.assertionAudience(oauth2.clientAssertionAudience)
+                    assertionAudience: Self.assertionAudience(oauth2.clientAssertionAudience),
+                    dpop: dpop != nil
                 )
             )
         case .json(let json):
@@ -102,7 +107,8 @@ enum TokenPlan {
                 timeout: auth.requestTimeout,
                 connectTimeout: auth.connectTimeout
             ),
-            verifier: try auth.verify.map { try Self.verifier($0, source: source) }
+            verifier: try auth.verify.map { try Self.verifier($0, source: source) },
+            dpop: dpop
         )
     }
 

@@ -108,6 +108,9 @@ extension BearerdConfiguration {
         public var tlsClientCertificate: ClientCertificateFiles?
         /// `auth.verify.*`: access tokens checked before use; `nil` when not configured.
         public var verify: Verify?
+        /// `auth.dpop`: access tokens bound to a key bearerd holds (RFC 9449), each request
+        /// sent with a proof of it.
+        public var dpop: Bool
         /// `auth.request_timeout`: each whole token request, its body included.
         public var requestTimeout: Duration
         /// `auth.connect_timeout`: connecting to the token endpoint (no retries).

@@ -51,6 +51,16 @@ extension ConfigBuilder {
             self.issue("auth.tls_cert_file", "does not apply to a static token: nothing is sent to a token server")
         }
         let verify = self.verify(source: source)
+        let dpop = self.bool("auth.dpop", default: false)
+        if dpop {
+            switch source {
+            case .oauth2: break
+            case .staticFile:
+                self.issue("auth.dpop", "does not apply to a static token: a DPoP token is issued for bearerd's key")
+            case .json:
+                self.issue("auth.dpop", "applies to an OAuth 2.0 token server (auth.token_url or auth.issuer) only")
+            }
+        }
         let maxRefreshes = self.count("auth.max_refreshes_per_minute", default: 30)
         return BearerdConfiguration.Auth(
             allowInsecureHTTP: self.allowInsecureHTTP,
@@ -59,6 +69,7 @@ extension ConfigBuilder {
             caFile: caFile,
             tlsClientCertificate: tlsClientCertificate,
             verify: verify,
+            dpop: dpop,
             requestTimeout: self.duration(
                 "auth.request_timeout",
                 default: .seconds(10),

@@ -73,6 +73,7 @@ enum ConfigSchema {
         "auth.refresh_token_file": .scalar,
         "auth.ca_file": .scalar,
         "auth.tls_cert_file": .scalar,
+        "auth.dpop": .scalar,
         "auth.verify.jwks_uri": .scalar,
         "auth.verify.secret_file": .scalar,
         "auth.verify.issuer": .scalar,

@@ -32,7 +32,9 @@ struct FleetHost: Sendable {
         table: String = "bearerd_sessions",
         connectTimeout: Duration = .seconds(5),
         tls: BearerdConfiguration.Store.Postgres.TLSMode? = nil,
-        caFile: String? = nil
+        caFile: String? = nil,
+        source: any TokenSource = Self.source,
+        proofKey: (any ProofKey)? = nil
     ) throws {
         var handler = self.logs
         handler.logLevel = .debug
@@ -51,12 +53,13 @@ struct FleetHost: Sendable {
         let store = self.store
         self.pool = Task { await store.run() }
         self.manager = TokenManager(
-            source: Self.source,
+            source: source,
             transport: endpoint,
             store: MemoryTokenStore(),
             logger: logger,
             fleet: self.store,
             host: name,
+            proofKey: proofKey,
             random: { 0.5 }
         )
     }

@@ -17,7 +17,8 @@ public struct IdentityProvider: Sendable {
         ttl: Int,
         clientKeys: String? = nil,
         tls: (certificate: String, key: String, ca: String, subject: String)? = nil,
-        jwt: Bool = false
+        jwt: Bool = false,
+        dpopNonceSeconds: Double? = nil
     ) async throws -> IdentityProvider {
         let port = try RefusingPort().port
         let directory = try TemporaryDirectory()
@@ -25,6 +26,7 @@ public struct IdentityProvider: Sendable {
         if let clientKeys { arguments += ["--client-keys", clientKeys] }
         if let tls { arguments += ["--tls", tls.certificate, tls.key, tls.ca, "--mtls-subject", tls.subject] }
         if jwt { arguments.append("--jwt") }
+        if let dpopNonceSeconds { arguments += ["--dpop", "--nonce-seconds", String(dpopNonceSeconds)] }
         try await ProjectScript.run("scripts/idp-server", arguments)
         return IdentityProvider(port: port, directory: directory, https: tls != nil)
     }

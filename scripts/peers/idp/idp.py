@@ -12,7 +12,11 @@ Settings come from the environment (scripts/idp-server sets them):
   DN, RFC 4514, that mtls-client's certificate must carry), IDP_JWT (1: access tokens are RS256
   JWTs with iss, aud "api://hello", exp and nbf, signed with a key published at /jwks, which the
   discovery document at /.well-known/openid-configuration names; POST /test/forge?on=1 makes
-  the tokens after it signed by another key under the same kid, until ?on=0).
+  the tokens after it signed by another key under the same kid, until ?on=0), IDP_DPOP (1: RFC
+  9449 DPoP: token requests need a proof, with the server's nonce, which changes every
+  IDP_NONCE_SECONDS; tokens are DPoP-bound to the proof's key, refresh tokens too; GET /api/dpop
+  wants `Authorization: DPoP` with a fresh proof of that key and the resource's own nonce, and
+  refuses a replayed jti; GET /test/dpop gives counts and the last request /api/dpop accepted).
 Clients: jwt-client (private_key_jwt), mtls-client (tls_client_auth), secret-client /
 secret-pass (client_secret_basic). User: alice / alice-pass.
 """
@@ -30,10 +34,10 @@ from authlib.oauth2.rfc6749 import ClientMixin, InvalidClientError, grants
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
-from flask import Flask, jsonify, request
-from joserfc import jwt
+from flask import Flask, g, jsonify, request
+from joserfc import jws, jwt
 from joserfc.errors import JoseError
-from joserfc.jwk import KeySet, RSAKey, import_key
+from joserfc.jwk import ECKey, KeySet, RSAKey, import_key
 from werkzeug.serving import run_simple
 
 PORT = int(os.environ["IDP_PORT"])
@@ -85,6 +89,7 @@ CLIENTS = {
 USERS = {"alice": "alice-pass"}
 access_tokens = {}  # token -> (client_id, user, expires_at)
 refresh_tokens = {}  # token -> (client_id, user, revoked)
+bound_to = {}  # DPoP: access or refresh token -> the jkt of the key it is bound to
 seen_jti = {}
 
 
@@ -113,10 +118,15 @@ def query_client(client_id):
 
 def save_token(token, req):
     user = getattr(req, "user", None)
+    jkt = getattr(g, "jkt", None)
     with lock:
         access_tokens[token["access_token"]] = (req.client.client_id, user, time.time() + TTL)
         if "refresh_token" in token:
             refresh_tokens[token["refresh_token"]] = (req.client.client_id, user, False)
+        if jkt:
+            bound_to[token["access_token"]] = jkt
+            if "refresh_token" in token:
+                bound_to[token["refresh_token"]] = jkt
 
 
 class PrivateKeyJWT(JWTBearerClientAssertion):
@@ -187,6 +197,10 @@ class RefreshGrant(grants.RefreshTokenGrant):
     def authenticate_refresh_token(self, refresh_token):
         with lock:
             found = refresh_tokens.get(refresh_token)
+            bound = bound_to.get(refresh_token)
+        if bound and bound != getattr(g, "jkt", None):
+            print("refresh token presented with a proof of another key", flush=True)
+            return None
         if found and not found[2]:
             return Token(refresh_token, found[0], found[1])
         return None
@@ -239,9 +253,80 @@ server.register_grant(RefreshGrant)
 server.register_grant(ClientCredentialsGrant)
 
 
+DPOP = os.environ.get("IDP_DPOP") == "1"
+NONCE_SECONDS = float(os.environ.get("IDP_NONCE_SECONDS", "5"))
+dpop_seen_jti = {}
+dpop_counts = {"token_nonce_asked": 0, "api_nonce_asked": 0, "api_ok": 0, "api_refused": 0, "replays_refused": 0}
+dpop_last = {}
+dpop_api_nonces = set()  # the resource's nonces that came back in accepted proofs
+
+
+def current_nonce(realm):
+    """The nonce of `realm` (token or api): changes every NONCE_SECONDS; the previous one is
+    still taken, as servers do while a new one propagates."""
+    step = int(time.time() / NONCE_SECONDS)
+    return [hashlib.sha256(f"{realm}-{step - k}-{PORT}".encode()).hexdigest()[:22] for k in (0, 1)]
+
+
+def b64url_sha256(text):
+    import base64
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+
+
+def check_proof(proof, method, url, realm, access_token=None):
+    """RFC 9449 §4.3: None and the key's jkt when the proof holds, else (error, description)."""
+    if not proof:
+        return ("invalid_dpop_proof", "no DPoP proof"), None
+    try:
+        header = jws.extract_compact(proof.encode()).protected
+        if header.get("typ") != "dpop+jwt" or header.get("alg") != "ES256":
+            return ("invalid_dpop_proof", "typ or alg"), None
+        key = ECKey.import_key(header["jwk"])
+        if key.is_private:
+            return ("invalid_dpop_proof", "a private key in jwk"), None
+        import json
+        claims = json.loads(jws.deserialize_compact(proof, key, algorithms=["ES256"]).payload)
+    except (JoseError, KeyError, ValueError) as error:
+        return ("invalid_dpop_proof", f"bad proof: {error}"), None
+    if claims.get("htm") != method or claims.get("htu") != url:
+        return ("invalid_dpop_proof", f"htm/htu {claims.get('htm')} {claims.get('htu')} for {method} {url}"), None
+    if abs(time.time() - float(claims.get("iat", 0))) > 60:
+        return ("invalid_dpop_proof", "iat out of window"), None
+    if access_token is not None and claims.get("ath") != b64url_sha256(access_token):
+        return ("invalid_dpop_proof", "ath"), None
+    with lock:
+        jti = claims.get("jti")
+        if not jti or jti in dpop_seen_jti:
+            dpop_counts["replays_refused"] += 1
+            return ("invalid_dpop_proof", "a jti seen before (a replayed proof)"), None
+        dpop_seen_jti[jti] = time.time()
+    if claims.get("nonce") not in current_nonce(realm):
+        return ("use_dpop_nonce", "a nonce is required"), None
+    if realm == "api":
+        with lock:
+            dpop_api_nonces.add(claims["nonce"])
+    return None, key.thumbprint()
+
+
 @app.post("/oauth/token")
 def issue_token():
+    if DPOP:
+        problem, g.jkt = check_proof(request.headers.get("DPoP"), "POST", TOKEN_URL, "token")
+        if problem:
+            if problem[0] == "use_dpop_nonce":
+                with lock:
+                    dpop_counts["token_nonce_asked"] += 1
+            else:
+                print(f"token request refused: {problem}", flush=True)
+            mark(f"{request.form.get('grant_type', '-')} 400-{problem[0]}", "-")
+            return jsonify(error=problem[0], error_description=problem[1]), 400, {"DPoP-Nonce": current_nonce("token")[0]}
     response = server.create_token_response()
+    if DPOP:
+        response.headers["DPoP-Nonce"] = current_nonce("token")[0]
+        if response.status_code == 200:
+            body = response.get_json()
+            body["token_type"] = "DPoP"
+            response.set_data(jsonify(body).get_data())
     method = "-"
     if request.form.get("client_assertion"):
         method = "private_key_jwt"
@@ -290,6 +375,43 @@ def hello():
         return refused()
     holder = bearer_holder()
     return jsonify(hello=holder) if holder else refused()
+
+
+@app.get("/api/dpop")
+def dpop_resource():
+    """A DPoP-protected resource (RFC 9449 §7): the bound token, a fresh proof of its key for
+    this request, and the resource's nonce (§9)."""
+    header = request.headers.get("Authorization", "")
+    token = header[len("DPoP "):] if header.startswith("DPoP ") else ""
+    with lock:
+        found = access_tokens.get(token)
+        bound = bound_to.get(token)
+    challenge = {"DPoP-Nonce": current_nonce("api")[0]}
+    if not found or found[2] < time.time() or not bound:
+        with lock:
+            dpop_counts["api_refused"] += 1
+        challenge["WWW-Authenticate"] = 'DPoP error="invalid_token"'
+        return jsonify(error="invalid_token"), 401, challenge
+    problem, jkt = check_proof(request.headers.get("DPoP"), "GET", BASE + request.path, "api", access_token=token)
+    if problem is None and jkt != bound:
+        problem = ("invalid_dpop_proof", "a proof of another key than the token's")
+    if problem:
+        with lock:
+            dpop_counts["api_nonce_asked" if problem[0] == "use_dpop_nonce" else "api_refused"] += 1
+        if problem[0] != "use_dpop_nonce":
+            print(f"api request refused: {problem}", flush=True)
+        challenge["WWW-Authenticate"] = f'DPoP error="{problem[0]}", error_description="{problem[1]}"'
+        return jsonify(error=problem[0]), 401, challenge
+    with lock:
+        dpop_counts["api_ok"] += 1
+        dpop_last.update(authorization=header, dpop=request.headers.get("DPoP"))
+    return jsonify(hello=found[1] or found[0]), 200, challenge
+
+
+@app.get("/test/dpop")
+def dpop_stats():
+    with lock:
+        return jsonify(dict(dpop_counts, last=dpop_last, api_nonces=len(dpop_api_nonces)))
 
 
 @app.get("/api/cert")
