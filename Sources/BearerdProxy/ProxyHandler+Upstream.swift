@@ -109,7 +109,12 @@ extension ProxyHandler: UpstreamConnectionOwner {
             // Only an idempotent one: the upstream may have acted on a POST before it closed.
             exchange.retried = true
             exchange.phase = .preparing
-            self.connect(exchange, fresh: true)
+            if self.settings.dpop != nil {
+                // A DPoP proof is for one sending: its jti may have reached the upstream.
+                self.prepare(exchange, token: exchange.token, fresh: true)
+            } else {
+                self.connect(exchange, fresh: true)
+            }
             return
         }
         self.fail(exchange, .upstreamFailed(self.settings.target.description, reason: Self.describe(error)))

@@ -258,7 +258,8 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
     }
 
-    func prepare(_ exchange: Exchange, token: BearerToken?) {
+    /// Writes the upstream head and connects; `fresh`: not on a pooled connection.
+    func prepare(_ exchange: Exchange, token: BearerToken?, fresh: Bool = false) {
         guard let context, let target = exchange.target else { return }
         exchange.token = token
         var head = context.channel.allocator.buffer(capacity: 512)
@@ -272,7 +273,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             into: &head
         )
         exchange.upstreamHead = head
-        self.connect(exchange, fresh: false)
+        self.connect(exchange, fresh: fresh)
     }
 
     func connect(_ exchange: Exchange, fresh: Bool) {

@@ -92,6 +92,31 @@ struct ProxyDPoPTests {
         }
     }
 
+    @Test func aRequestReplayedOnANewConnectionGoesWithANewProof() async throws {
+        // The upstream drops the reused connection when the second request arrives (a keep-alive
+        // timeout): the request is replayed, and the proof it may have seen is not sent twice.
+        let dropped = Mutex(false)
+        let responder = Responder { request in
+            if request.head.uri == "/2" && !dropped.withLock({ $0 }) {
+                dropped.withLock { $0 = true }
+                return .close
+            }
+            return .ok()
+        }
+        let tokens = RecordingTokenProvider(token: "tok", replacement: "tok2")
+        try await ProxyFixture.with(tokens: tokens, responder: responder, dpop: DPoPUpstream(prover: SpellingProver()))
+        {
+            proxy in
+            try await TestHTTPClient.withConnection(to: .tcp(port: proxy.port), group: proxy.group) { client in
+                let first = try await client.send(.GET, "/1")
+                let second = try await client.send(.GET, "/2")
+                #expect(first.status == 200 && second.status == 200)
+            }
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/1", "/2", "/2"])
+            #expect(proxy.upstream.requests.map { Self.parts($0).first } == ["1", "2", "3"])
+        }
+    }
+
     @Test func aNonceThatIsNotOneIsNeverRepeated() async throws {
         let responder = Responder { _ in .respond(status: .ok, headers: [("dpop-nonce", "bad\"nonce")], body: "") }
         let tokens = RecordingTokenProvider(token: "tok", replacement: "tok2")
