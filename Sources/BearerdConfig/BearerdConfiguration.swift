@@ -89,6 +89,9 @@ public struct BearerdConfiguration: Sendable {
         public var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.
         public var retryMethods: Set<String>
+        /// `proxy.allow_upgrades`: protocols (lower case) a request may switch to (RFC 9110
+        /// §7.8), its connection then spliced to the upstream's as bytes.
+        public var allowUpgrades: Set<String>
         /// `proxy.browser_guard`: refuse requests a web page sent (foreign `Origin`, cross-site
         /// fetch metadata).
         public var browserGuard: Bool

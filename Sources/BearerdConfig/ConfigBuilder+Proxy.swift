@@ -33,6 +33,16 @@ extension ConfigBuilder {
         for method in retryMethods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
             self.issue("proxy.retry_methods", "must list HTTP methods like GET or POST (got \"\(method)\")")
         }
+        let upgrades = Set(
+            (self.reader.stringArray(forKey: "proxy.allow_upgrades") ?? ["websocket"]).map { $0.lowercased() }
+        )
+        for name in upgrades where !Self.isUpgradeProtocol(name) {
+            self.issue(
+                "proxy.allow_upgrades",
+                "must list protocol names like websocket, without a version (got \"\(name.prefix(40))\")"
+            )
+        }
+        if upgrades.count > 16 { self.issue("proxy.allow_upgrades", "lists more than 16 protocols") }
         let origins = self.normalizedSet(
             "proxy.allowed_origins",
             Self.origin,
@@ -123,6 +133,7 @@ extension ConfigBuilder {
                 ConfigValueParsers.size
             ),
             retryMethods: retryMethods,
+            allowUpgrades: upgrades,
             browserGuard: self.bool("proxy.browser_guard", default: true),
             allowedOrigins: origins,
             rebindingGuard: self.bool("proxy.rebinding_guard", default: true),
@@ -176,5 +187,17 @@ extension ConfigBuilder {
     static func isPort(_ text: Substring) -> Bool {
         !text.isEmpty && text.count <= 5 && text.allSatisfy(\.isASCII) && text.allSatisfy(\.isNumber)
             && Int(text)! <= 65535
+    }
+
+    /// An RFC 9110 token of at most 32 characters, with no `/version`.
+    static func isUpgradeProtocol(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 32
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+                case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "+"): true
+                default: false
+                }
+            }
     }
 }

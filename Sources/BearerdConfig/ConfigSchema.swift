@@ -43,6 +43,7 @@ enum ConfigSchema {
         "proxy.token_wait": .scalar,
         "proxy.retry_body_limit": .scalar,
         "proxy.retry_methods": .list,
+        "proxy.allow_upgrades": .list,
         "proxy.browser_guard": .scalar,
         "proxy.allowed_origins": .list,
         "proxy.rebinding_guard": .scalar,

@@ -33,6 +33,8 @@ final class Exchange {
     var token: BearerToken?
     /// The upstream's `DPoP-Nonce` the proof of this request carried (`auth.dpop`).
     var dpopNonce: String?
+    /// The client's `Upgrade` value, for a request switching to an allowed protocol.
+    var upgrade: String?
     var upstream: UpstreamConnection?
     var upstreamStartedAt: NIODeadline?
     /// Went upstream as its head arrived, without waiting for a token or a connection.

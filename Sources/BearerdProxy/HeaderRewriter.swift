@@ -38,6 +38,7 @@ enum HeaderRewriter {
         target: CanonicalTarget,
         token: BearerToken?,
         proof: String? = nil,
+        upgrade: String? = nil,
         peer: String?,
         settings: ProxySettings,
         into buffer: inout ByteBuffer
@@ -93,6 +94,11 @@ enum HeaderRewriter {
                 WireFormat.writeField("content-length", "0", into: &buffer)
             }
             framing = .none
+        }
+        if let upgrade {
+            // Hop-by-hop, so dropped above: sent again for the protocol the checks allowed.
+            buffer.writeStaticString("connection: upgrade\r\n")
+            WireFormat.writeField("upgrade", upgrade, into: &buffer)
         }
         if let token {
             if settings.dpop != nil {
@@ -169,6 +175,28 @@ enum HeaderRewriter {
         } else if request.version.minor == 0 {
             buffer.writeStaticString("connection: keep-alive\r\n")
         }
+        buffer.writeStaticString("\r\n")
+    }
+
+    /// Writes the upstream's 101 for the client: its fields but the hop-by-hop ones, then
+    /// `Connection: upgrade` and the `Upgrade` the upstream named (RFC 9110 §15.2.2).
+    static func switchingResponse(_ head: ResponseHead, into buffer: inout ByteBuffer) {
+        buffer.writeStaticString("HTTP/1.1 101 ")
+        head.bytes.withUnsafeReadableBytes { raw in
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.reason]))
+            buffer.writeStaticString("\r\n")
+            for field in head.fields {
+                if HeaderName.isHopByHop(raw, field.name) || HeaderName.equals(raw, field.name, "content-length") {
+                    continue
+                }
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.name]))
+                buffer.writeStaticString(": ")
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.value]))
+                buffer.writeStaticString("\r\n")
+            }
+        }
+        buffer.writeStaticString("connection: upgrade\r\n")
+        if let upgrade = head.firstValue(of: "upgrade") { WireFormat.writeField("upgrade", upgrade, into: &buffer) }
         buffer.writeStaticString("\r\n")
     }
 

@@ -218,6 +218,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.fail(exchange, failure)
             return
         }
+        self.checkUpgrade(exchange)
         self.beginning = true
         defer { self.beginning = false }
         let clientKeepsOwnAuthorization =
@@ -268,6 +269,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             target: target,
             token: token,
             proof: token.flatMap { self.dpopProof(for: exchange, target: target, token: $0) },
+            upgrade: exchange.upgrade,
             peer: self.peer,
             settings: self.settings,
             into: &head
@@ -296,7 +298,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func attach(_ exchange: Exchange, to connection: UpstreamConnection) {
         guard let head = exchange.upstreamHead, let context else { return }
-        connection.lease(to: self, method: exchange.request.method)
+        connection.lease(to: self, method: exchange.request.method, upgrade: exchange.upgrade != nil)
         exchange.upstream = connection
         exchange.phase = .forwarding
         exchange.attachedAtStart = self.beginning

@@ -288,7 +288,9 @@ public final class ProxyListeners: Sendable {
                     try sync.addHandler(
                         ByteToMessageHandler(
                             HTTPRequestDecoder(
-                                leftOverBytesStrategy: .dropBytes,
+                                // After an upgrade request llhttp stops parsing; what the
+                                // client sent after it goes to the splice (ProxyHandler+Upgrade).
+                                leftOverBytesStrategy: .forwardBytes,
                                 informationalResponseStrategy: .drop,
                                 limitConfiguration: limits
                             )

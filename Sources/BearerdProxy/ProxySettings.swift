@@ -59,6 +59,8 @@ public struct ProxySettings: Sendable {
     public static let retryBufferTotal = 32 << 20
     /// Methods retried after a 401 (upper case).
     public var retryMethods: Set<String>
+    /// Protocols a request may switch to (`proxy.allow_upgrades`, lower case).
+    public var allowUpgrades: Set<String>
     /// Refuse requests a web page sent (`proxy.browser_guard`), except from `allowedOrigins`.
     public var browserGuard: Bool
     public var allowedOrigins: Set<String>
@@ -133,6 +135,7 @@ public struct ProxySettings: Sendable {
         self.maxIdleConnections = upstream.maxIdleConnections
         self.retryBodyLimit = configuration.proxy.retryBodyLimit
         self.retryMethods = configuration.proxy.retryMethods
+        self.allowUpgrades = configuration.proxy.allowUpgrades
         self.browserGuard = configuration.proxy.browserGuard
         self.allowedOrigins = configuration.proxy.allowedOrigins
         self.hostGuard =

@@ -5,7 +5,8 @@ import NIOCore
 /// Pull-style: `next(from:)` returns the next part, or `nil` when it needs more bytes; bytes it
 /// has not consumed stay in the buffer for the caller to keep. Body parts are slices of the read
 /// buffers, never copies. Informational (1xx) responses are dropped: bearerd answers
-/// `Expect: 100-continue` itself and asks for no upgrade.
+/// `Expect: 100-continue` itself. A 101 is taken only after a request that asked for an upgrade
+/// (`proxy.allow_upgrades`): it is the last part; the bytes after it are the new protocol's.
 struct ResponseParser {
     enum Part {
         case head(ResponseHead)
@@ -18,6 +19,8 @@ struct ResponseParser {
         case idle
         /// `scanned` bytes were searched for the end of the head already.
         case head(forHEAD: Bool, scanned: Int)
+        /// The same, for a request that asked to switch protocols.
+        case upgradeHead(scanned: Int)
         /// The body (if any) is complete; `.end` is next.
         case ending
         case fixed(remaining: Int)
@@ -35,9 +38,10 @@ struct ResponseParser {
 
     private var state = State.idle
 
-    /// A request went out; its response comes next. A response to HEAD has no body.
-    mutating func expectResponse(toHEAD: Bool) {
-        self.state = .head(forHEAD: toHEAD, scanned: 0)
+    /// A request went out; its response comes next. A response to HEAD has no body; a request
+    /// that asked for an upgrade may be answered 101.
+    mutating func expectResponse(toHEAD: Bool, upgrade: Bool = false) {
+        self.state = upgrade ? .upgradeHead(scanned: 0) : .head(forHEAD: toHEAD, scanned: 0)
     }
 
     /// Forgets the exchange in progress (the connection goes back to the pool, or closes).
@@ -56,6 +60,23 @@ struct ResponseParser {
             switch self.state {
             case .idle:
                 return nil
+            case .upgradeHead(let scanned):
+                guard let end = Self.endOfHead(buffer, from: scanned) else {
+                    if buffer.readableBytes > Self.maxHeadSize { throw .malformed("a head over 256 KiB") }
+                    self.state = .upgradeHead(scanned: max(0, buffer.readableBytes - 3))
+                    return nil
+                }
+                guard end <= Self.maxHeadSize else { throw .malformed("a head over 256 KiB") }
+                let head = try ResponseHead.parse(buffer.readSlice(length: end)!)
+                if head.status == 101 {
+                    // The connection now speaks another protocol: nothing more to parse.
+                    self.state = .idle
+                    return .head(head)
+                }
+                // Not switched: an ordinary response (a 1xx other than 101 is dropped).
+                self.state = .head(forHEAD: false, scanned: 0)
+                if head.status < 200 { continue }
+                buffer.moveReaderIndex(to: buffer.readerIndex - end)
             case .head(let forHEAD, let scanned):
                 guard let end = Self.endOfHead(buffer, from: scanned) else {
                     if buffer.readableBytes > Self.maxHeadSize { throw .malformed("a head over 256 KiB") }

@@ -12,6 +12,9 @@ protocol UpstreamConnectionOwner: AnyObject {
     func upstreamReadComplete()
     func upstreamBecameWritable()
     func upstreamFailed(_ error: any Error)
+    /// The upstream answered 101 to a request that asked for an upgrade; `rest` is what it sent
+    /// after the head, already in the new protocol. The owner splices the connections next.
+    func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer)
 }
 
 /// The last handler of a pooled upstream channel. It outlives exchanges: while leased it parses
@@ -27,6 +30,8 @@ final class UpstreamConnection: ChannelDuplexHandler {
         case connecting
         case idle(since: NIODeadline)
         case leased(any UpstreamConnectionOwner)
+        /// Answered 101: the connection leaves the pool for a splice.
+        case switched
         case closed
     }
 
@@ -59,11 +64,29 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     // MARK: Lease
 
-    /// Hands the connection to an exchange whose request goes out next.
-    func lease(to owner: any UpstreamConnectionOwner, method: HTTPMethod) {
+    /// Hands the connection to an exchange whose request goes out next; `upgrade`: the request
+    /// asks to switch protocols.
+    func lease(to owner: any UpstreamConnectionOwner, method: HTTPMethod, upgrade: Bool = false) {
         self.state = .leased(owner)
         self.requestCount += 1
-        self.parser.expectResponse(toHEAD: method == .HEAD)
+        self.parser.expectResponse(toHEAD: method == .HEAD, upgrade: upgrade)
+    }
+
+    /// After 101: the upstream channel goes on as `splice`'s other end; this handler leaves.
+    func splice(into splice: SpliceHandler) {
+        guard case .switched = self.state, let context else { return }
+        self.idleTimer.cancel()
+        do {
+            try context.pipeline.syncOperations.addHandler(splice)
+            context.pipeline.syncOperations.removeHandler(self, promise: nil)
+            if self.readPending {
+                self.readPending = false
+                context.channel.read()
+            }
+        } catch {
+            self.state = .closed
+            context.close(promise: nil)
+        }
     }
 
     /// Puts the connection in the pool's care: it may sit unused for `idleTimeout`. Also for a new
@@ -141,7 +164,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
         case .idle, .connecting:
             // Nobody asked: an idle connection must not talk. Drop it.
             self.close()
-        case .closed:
+        case .switched, .closed:
             break
         }
     }
@@ -151,6 +174,11 @@ final class UpstreamConnection: ChannelDuplexHandler {
         var ended = false
         do {
             while case .leased(let owner) = self.state, let part = try self.parser.next(from: &bytes) {
+                if case .head(let head) = part, head.status == 101 {
+                    self.state = .switched
+                    owner.upstreamSwitched(head, rest: bytes)
+                    return
+                }
                 owner.upstreamReceived(part)
                 if case .end = part {
                     ended = true
@@ -163,7 +191,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
         }
         guard bytes.readableBytes > 0 else { return }
         switch self.state {
-        case .closed:
+        case .closed, .switched:
             break
         case .idle, .connecting:
             // More than the response: the upstream is not speaking HTTP/1.1 with us.
@@ -214,7 +242,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
         self.state = .closed
         switch previous {
         case .leased(let owner): owner.upstreamFailed(ChannelError.inputClosed)
-        case .idle, .connecting, .closed: break
+        case .idle, .connecting, .switched, .closed: break
         }
         self.idleTimer.cancel()
         self.pool?.remove(self)
@@ -225,3 +253,6 @@ final class UpstreamConnection: ChannelDuplexHandler {
         self.fail(error)
     }
 }
+
+/// Leaves the upstream's pipeline when its connection is spliced.
+extension UpstreamConnection: RemovableChannelHandler {}

@@ -1,0 +1,77 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Upgrades (RFC 9110 §7.8, `proxy.allow_upgrades`, WebSocket by default): the request goes
+/// upstream with the token and its `Upgrade`; when the upstream answers 101 the two connections
+/// are spliced as bytes (``SpliceHandler``) until either side closes.
+extension ProxyHandler {
+    /// A request with `Upgrade` and `Connection: upgrade` is the last on its connection (llhttp
+    /// parses nothing after it); it keeps its `Upgrade` when the protocol is allowed, for a GET
+    /// in HTTP/1.1, and goes as a plain request otherwise.
+    func checkUpgrade(_ exchange: Exchange) {
+        guard Self.asksToUpgrade(exchange.request) else { return }
+        exchange.closeClientAfter = true
+        exchange.upgrade = Self.upgradeValue(of: exchange.request, allowed: self.settings.allowUpgrades)
+    }
+
+    /// Whether `head` has `Upgrade` and `Connection: upgrade` (as llhttp sees an upgrade).
+    static func asksToUpgrade(_ head: HTTPRequestHead) -> Bool {
+        head.headers.contains(name: "upgrade")
+            && head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "upgrade" }
+    }
+
+    /// The `Upgrade` value to send upstream: for a GET in HTTP/1.1 asking to upgrade, whose first
+    /// protocol (without its version) is in `allowed`; `nil` otherwise.
+    static func upgradeValue(of head: HTTPRequestHead, allowed: Set<String>) -> String? {
+        guard Self.asksToUpgrade(head), head.method == .GET, head.version == .http1_1,
+            let value = head.headers.first(name: "upgrade"), value.utf8.count <= 256,
+            value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
+            let name = value.split(separator: ",").first?.split(separator: "/").first,
+            allowed.contains(String(name.filter { $0 != " " && $0 != "\t" }).lowercased())
+        else { return nil }
+        return value
+    }
+
+    /// The upstream switched protocols: the 101 goes to the client, then both connections are
+    /// spliced. The client's connection leaves HTTP: its decoder hands over what it held back,
+    /// and this handler leaves the pipeline.
+    func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
+        guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, exchange.upgrade != nil,
+            let connection = exchange.upstream, let context
+        else {
+            self.logger.warning("the upstream switched protocols for a request that did not ask to")
+            return
+        }
+        exchange.upstream = nil
+        exchange.phase = .finished
+        exchange.dropRetryBody()
+        exchange.responseDeadline = nil
+        exchange.responseStatus = .switchingProtocols
+        exchange.responseHeadSent = true
+        self.logAccess(exchange, outcome: nil)
+        self.state = .closed
+        self.timer.cancel()
+        var out = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 32)
+        HeaderRewriter.switchingResponse(head, into: &out)
+        context.write(self.wrapOutboundOut(out), promise: nil)
+        let (client, upstream) = SpliceHandler.pair(idleTimeout: self.settings.clientIdleTimeout)
+        do {
+            let pipeline = context.pipeline.syncOperations
+            try pipeline.addHandler(client, position: .before(self))
+            client.send(rest, flush: false)
+            context.flush()
+            connection.splice(into: upstream)
+            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            pipeline.removeHandler(decoder, promise: nil)
+            pipeline.removeHandler(self, promise: nil)
+        } catch {
+            self.logger.error("cannot splice an upgraded connection; closing it", metadata: ["error": "\(error)"])
+            connection.close()
+            context.close(promise: nil)
+        }
+    }
+}
+
+/// Leaves the client's pipeline when its connection is spliced.
+extension ProxyHandler: RemovableChannelHandler {}

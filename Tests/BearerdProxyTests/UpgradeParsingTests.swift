@@ -1,0 +1,92 @@
+import BearerdConfig
+import BearerdTestSupport
+import NIOCore
+import NIOHTTP1
+import Testing
+
+@testable import BearerdProxy
+
+/// The pieces of an upgrade (`proxy.allow_upgrades`) that need no network: what the parser takes
+/// after a request that asked to switch, and what goes upstream for which protocol.
+@Suite("Upgrades: the 101, the handshake sent upstream, the config")
+struct UpgradeParsingTests {
+    @Test func a101EndsTheResponseOnlyAfterARequestThatAskedForIt() throws {
+        let switching =
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nws!!"
+        var parser = ResponseParser()
+        parser.expectResponse(toHEAD: false, upgrade: true)
+        var bytes = ByteBuffer(string: switching)
+        guard case .head(let head)? = try parser.next(from: &bytes) else {
+            Issue.record("no head")
+            return
+        }
+        #expect(head.status == 101)
+        #expect(bytes.readableBytes == 4, "the new protocol's bytes are left for the splice")
+        #expect(try parser.next(from: &bytes) == nil, "nothing more is parsed")
+
+        // Asked for, but answered with an ordinary response: read as one.
+        parser.expectResponse(toHEAD: false, upgrade: true)
+        var refused = ByteBuffer(string: "HTTP/1.1 426 Upgrade Required\r\nContent-Length: 2\r\n\r\nno")
+        var parts: [String] = []
+        while let part = try parser.next(from: &refused) {
+            switch part {
+            case .head(let head): parts.append("head \(head.status)")
+            case .body(let body): parts.append("body \(String(buffer: body))")
+            case .end: parts.append("end")
+            }
+            if parts.last == "end" { break }
+        }
+        #expect(parts == ["head 426", "body no", "end"])
+
+        // Not asked for: still an error, as before.
+        parser.expectResponse(toHEAD: false)
+        var unasked = ByteBuffer(string: switching)
+        #expect(throws: UpstreamResponseError.self) { _ = try parser.next(from: &unasked) }
+    }
+
+    static func settings(_ yaml: String = "") throws -> ProxySettings {
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("t0ken\n", to: "token")
+        let text =
+            "listen: [\"127.0.0.1:0\"]\nupstream:\n  url: http://127.0.0.1:9\nauth:\n  static_token_file: \(token)\n"
+        return try ProxySettings(
+            configuration: try ConfigLoader(environment: [:]).load(yaml: text + yaml, source: "t", baseDirectory: "/")
+        )
+    }
+
+    static func upstreamHead(_ headers: HTTPHeaders, settings: ProxySettings) throws -> String {
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/ws")
+        head.headers = headers
+        var buffer = ByteBuffer()
+        let upgrade = ProxyHandler.upgradeValue(of: head, allowed: settings.allowUpgrades)
+        _ = HeaderRewriter.upstreamRequest(
+            head,
+            target: try CanonicalTarget.parse("/ws", allowPathParams: false).get(),
+            token: nil,
+            upgrade: upgrade,
+            peer: "127.0.0.1",
+            settings: settings,
+            into: &buffer
+        )
+        return String(buffer: buffer).lowercased()
+    }
+
+    @Test func theHandshakeKeepsItsUpgradeOnlyForAnAllowedProtocol() throws {
+        let websocket: HTTPHeaders = ["upgrade": "websocket", "connection": "Upgrade", "sec-websocket-key": "k"]
+        let allowed = try Self.upstreamHead(websocket, settings: try Self.settings())
+        #expect(allowed.contains("connection: upgrade\r\nupgrade: websocket\r\n"))
+        #expect(allowed.contains("sec-websocket-key: k\r\n"))
+        let other = try Self.upstreamHead(["upgrade": "h2c", "connection": "Upgrade"], settings: try Self.settings())
+        #expect(!other.contains("upgrade: "), "\(other)")
+        let off = try Self.upstreamHead(websocket, settings: try Self.settings("proxy:\n  allow_upgrades: []"))
+        #expect(!off.contains("upgrade: "), "\(off)")
+    }
+
+    @Test func aProtocolNameThatIsNotOneIsRefusedByKey() {
+        for bad in ["web socket", "websocket/13", String(repeating: "a", count: 40), ""] {
+            #expect(throws: ConfigError.self) {
+                _ = try Self.settings("proxy:\n  allow_upgrades: [\"\(bad)\"]")
+            }
+        }
+    }
+}
