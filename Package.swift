@@ -217,7 +217,10 @@ let package = Package(
         // none of this depends on async-http-client, swift-nio-ssl or BoringSSL.
         .target(
             name: "BearerdFuzzTargets",
-            dependencies: ["BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore"],
+            dependencies: [
+                "BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore", "BearerdProxy",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -15,6 +15,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case store
     /// The request-target canonicaliser that the path lists and the forwarded target share.
     case target
+    /// The data path's parser of upstream responses, upgrades included.
+    case response
 
     /// Runs the target on one input; says how the input was taken (`issued`, `refused`…), so
     /// that a seed can be checked to reach what it was written for.
@@ -26,6 +28,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .config: ConfigTarget.run(bytes)
         case .store: StoreTarget.run(bytes)
         case .target: TargetTarget.run(bytes)
+        case .response: ResponseTarget.run(bytes)
         }
     }
 }

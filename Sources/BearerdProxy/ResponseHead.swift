@@ -3,7 +3,7 @@ import NIOCore
 /// An upstream response head as bearerd parsed it (RFC 9112 §4, §5): the head's own bytes and
 /// where each field lies in them, so that forwarding a field copies bytes and allocates nothing.
 /// The parse is strict: what a lenient parser would guess at is an error, never a guess.
-struct ResponseHead {
+package struct ResponseHead {
     struct Field {
         var name: Range<Int>
         var value: Range<Int>
@@ -12,14 +12,14 @@ struct ResponseHead {
     /// The head from the status line to the empty line; its reader index is 0.
     var bytes: ByteBuffer
     var minorVersion: Int
-    var status: Int
+    package var status: Int
     var reason: Range<Int>
     var fields: [Field] = []
     /// The one Content-Length value (repeats must agree).
-    var contentLength: Int?
-    var isChunked = false
+    package var contentLength: Int?
+    package var isChunked = false
     /// Whether the upstream keeps the connection open after this response.
-    var keepAlive = true
+    package var keepAlive = true
     /// Names the `Connection` header lists besides `close` and `keep-alive`: hop-by-hop too.
     var connectionOptions: [Range<Int>] = []
 
@@ -202,8 +202,8 @@ struct HeadLines {
 }
 
 /// The upstream broke HTTP/1.1; bearerd answers 502 and drops the connection.
-struct UpstreamResponseError: Error, CustomStringConvertible {
-    let description: String
+package struct UpstreamResponseError: Error, CustomStringConvertible {
+    package let description: String
 
     static func malformed(_ what: String) -> Self {
         Self(description: "the upstream sent a response with \(what)")

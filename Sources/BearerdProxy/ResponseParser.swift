@@ -7,8 +7,8 @@ import NIOCore
 /// buffers, never copies. Informational (1xx) responses are dropped: bearerd answers
 /// `Expect: 100-continue` itself. A 101 is taken only after a request that asked for an upgrade
 /// (`proxy.allow_upgrades`): it is the last part; the bytes after it are the new protocol's.
-struct ResponseParser {
-    enum Part {
+package struct ResponseParser {
+    package enum Part {
         case head(ResponseHead)
         case body(ByteBuffer)
         case end
@@ -20,7 +20,7 @@ struct ResponseParser {
         /// `scanned` bytes were searched for the end of the head already.
         case head(forHEAD: Bool, scanned: Int)
         /// The same, for a request that asked to switch protocols.
-        case upgradeHead(scanned: Int)
+        case upgradeHead(forHEAD: Bool, scanned: Int)
         /// The body (if any) is complete; `.end` is next.
         case ending
         case fixed(remaining: Int)
@@ -38,32 +38,34 @@ struct ResponseParser {
 
     private var state = State.idle
 
+    package init() {}
+
     /// A request went out; its response comes next. A response to HEAD has no body; a request
     /// that asked for an upgrade may be answered 101.
-    mutating func expectResponse(toHEAD: Bool, upgrade: Bool = false) {
-        self.state = upgrade ? .upgradeHead(scanned: 0) : .head(forHEAD: toHEAD, scanned: 0)
+    package mutating func expectResponse(toHEAD: Bool, upgrade: Bool = false) {
+        self.state = upgrade ? .upgradeHead(forHEAD: toHEAD, scanned: 0) : .head(forHEAD: toHEAD, scanned: 0)
     }
 
     /// Forgets the exchange in progress (the connection goes back to the pool, or closes).
-    mutating func reset() {
+    package mutating func reset() {
         self.state = .idle
     }
 
     /// The body ends where the connection does (no Content-Length, not chunked).
-    var endsAtClose: Bool {
+    package var endsAtClose: Bool {
         if case .untilClose = self.state { return true }
         return false
     }
 
-    mutating func next(from buffer: inout ByteBuffer) throws(UpstreamResponseError) -> Part? {
+    package mutating func next(from buffer: inout ByteBuffer) throws(UpstreamResponseError) -> Part? {
         while true {
             switch self.state {
             case .idle:
                 return nil
-            case .upgradeHead(let scanned):
+            case .upgradeHead(let forHEAD, let scanned):
                 guard let end = Self.endOfHead(buffer, from: scanned) else {
                     if buffer.readableBytes > Self.maxHeadSize { throw .malformed("a head over 256 KiB") }
-                    self.state = .upgradeHead(scanned: max(0, buffer.readableBytes - 3))
+                    self.state = .upgradeHead(forHEAD: forHEAD, scanned: max(0, buffer.readableBytes - 3))
                     return nil
                 }
                 guard end <= Self.maxHeadSize else { throw .malformed("a head over 256 KiB") }
@@ -74,7 +76,7 @@ struct ResponseParser {
                     return .head(head)
                 }
                 // Not switched: an ordinary response (a 1xx other than 101 is dropped).
-                self.state = .head(forHEAD: false, scanned: 0)
+                self.state = .head(forHEAD: forHEAD, scanned: 0)
                 if head.status < 200 { continue }
                 buffer.moveReaderIndex(to: buffer.readerIndex - end)
             case .head(let forHEAD, let scanned):

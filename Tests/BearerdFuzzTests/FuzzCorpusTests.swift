@@ -37,7 +37,9 @@ struct FuzzCorpusTests {
             (.config, "oauth2-memory-store", "loaded"), (.config, "json-source", "loaded"),
             (.store, "file-valid", "read"), (.store, "file-wrong-key", "wrong key"),
             (.store, "payload-sessions", "decoded"), (.target, "plain", "accepted"), (.target, "params", "accepted"),
-            (.target, "encoded-dots", "refused"),
+            (.target, "encoded-dots", "refused"), (.response, "chunked", "ended"),
+            (.response, "switching", "switched"), (.response, "upgrade-refused", "ended"),
+            (.response, "continue-204", "ended"),
         ]
     )
     func seedReachesItsPath(target: FuzzTarget, seed: String, outcome: String) throws {
