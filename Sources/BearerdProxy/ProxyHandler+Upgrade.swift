@@ -65,6 +65,7 @@ extension ProxyHandler {
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             pipeline.removeHandler(decoder, promise: nil)
             pipeline.removeHandler(self, promise: nil)
+            client.startReading()
         } catch {
             self.logger.error("cannot splice an upgraded connection; closing it", metadata: ["error": "\(error)"])
             connection.close()

@@ -17,10 +17,9 @@ package struct ResponseParser {
     private enum State {
         /// No request is waiting for a response; any byte is an error.
         case idle
-        /// `scanned` bytes were searched for the end of the head already.
-        case head(forHEAD: Bool, scanned: Int)
-        /// The same, for a request that asked to switch protocols.
-        case upgradeHead(forHEAD: Bool, scanned: Int)
+        /// `scanned` bytes were searched for the end of the head already; `upgrade`: the request
+        /// asked to switch protocols, so a 101 may come.
+        case head(forHEAD: Bool, upgrade: Bool, scanned: Int)
         /// The body (if any) is complete; `.end` is next.
         case ending
         case fixed(remaining: Int)
@@ -43,7 +42,7 @@ package struct ResponseParser {
     /// A request went out; its response comes next. A response to HEAD has no body; a request
     /// that asked for an upgrade may be answered 101.
     package mutating func expectResponse(toHEAD: Bool, upgrade: Bool = false) {
-        self.state = upgrade ? .upgradeHead(forHEAD: toHEAD, scanned: 0) : .head(forHEAD: toHEAD, scanned: 0)
+        self.state = .head(forHEAD: toHEAD, upgrade: upgrade, scanned: 0)
     }
 
     /// Forgets the exchange in progress (the connection goes back to the pool, or closes).
@@ -62,36 +61,22 @@ package struct ResponseParser {
             switch self.state {
             case .idle:
                 return nil
-            case .upgradeHead(let forHEAD, let scanned):
+            case .head(let forHEAD, let upgrade, let scanned):
                 guard let end = Self.endOfHead(buffer, from: scanned) else {
                     if buffer.readableBytes > Self.maxHeadSize { throw .malformed("a head over 256 KiB") }
-                    self.state = .upgradeHead(forHEAD: forHEAD, scanned: max(0, buffer.readableBytes - 3))
-                    return nil
-                }
-                guard end <= Self.maxHeadSize else { throw .malformed("a head over 256 KiB") }
-                let head = try ResponseHead.parse(buffer.readSlice(length: end)!)
-                if head.status == 101 {
-                    // The connection now speaks another protocol: nothing more to parse.
-                    self.state = .idle
-                    return .head(head)
-                }
-                // Not switched: an ordinary response (a 1xx other than 101 is dropped).
-                self.state = .head(forHEAD: forHEAD, scanned: 0)
-                if head.status < 200 { continue }
-                buffer.moveReaderIndex(to: buffer.readerIndex - end)
-            case .head(let forHEAD, let scanned):
-                guard let end = Self.endOfHead(buffer, from: scanned) else {
-                    if buffer.readableBytes > Self.maxHeadSize { throw .malformed("a head over 256 KiB") }
-                    self.state = .head(forHEAD: forHEAD, scanned: max(0, buffer.readableBytes - 3))
+                    self.state = .head(forHEAD: forHEAD, upgrade: upgrade, scanned: max(0, buffer.readableBytes - 3))
                     return nil
                 }
                 guard end <= Self.maxHeadSize else { throw .malformed("a head over 256 KiB") }
                 var head = try ResponseHead.parse(buffer.readSlice(length: end)!)
+                if head.status == 101 {
+                    guard upgrade else { throw .malformed("101 Switching Protocols, which nobody asked for") }
+                    // The connection now speaks another protocol: nothing more to parse.
+                    self.state = .idle
+                    return .head(head)
+                }
                 if head.status < 200 {
-                    guard head.status != 101 else {
-                        throw .malformed("101 Switching Protocols, which nobody asked for")
-                    }
-                    self.state = .head(forHEAD: forHEAD, scanned: 0)
+                    self.state = .head(forHEAD: forHEAD, upgrade: upgrade, scanned: 0)
                     continue
                 }
                 if forHEAD || head.status == 204 || head.status == 304 {

@@ -85,6 +85,12 @@ final class SpliceHandler: ChannelDuplexHandler {
         context.fireChannelWritabilityChanged()
     }
 
+    /// Reads from here on: a read the HTTP handler had held back is not waited for.
+    func startReading() {
+        guard let context else { return }
+        self.read(context: context)
+    }
+
     private func resumeReading() {
         guard self.readPending, let context else { return }
         self.readPending = false
