@@ -1,3 +1,4 @@
+import BearerdConfig
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -37,10 +38,13 @@ extension ProxyHandler {
     /// spliced. The client's connection leaves HTTP: its decoder hands over what it held back,
     /// and this handler leaves the pipeline.
     func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
-        guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, exchange.upgrade != nil,
-            let connection = exchange.upstream, let context
+        guard case .exchanging(let exchange) = self.state else { return }
+        guard exchange.phase == .forwarding, exchange.upgrade != nil, let connection = exchange.upstream,
+            let context
         else {
-            self.logger.warning("the upstream switched protocols for a request that did not ask to")
+            // The parser takes a 101 only when the lease asked for one: never trust it anyway
+            // (`fail` closes the upstream connection).
+            self.fail(exchange, .upstreamFailed(self.settings.target.description, reason: "an unasked 101"))
             return
         }
         exchange.upstream = nil
