@@ -56,7 +56,7 @@ public final class DPoPKey: DPoPProver, ProofKey {
         }
         var payload = "{\"jti\":\"" + Self.jti() + "\",\"htm\":\"" + JSONEscaping.escaped(method)
         payload += "\",\"htu\":\"" + JSONEscaping.escaped(url) + "\",\"iat\":"
-        payload += String(Int64(self.clock.now.timeIntervalSince1970.rounded(.down)))
+        payload += String(Self.seconds(self.clock.now))
         if let ath { payload += ",\"ath\":\"" + ath + "\"" }
         if let nonce, DPoPNonce.isValid(nonce) { payload += ",\"nonce\":\"" + nonce + "\"" }
         payload += "}"
@@ -78,6 +78,12 @@ public final class DPoPKey: DPoPProver, ProofKey {
             header: Base64URL.encode(header.utf8),
             ath: nil
         )
+    }
+
+    /// Whole seconds since 1970 for `iat`; a clock beyond what a JWT can say gives 0, never a trap.
+    static func seconds(_ date: Date) -> Int64 {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        return seconds.isFinite && abs(seconds) < 1e15 ? Int64(seconds) : 0
     }
 
     /// 128 random bits: unique per proof (RFC 9449 §4.2 `jti`).

@@ -73,6 +73,14 @@ struct DPoPKeyTests {
         #expect(plain.header["jwk"] as? [String: String] == jwk, "one key for every proof")
     }
 
+    @Test func aClockBeyondWhatAJWTCanSayGivesNoTrap() throws {
+        for far in [1e300, -1e300, Double.infinity] {
+            let key = DPoPKey(clock: ManualTokenClock(now: Date(timeIntervalSince1970: far)))
+            let proof = try #require(key.proof(method: "GET", url: "http://a/", accessToken: nil, nonce: nil))
+            #expect(try Self.decode(proof.split(separator: ".")[1])["iat"] as? Int == 0)
+        }
+    }
+
     @Test func everyProofHasAJtiOfItsOwn() throws {
         let key = DPoPKey()
         var seen = Set<String>()
