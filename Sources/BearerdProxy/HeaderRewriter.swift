@@ -23,6 +23,15 @@ enum ResponseFraming {
     case close
 }
 
+/// What a request asked of an upgrade (RFC 9110 §7.8, `proxy.allow_upgrades`).
+enum UpgradeRequest: Equatable {
+    case none
+    /// `Upgrade` and `Connection: upgrade` for a protocol not allowed: sent as a plain request.
+    case refused
+    /// Sent upstream with this `Upgrade` value.
+    case allowed(String)
+}
+
 /// Turns a client's request head into the one sent upstream, and an upstream response head into
 /// the one sent to the client, written straight into the buffer that goes out.
 enum HeaderRewriter {
@@ -38,11 +47,10 @@ enum HeaderRewriter {
         target: CanonicalTarget,
         token: BearerToken?,
         proof: String? = nil,
-        upgrade: String? = nil,
         peer: String?,
         settings: ProxySettings,
         into buffer: inout ByteBuffer
-    ) -> RequestFraming {
+    ) -> (framing: RequestFraming, upgrade: UpgradeRequest) {
         let client = head.headers
         let options = HeaderName.extraConnectionOptions(client)
         let keepClientAuthorization = token == nil
@@ -57,10 +65,15 @@ enum HeaderRewriter {
         var length: String?
         var chunked = false
         var clientHost: String?
+        var clientUpgrade: String?
         for (name, value) in client {
             switch name.utf8.count {
             case 4 where HeaderName.equals(name, "host"):
                 clientHost = value
+                continue
+            case 7 where HeaderName.equals(name, "upgrade"):
+                // Hop-by-hop: sent again below, only for a protocol the settings allow.
+                if clientUpgrade == nil { clientUpgrade = value }
                 continue
             case 6 where HeaderName.equals(name, "expect"):
                 continue
@@ -95,10 +108,15 @@ enum HeaderRewriter {
             }
             framing = .none
         }
-        if let upgrade {
-            // Hop-by-hop, so dropped above: sent again for the protocol the checks allowed.
-            buffer.writeStaticString("connection: upgrade\r\n")
-            WireFormat.writeField("upgrade", upgrade, into: &buffer)
+        var upgrade = UpgradeRequest.none
+        if let clientUpgrade, HeaderName.isListed("upgrade", in: options) {
+            if let allowed = Self.allowedUpgrade(clientUpgrade, of: head, settings: settings) {
+                buffer.writeStaticString("connection: upgrade\r\n")
+                WireFormat.writeField("upgrade", allowed, into: &buffer)
+                upgrade = .allowed(allowed)
+            } else {
+                upgrade = .refused
+            }
         }
         if let token {
             if settings.dpop != nil {
@@ -117,7 +135,18 @@ enum HeaderRewriter {
             Self.writeForwarded(peer: peer, host: clientHost, into: &buffer)
         }
         buffer.writeStaticString("\r\n")
-        return framing
+        return (framing, upgrade)
+    }
+
+    /// `value` (the client's `Upgrade`), when the request is a GET in HTTP/1.1 whose first
+    /// protocol, without its version, is in `proxy.allow_upgrades`; `nil` otherwise.
+    static func allowedUpgrade(_ value: String, of head: HTTPRequestHead, settings: ProxySettings) -> String? {
+        guard head.method == .GET, head.version == .http1_1, value.utf8.count <= 256,
+            value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
+            let name = value.split(separator: ",").first?.split(separator: "/").first,
+            settings.allowUpgrades.contains(String(name.filter { $0 != " " && $0 != "\t" }).lowercased())
+        else { return nil }
+        return value
     }
 
     /// How the body of the response to `request` reaches the client: a body without

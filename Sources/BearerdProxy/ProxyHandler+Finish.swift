@@ -27,6 +27,8 @@ extension ProxyHandler {
         }
         exchange.phase = .finished
         if !exchange.requestEnded && exchange.requestHasBody { exchange.closeClientAfter = true }
+        // llhttp parses nothing after an upgrade request: nothing else can come on this connection.
+        if Self.asksToUpgrade(exchange.request) { exchange.closeClientAfter = true }
         let (head, body) = failure.response(
             version: exchange.request.version,
             close: exchange.closeClientAfter,

@@ -8,30 +8,17 @@ import NIOHTTP1
 /// are spliced as bytes (``SpliceHandler``) until either side closes.
 extension ProxyHandler {
     /// A request with `Upgrade` and `Connection: upgrade` is the last on its connection (llhttp
-    /// parses nothing after it); it keeps its `Upgrade` when the protocol is allowed, for a GET
-    /// in HTTP/1.1, and goes as a plain request otherwise.
-    func checkUpgrade(_ exchange: Exchange) {
-        guard Self.asksToUpgrade(exchange.request) else { return }
+    /// parses nothing after it); it went upstream with its `Upgrade` when the protocol is allowed.
+    func upgradeRequested(_ upgrade: UpgradeRequest, by exchange: Exchange) {
         exchange.closeClientAfter = true
-        exchange.upgrade = Self.upgradeValue(of: exchange.request, allowed: self.settings.allowUpgrades)
+        if case .allowed(let value) = upgrade { exchange.upgrade = value }
     }
 
-    /// Whether `head` has `Upgrade` and `Connection: upgrade` (as llhttp sees an upgrade).
+    /// Whether `head` has `Upgrade` and `Connection: upgrade` (as llhttp sees an upgrade): for a
+    /// request bearerd answers itself, which must then be the last on its connection too.
     static func asksToUpgrade(_ head: HTTPRequestHead) -> Bool {
         head.headers.contains(name: "upgrade")
             && head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "upgrade" }
-    }
-
-    /// The `Upgrade` value to send upstream: for a GET in HTTP/1.1 asking to upgrade, whose first
-    /// protocol (without its version) is in `allowed`; `nil` otherwise.
-    static func upgradeValue(of head: HTTPRequestHead, allowed: Set<String>) -> String? {
-        guard Self.asksToUpgrade(head), head.method == .GET, head.version == .http1_1,
-            let value = head.headers.first(name: "upgrade"), value.utf8.count <= 256,
-            value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
-            let name = value.split(separator: ",").first?.split(separator: "/").first,
-            allowed.contains(String(name.filter { $0 != " " && $0 != "\t" }).lowercased())
-        else { return nil }
-        return value
     }
 
     /// The upstream switched protocols: the 101 goes to the client, then both connections are

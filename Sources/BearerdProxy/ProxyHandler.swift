@@ -218,7 +218,6 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.fail(exchange, failure)
             return
         }
-        self.checkUpgrade(exchange)
         self.beginning = true
         defer { self.beginning = false }
         let clientKeepsOwnAuthorization =
@@ -264,16 +263,17 @@ final class ProxyHandler: ChannelDuplexHandler {
         guard let context, let target = exchange.target else { return }
         exchange.token = token
         var head = context.channel.allocator.buffer(capacity: 512)
-        exchange.requestFraming = HeaderRewriter.upstreamRequest(
+        let (framing, upgrade) = HeaderRewriter.upstreamRequest(
             exchange.request,
             target: target,
             token: token,
             proof: token.flatMap { self.dpopProof(for: exchange, target: target, token: $0) },
-            upgrade: exchange.upgrade,
             peer: self.peer,
             settings: self.settings,
             into: &head
         )
+        exchange.requestFraming = framing
+        if upgrade != .none { self.upgradeRequested(upgrade, by: exchange) }
         exchange.upstreamHead = head
         self.connect(exchange, fresh: fresh)
     }

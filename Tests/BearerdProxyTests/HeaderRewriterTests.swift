@@ -42,7 +42,9 @@ struct HeaderRewriterTests {
         let out = try self.rewrite([
             "host": "127.0.0.1:8080", "connection": "keep-alive, X-Secret-Hop, upgrade", "keep-alive": "timeout=5",
             "x-secret-hop": "1", "proxy-authorization": "Basic abc", "proxy-authenticate": "x", "te": "trailers",
-            "trailer": "x-checksum", "upgrade": "websocket", "proxy-connection": "keep-alive",
+            // A protocol not in proxy.allow_upgrades: its Upgrade is hop-by-hop like the rest
+            // (an allowed one is forwarded: UpgradeParsingTests).
+            "trailer": "x-checksum", "upgrade": "h2c", "proxy-connection": "keep-alive",
             "accept": "application/json",
         ])
         for name in [

@@ -54,32 +54,36 @@ struct UpgradeParsingTests {
         )
     }
 
-    static func upstreamHead(_ headers: HTTPHeaders, settings: ProxySettings) throws -> String {
+    static func upstreamHead(_ headers: HTTPHeaders, settings: ProxySettings) throws -> (String, UpgradeRequest) {
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/ws")
         head.headers = headers
         var buffer = ByteBuffer()
-        let upgrade = ProxyHandler.upgradeValue(of: head, allowed: settings.allowUpgrades)
-        _ = HeaderRewriter.upstreamRequest(
+        let (_, upgrade) = HeaderRewriter.upstreamRequest(
             head,
             target: try CanonicalTarget.parse("/ws", allowPathParams: false).get(),
             token: nil,
-            upgrade: upgrade,
             peer: "127.0.0.1",
             settings: settings,
             into: &buffer
         )
-        return String(buffer: buffer).lowercased()
+        return (String(buffer: buffer).lowercased(), upgrade)
     }
 
     @Test func theHandshakeKeepsItsUpgradeOnlyForAnAllowedProtocol() throws {
         let websocket: HTTPHeaders = ["upgrade": "websocket", "connection": "Upgrade", "sec-websocket-key": "k"]
-        let allowed = try Self.upstreamHead(websocket, settings: try Self.settings())
+        let (allowed, decision) = try Self.upstreamHead(websocket, settings: try Self.settings())
         #expect(allowed.contains("connection: upgrade\r\nupgrade: websocket\r\n"))
         #expect(allowed.contains("sec-websocket-key: k\r\n"))
-        let other = try Self.upstreamHead(["upgrade": "h2c", "connection": "Upgrade"], settings: try Self.settings())
-        #expect(!other.contains("upgrade: "), "\(other)")
-        let off = try Self.upstreamHead(websocket, settings: try Self.settings("proxy:\n  allow_upgrades: []"))
+        #expect(decision == .allowed("websocket"))
+        let (other, refused) = try Self.upstreamHead(
+            ["upgrade": "h2c", "connection": "Upgrade"],
+            settings: try Self.settings()
+        )
+        #expect(!other.contains("upgrade: ") && refused == .refused, "\(other)")
+        let (off, _) = try Self.upstreamHead(websocket, settings: try Self.settings("proxy:\n  allow_upgrades: []"))
         #expect(!off.contains("upgrade: "), "\(off)")
+        let (plain, none) = try Self.upstreamHead(["upgrade": "websocket"], settings: try Self.settings())
+        #expect(!plain.contains("upgrade: ") && none == .none, "Upgrade without Connection: upgrade is no upgrade")
     }
 
     @Test func aProtocolNameThatIsNotOneIsRefusedByKey() {
