@@ -41,9 +41,12 @@ public struct ProxyFixture: Sendable {
         upstreamTLS: NIOSSLContext? = nil,
         responder: Responder = Responder { _ in .ok() },
         dpop: DPoPUpstream? = nil,
+        group shared: (any EventLoopGroup)? = nil,
         _ body: (ProxyFixture) async throws -> Result
     ) async throws -> Result {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // A group of the test's own, shut down at the end; or `shared`, which outlives the test.
+        let group = shared ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let stopGroup = { () async throws in if shared == nil { try await group.shutdownGracefully() } }
         let directory = try TemporaryDirectory()
         let upstream = try await TestUpstream.start(group: group, tls: upstreamTLS, responder: responder.respond)
         do {
@@ -100,11 +103,11 @@ public struct ProxyFixture: Sendable {
             }
             await listeners.shutdown(grace: .seconds(5))
             await upstream.stop()
-            try await group.shutdownGracefully()
+            try await stopGroup()
             return result
         } catch {
             await upstream.stop()
-            try? await group.shutdownGracefully()
+            try? await stopGroup()
             throw error
         }
     }
