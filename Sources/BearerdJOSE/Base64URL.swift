@@ -1,5 +1,6 @@
 /// base64url without padding (RFC 7515 §2, RFC 4648 §5), written straight into a string: a
 /// DPoP proof encodes three parts per request, so no intermediate `Data` or replacing pass.
+/// Decoding is `JWTClaims.base64URLDecoded`'s.
 enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
@@ -27,32 +28,5 @@ enum Base64URL {
             }
             return index
         }
-    }
-
-    /// The bytes of a base64url text (padding allowed), or `nil` when it is not one.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        var bits: UInt32 = 0
-        var count = 0
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count * 3 / 4)
-        for byte in text.utf8 {
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "-"): value = 62
-            case UInt8(ascii: "_"): value = 63
-            case UInt8(ascii: "="): continue
-            default: return nil
-            }
-            bits = bits << 6 | UInt32(value)
-            count += 6
-            if count >= 8 {
-                count -= 8
-                out.append(UInt8(truncatingIfNeeded: bits >> UInt32(count)))
-            }
-        }
-        return out
     }
 }

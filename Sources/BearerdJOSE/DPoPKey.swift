@@ -36,7 +36,7 @@ public final class DPoPKey: DPoPProver, ProofKey {
     }
 
     public func adopt(_ stored: Secret) -> Bool {
-        guard let raw = Base64URL.decode(stored.value), raw.count == 32,
+        guard let raw = JWTClaims.base64URLDecoded(Substring(stored.value)), raw.count == 32,
             let key = try? P256.Signing.PrivateKey(rawRepresentation: raw)
         else { return false }
         let next = Self.load(key)

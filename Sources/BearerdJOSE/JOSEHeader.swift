@@ -15,7 +15,7 @@ struct JOSEHeader: Sendable {
             throw TokenVerificationError("it is longer than \(Self.maxTokenBytes) bytes")
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let data = Self.base64URL(parts[0]),
+        guard parts.count == 3, let data = JWTClaims.base64URLDecoded(parts[0]),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let alg = object["alg"] as? String
         else {
@@ -27,11 +27,5 @@ struct JOSEHeader: Sendable {
         }
         self.alg = alg
         self.kid = kid
-    }
-
-    static func base64URL(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }

@@ -40,8 +40,8 @@ public enum JWTClaims {
         enum CodingKeys: String, CodingKey { case exp, sub }
     }
 
-    /// base64url (RFC 4648 §5), with or without `=` padding.
-    static func base64URLDecoded(_ text: Substring) -> Data? {
+    /// base64url (RFC 4648 §5), with or without `=` padding; the one decoder the JOSE code shares.
+    package static func base64URLDecoded(_ text: Substring) -> Data? {
         var base64 = String(text.map { $0 == "-" ? "+" : ($0 == "_" ? "/" : $0) })
         base64 = base64.trimmingCharacters(in: CharacterSet(charactersIn: "="))
         switch base64.utf8.count % 4 {
