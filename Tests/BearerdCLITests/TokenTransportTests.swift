@@ -37,7 +37,8 @@ struct TokenTransportTests {
     /// retried the connect until the deadline (60 s here). Alone it takes about 0.1 s; the
     /// bound leaves room for a loaded machine running every suite at once.
     @Test func aRefusedPortFailsAtOnce() async throws {
-        let port = try Self.closedPort()
+        let (socket, port) = try Self.closedPort()
+        defer { close(socket) }
         let transport = try HTTPClientTokenTransport(caFile: nil, timeout: .seconds(60))
         let started = ContinuousClock.now
         let error = await #expect(throws: (any Error).self) {
@@ -50,14 +51,26 @@ struct TokenTransportTests {
         try await transport.shutdown()
     }
 
-    /// A port nobody listens on: bound once to learn it, then closed.
-    static func closedPort() throws -> Int {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
-        let channel = try ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).wait()
-        let port = channel.localAddress!.port!
-        try channel.close().wait()
-        return port
+    /// A port nobody listens on, held by a bound socket that never listens: connecting to it is
+    /// refused, and no other test binding port 0 meanwhile can be given it (closing the socket
+    /// at once left a window in which one was, and the connect then hung instead).
+    static func closedPort() throws -> (socket: Int32, port: Int) {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(socket, generic, length) == 0 && getsockname(socket, generic, &length) == 0
+            }
+        }
+        guard bound else {
+            close(socket)
+            throw POSIXError(.EADDRINUSE)
+        }
+        return (socket, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
 
