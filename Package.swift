@@ -220,6 +220,8 @@ let package = Package(
             dependencies: [
                 "BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore", "BearerdProxy",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

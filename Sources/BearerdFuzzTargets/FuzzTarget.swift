@@ -17,6 +17,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case target
     /// The data path's parser of upstream responses, upgrades included.
     case response
+    /// The data path's parser of client requests, against llhttp on the same bytes.
+    case request
 
     /// Runs the target on one input; says how the input was taken (`issued`, `refused`…), so
     /// that a seed can be checked to reach what it was written for.
@@ -29,6 +31,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .store: StoreTarget.run(bytes)
         case .target: TargetTarget.run(bytes)
         case .response: ResponseTarget.run(bytes)
+        case .request: RequestTarget.run(bytes)
         }
     }
 }

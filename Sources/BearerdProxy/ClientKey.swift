@@ -30,20 +30,25 @@ struct ClientKey: Sendable, CustomStringConvertible {
         self.key = Array(text.utf8)
     }
 
-    /// Whether `name` is the key's header (names compare without case).
-    func isHeader(_ name: String) -> Bool {
-        name.utf8.count == self.header.utf8.count
-            && zip(name.utf8, self.header.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+    /// Whether `raw[name]` is the key's header (names compare without case).
+    func isHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+        name.count == self.header.utf8.count
+            && zip(name, self.header.utf8).allSatisfy { raw[$0] | 0x20 == $1 | 0x20 }
     }
 
     /// Whether `value` is the key, in time that does not depend on where they differ.
     func matches(_ value: String) -> Bool {
-        let given = Array(value.utf8)
+        var value = value
+        return value.withUTF8 { self.matches(UnsafeRawBufferPointer($0), 0..<$0.count) }
+    }
+
+    /// Whether `raw[value]` is the key, in time that does not depend on where they differ.
+    func matches(_ raw: UnsafeRawBufferPointer, _ value: Range<Int>) -> Bool {
         // The lengths compare whole: a key followed by 256 more bytes is not the key.
-        let lengthDifference = given.count ^ self.key.count
+        let lengthDifference = value.count ^ self.key.count
         var difference: UInt8 = 0
         for index in 0..<self.key.count {
-            difference |= self.key[index] ^ (index < given.count ? given[index] : 0)
+            difference |= self.key[index] ^ (index < value.count ? raw[value.lowerBound + index] : 0)
         }
         return difference == 0 && lengthDifference == 0
     }

@@ -15,14 +15,14 @@ final class Exchange {
         case finished
     }
 
-    let request: HTTPRequestHead
+    let request: RequestHead
     /// The request target as checked and forwarded (set once the request passed the checks).
     var target: CanonicalTarget?
     let startedAt: NIODeadline
     var phase: Phase = .preparing
     /// Request parts received before the upstream connection was attached (at most one read's worth,
     /// because reads stop while preparing).
-    var buffered: [HTTPServerRequestPart] = []
+    var buffered: [RequestParser.Part] = []
     var requestEnded = false
     var requestBodyBytes = 0
     var responseBodyBytes = 0
@@ -103,19 +103,14 @@ final class Exchange {
         self.retryBudget?.give(self.retryReserved)
     }
 
-    init(request: HTTPRequestHead, startedAt: NIODeadline) {
+    init(request: RequestHead, startedAt: NIODeadline) {
         self.request = request
         self.startedAt = startedAt
-        self.closeClientAfter = !request.isKeepAlive
+        self.closeClientAfter = !request.keepAlive
     }
 
     /// Whether the client said a body follows the head.
-    var requestHasBody: Bool {
-        let headers = self.request.headers
-        if headers.contains(name: "transfer-encoding") { return true }
-        if let length = headers.first(name: "content-length") { return length != "0" }
-        return false
-    }
+    var requestHasBody: Bool { self.request.hasBody }
 
     /// Stops waiting for the upstream and closes its connection (it cannot carry another request
     /// after an exchange broke off). Returns the connection, closed, if there was one.
@@ -129,6 +124,6 @@ final class Exchange {
     }
 
     var expectsContinue: Bool {
-        self.request.version.minor >= 1 && self.request.headers.contains(name: "expect")
+        self.request.version.minor >= 1 && self.request.contains("expect")
     }
 }

@@ -27,28 +27,6 @@ enum HeaderName {
         var name = name
         return name.withUTF8 { bytes in Self.isHopByHop(UnsafeRawBufferPointer(bytes), 0..<bytes.count) }
     }
-
-    /// The header names a message's `Connection` header lists beyond the usual `keep-alive` and
-    /// `close` (which name no header), or `[]`. Most messages carry only those two, so the common
-    /// case costs one look at the `Connection` values and no splitting.
-    static func extraConnectionOptions(_ headers: HTTPHeaders) -> [Substring] {
-        var plain = true
-        for (name, value) in headers where Self.equals(name, "connection") {
-            if !(Self.equals(value, "keep-alive") || Self.equals(value, "close")) { plain = false }
-        }
-        if plain { return [] }
-        return headers[canonicalForm: "connection"].filter { option in
-            !(Self.equals(String(option), "keep-alive") || Self.equals(String(option), "close"))
-        }
-    }
-
-    /// Whether `name` is one of `options`, the header names a `Connection` header listed
-    /// (NIO's `headers[canonicalForm: "connection"]`); those are hop-by-hop too.
-    static func isListed(_ name: String, in options: [Substring]) -> Bool {
-        options.contains { option in
-            option.utf8.count == name.utf8.count && zip(option.utf8, name.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
-        }
-    }
 }
 
 // MARK: Bytes of a parsed head

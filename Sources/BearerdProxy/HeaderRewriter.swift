@@ -43,7 +43,7 @@ enum HeaderRewriter {
     /// original message, never from what remains after removal, so a hostile `Connection:
     /// content-length` cannot desynchronise the upstream connection.
     static func upstreamRequest(
-        _ head: HTTPRequestHead,
+        _ head: RequestHead,
         target: CanonicalTarget,
         token: BearerToken?,
         proof: String? = nil,
@@ -51,8 +51,6 @@ enum HeaderRewriter {
         settings: ProxySettings,
         into buffer: inout ByteBuffer
     ) -> (framing: RequestFraming, upgrade: UpgradeRequest) {
-        let client = head.headers
-        let options = HeaderName.extraConnectionOptions(client)
         let keepClientAuthorization = token == nil
         // With auth.dpop, bearerd's proof is the only one: a client's would not match the token.
         let dropClientProof = token != nil && settings.dpop != nil
@@ -62,55 +60,65 @@ enum HeaderRewriter {
         buffer.writeString(target.target)
         buffer.writeStaticString(" HTTP/1.1\r\n")
         WireFormat.writeField("host", settings.target.hostHeader, into: &buffer)
-        var length: String?
-        var chunked = false
-        var clientHost: String?
-        var clientUpgrade: String?
-        for (name, value) in client {
-            switch name.utf8.count {
-            case 4 where HeaderName.equals(name, "host"):
-                clientHost = value
-                continue
-            case 7 where HeaderName.equals(name, "upgrade"):
-                // Hop-by-hop: sent again below, only for a protocol the settings allow.
-                if clientUpgrade == nil { clientUpgrade = value }
-                continue
-            case 6 where HeaderName.equals(name, "expect"):
-                continue
-            case 14 where HeaderName.equals(name, "content-length"):
-                length = value
-                continue
-            case 17 where HeaderName.equals(name, "transfer-encoding"):
-                chunked = true
-                continue
-            default:
-                break
+        var clientHost: Range<Int>?
+        var clientUpgrade: Range<Int>?
+        head.bytes.withUnsafeReadableBytes { raw in
+            for field in head.fields {
+                let name = field.name
+                switch name.count {
+                case 4 where HeaderName.equals(raw, name, "host"):
+                    clientHost = field.value
+                    continue
+                case 7 where HeaderName.equals(raw, name, "upgrade"):
+                    // Hop-by-hop: sent again below, only for a protocol the settings allow.
+                    if clientUpgrade == nil { clientUpgrade = field.value }
+                    continue
+                case 6 where HeaderName.equals(raw, name, "expect"):
+                    continue
+                case 14 where HeaderName.equals(raw, name, "content-length"):
+                    continue
+                default:
+                    break
+                }
+                if HeaderName.isHopByHop(raw, name) { continue }
+                if !keepClientAuthorization && HeaderName.equals(raw, name, "authorization") { continue }
+                if dropClientProof && HeaderName.equals(raw, name, "dpop") { continue }
+                if let key = settings.clientKey, key.isHeader(raw, name) { continue }
+                if settings.forwardedHeaders && Self.isForwardedHeader(raw, name) { continue }
+                if !settings.passOverrideHeaders && Self.isOverrideHeader(raw, name) { continue }
+                if !head.connectionOptions.isEmpty
+                    && head.connectionOptions.contains(where: { HeaderName.equals(raw, $0, name) })
+                {
+                    continue
+                }
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[name]))
+                buffer.writeStaticString(": ")
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.value]))
+                buffer.writeStaticString("\r\n")
             }
-            if HeaderName.isHopByHop(name) { continue }
-            if !keepClientAuthorization && HeaderName.equals(name, "authorization") { continue }
-            if dropClientProof && HeaderName.equals(name, "dpop") { continue }
-            if let key = settings.clientKey, key.isHeader(name) { continue }
-            if settings.forwardedHeaders && Self.isForwardedHeader(name) { continue }
-            if !settings.passOverrideHeaders && Self.isOverrideHeader(name) { continue }
-            if !options.isEmpty && HeaderName.isListed(name, in: options) { continue }
-            WireFormat.writeField(name, value, into: &buffer)
         }
+        // Framing comes from the parsed head, never from what remains after removal, so a hostile
+        // `Connection: content-length` cannot desynchronise the upstream connection.
         let framing: RequestFraming
-        if let length {
-            WireFormat.writeField("content-length", length, into: &buffer)
+        if let length = head.contentLength {
+            buffer.writeStaticString("content-length: ")
+            buffer.writeString(String(length))
+            buffer.writeStaticString("\r\n")
             framing = .length
-        } else if chunked {
-            WireFormat.writeField("transfer-encoding", "chunked", into: &buffer)
+        } else if head.isChunked {
+            buffer.writeStaticString("transfer-encoding: chunked\r\n")
             framing = .chunked
         } else {
             if head.method == .POST || head.method == .PUT || head.method == .PATCH {
-                WireFormat.writeField("content-length", "0", into: &buffer)
+                buffer.writeStaticString("content-length: 0\r\n")
             }
             framing = .none
         }
         var upgrade = UpgradeRequest.none
-        if let clientUpgrade, HeaderName.isListed("upgrade", in: options) {
-            if let allowed = Self.allowedUpgrade(clientUpgrade, of: head, settings: settings) {
+        if head.isUpgrade, let clientUpgrade,
+            let value = head.bytes.getString(at: clientUpgrade.lowerBound, length: clientUpgrade.count)
+        {
+            if let allowed = Self.allowedUpgrade(value, of: head, settings: settings) {
                 buffer.writeStaticString("connection: upgrade\r\n")
                 WireFormat.writeField("upgrade", allowed, into: &buffer)
                 upgrade = .allowed(allowed)
@@ -129,10 +137,15 @@ enum HeaderRewriter {
             }
         }
         if settings.forwardedHeaders {
+            let host = clientHost.flatMap { head.bytes.getSlice(at: $0.lowerBound, length: $0.count) }
             if let peer { WireFormat.writeField("x-forwarded-for", peer, into: &buffer) }
             WireFormat.writeField("x-forwarded-proto", "http", into: &buffer)
-            if let clientHost { WireFormat.writeField("x-forwarded-host", clientHost, into: &buffer) }
-            Self.writeForwarded(peer: peer, host: clientHost, into: &buffer)
+            if var host {
+                buffer.writeStaticString("x-forwarded-host: ")
+                buffer.writeBuffer(&host)
+                buffer.writeStaticString("\r\n")
+            }
+            Self.writeForwarded(peer: peer, host: host, into: &buffer)
         }
         buffer.writeStaticString("\r\n")
         return (framing, upgrade)
@@ -140,7 +153,7 @@ enum HeaderRewriter {
 
     /// `value` (the client's `Upgrade`), when the request is a GET in HTTP/1.1 whose first
     /// protocol, without its version, is in `proxy.allow_upgrades`; `nil` otherwise.
-    static func allowedUpgrade(_ value: String, of head: HTTPRequestHead, settings: ProxySettings) -> String? {
+    static func allowedUpgrade(_ value: String, of head: RequestHead, settings: ProxySettings) -> String? {
         guard head.method == .GET, head.version == .http1_1, value.utf8.count <= 256,
             value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
             let name = value.split(separator: ",").first?.split(separator: "/").first,
@@ -152,7 +165,7 @@ enum HeaderRewriter {
     /// How the body of the response to `request` reaches the client: a body without
     /// Content-Length goes chunked to an HTTP/1.1 client, and to an HTTP/1.0 client it ends with
     /// the connection.
-    static func clientFraming(_ head: ResponseHead, for request: HTTPRequestHead) -> ResponseFraming {
+    static func clientFraming(_ head: ResponseHead, for request: RequestHead) -> ResponseFraming {
         if request.method == .HEAD || head.status == 204 || head.status == 304 { return .none }
         if head.contentLength != nil { return .length }
         return request.version.minor >= 1 ? .chunked : .close
@@ -163,7 +176,7 @@ enum HeaderRewriter {
     /// connection open, and the framing the body will be sent with.
     static func clientResponse(
         _ head: ResponseHead,
-        for request: HTTPRequestHead,
+        for request: RequestHead,
         framing: ResponseFraming,
         close: Bool,
         into buffer: inout ByteBuffer
@@ -231,7 +244,7 @@ enum HeaderRewriter {
 
     /// RFC 7239 `Forwarded`, from what bearerd saw: `for=` the peer (quoted with brackets when
     /// IPv6), `proto=http`, `host=` the client's `Host` (already checked to be a plain host[:port]).
-    private static func writeForwarded(peer: String?, host: String?, into buffer: inout ByteBuffer) {
+    private static func writeForwarded(peer: String?, host: ByteBuffer?, into buffer: inout ByteBuffer) {
         buffer.writeStaticString("forwarded: ")
         if let peer {
             if peer.utf8.contains(UInt8(ascii: ":")) {
@@ -245,35 +258,36 @@ enum HeaderRewriter {
             }
         }
         buffer.writeStaticString("proto=http")
-        if let host {
+        if var host {
             buffer.writeStaticString(";host=\"")
-            buffer.writeString(host)
+            buffer.writeBuffer(&host)
             buffer.writeStaticString("\"")
         }
         buffer.writeStaticString("\r\n")
     }
 
-    private static func isForwardedHeader(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 9: HeaderName.equals(name, "forwarded")
-        case 15: HeaderName.equals(name, "x-forwarded-for")
-        case 16: HeaderName.equals(name, "x-forwarded-host")
-        case 17: HeaderName.equals(name, "x-forwarded-proto")
+    private static func isForwardedHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+        switch name.count {
+        case 9: HeaderName.equals(raw, name, "forwarded")
+        case 15: HeaderName.equals(raw, name, "x-forwarded-for")
+        case 16: HeaderName.equals(raw, name, "x-forwarded-host")
+        case 17: HeaderName.equals(raw, name, "x-forwarded-proto")
         default: false
         }
     }
 
     /// Headers some frameworks and gateways read instead of the method, the path or the client's
     /// address, which would undo the method and path lists (`proxy.pass_override_headers`).
-    static func isOverrideHeader(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 9: HeaderName.equals(name, "forwarded") || HeaderName.equals(name, "x-real-ip")
-        case 11: HeaderName.equals(name, "x-client-ip")
-        case 13: HeaderName.equals(name, "x-http-method") || HeaderName.equals(name, "x-rewrite-url")
-        case 14: HeaderName.equals(name, "x-original-url") || HeaderName.equals(name, "x-original-uri")
-        case 17: HeaderName.equals(name, "x-method-override") || HeaderName.equals(name, "x-original-method")
-        case 18: HeaderName.equals(name, "x-forwarded-prefix")
-        case 22: HeaderName.equals(name, "x-http-method-override")
+    static func isOverrideHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+        switch name.count {
+        case 9: HeaderName.equals(raw, name, "forwarded") || HeaderName.equals(raw, name, "x-real-ip")
+        case 11: HeaderName.equals(raw, name, "x-client-ip")
+        case 13: HeaderName.equals(raw, name, "x-http-method") || HeaderName.equals(raw, name, "x-rewrite-url")
+        case 14: HeaderName.equals(raw, name, "x-original-url") || HeaderName.equals(raw, name, "x-original-uri")
+        case 17:
+            HeaderName.equals(raw, name, "x-method-override") || HeaderName.equals(raw, name, "x-original-method")
+        case 18: HeaderName.equals(raw, name, "x-forwarded-prefix")
+        case 22: HeaderName.equals(raw, name, "x-http-method-override")
         default: false
         }
     }

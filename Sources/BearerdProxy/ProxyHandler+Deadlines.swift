@@ -37,7 +37,7 @@ extension ProxyHandler {
     /// request whose body is still to come gets its first body check.
     func readEnded() {
         switch self.state {
-        case .idle where !self.partsInRead && self.pipelined.isEmpty && self.headStartedAt == nil:
+        case .idle where self.inbound.readableBytes > 0 && self.headStartedAt == nil:
             self.headStarted()
         case .exchanging(let exchange) where !exchange.requestEnded && exchange.bodyCheckAt == nil:
             let deadline = NIODeadline.now() + self.settings.bodyTimeout
@@ -46,7 +46,6 @@ extension ProxyHandler {
         default:
             break
         }
-        self.partsInRead = false
     }
 
     func arm(_ deadline: NIODeadline) {

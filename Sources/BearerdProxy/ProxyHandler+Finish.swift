@@ -27,8 +27,8 @@ extension ProxyHandler {
         }
         exchange.phase = .finished
         if !exchange.requestEnded && exchange.requestHasBody { exchange.closeClientAfter = true }
-        // llhttp parses nothing after an upgrade request: nothing else can come on this connection.
-        if Self.asksToUpgrade(exchange.request) { exchange.closeClientAfter = true }
+        // Nothing is parsed after an upgrade request: nothing else can come on this connection.
+        if exchange.request.isUpgrade { exchange.closeClientAfter = true }
         let (head, body) = failure.response(
             version: exchange.request.version,
             close: exchange.closeClientAfter,
@@ -91,7 +91,7 @@ extension ProxyHandler {
     func linger() {
         guard let context, context.channel.isActive else { return }
         self.lingering = true
-        self.pipelined.removeAll()
+        self.inbound = WireFormat.empty
         self.resumeClientReads()
         context.close(mode: .output).assumeIsolated().whenFailure { _ in context.close(promise: nil) }
         self.arm(.now() + Self.lingerTime)
@@ -111,32 +111,17 @@ extension ProxyHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // What a lingering client still sends is dropped, parseable or not.
         if self.lingering { return }
-        guard let parserError = error as? HTTPParserError else {
-            self.logger.debug("client connection error", metadata: ["error": "\(error)"])
-            if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
-                self.abandon(exchange, outcome: "client_error")
-            } else {
-                self.closeClient()
-            }
-            return
-        }
-        let failure: ProxyFailure =
-            parserError == .headerOverflow
-            ? .headTooLarge : .badRequest("the request is not valid HTTP/1.1 (\(parserError))")
-        switch self.state {
-        case .exchanging(let exchange) where exchange.phase != .finished:
-            exchange.closeClientAfter = true
-            self.fail(exchange, failure)
-        case .idle, .discarding:
-            self.answerAndClose(failure)
-        case .exchanging, .closed:
+        self.logger.debug("client connection error", metadata: ["error": "\(error)"])
+        if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
+            self.abandon(exchange, outcome: "client_error")
+        } else {
             self.closeClient()
         }
     }
 
     /// Answers with bearerd's own error when no request head was parsed, then closes.
     func answerAndClose(_ failure: ProxyFailure) {
-        let exchange = Exchange(request: HTTPRequestHead(version: .http1_1, method: .GET, uri: "-"), startedAt: .now())
+        let exchange = Exchange(request: .placeholder, startedAt: .now())
         self.metrics.started()
         exchange.closeClientAfter = true
         self.state = .exchanging(exchange)

@@ -79,7 +79,7 @@ extension ProxyHandler {
         exchange.responseStatus = nil
         let body = exchange.retryBody
         exchange.dropRetryBody()
-        exchange.buffered = (body.map { [.body($0)] } ?? []) + [.end(nil)]
+        exchange.buffered = (body.map { [.body($0)] } ?? []) + [.end]
         self.prepare(exchange, token: token)
         self.logger.debug(
             held.forNonce

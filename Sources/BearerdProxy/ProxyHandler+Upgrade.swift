@@ -7,23 +7,17 @@ import NIOHTTP1
 /// upstream with the token and its `Upgrade`; when the upstream answers 101 the two connections
 /// are spliced as bytes (``SpliceHandler``) until either side closes.
 extension ProxyHandler {
-    /// A request with `Upgrade` and `Connection: upgrade` is the last on its connection (llhttp
-    /// parses nothing after it); it went upstream with its `Upgrade` when the protocol is allowed.
+    /// A request with `Upgrade` and `Connection: upgrade` is the last on its connection (the
+    /// parser stops after it, as llhttp does); it went upstream with its `Upgrade` when the
+    /// protocol is allowed.
     func upgradeRequested(_ upgrade: UpgradeRequest, by exchange: Exchange) {
         exchange.closeClientAfter = true
         if case .allowed(let value) = upgrade { exchange.upgrade = value }
     }
 
-    /// Whether `head` has `Upgrade` and `Connection: upgrade` (as llhttp sees an upgrade): for a
-    /// request bearerd answers itself, which must then be the last on its connection too.
-    static func asksToUpgrade(_ head: HTTPRequestHead) -> Bool {
-        head.headers.contains(name: "upgrade")
-            && head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "upgrade" }
-    }
-
     /// The upstream switched protocols: the 101 goes to the client, then both connections are
-    /// spliced. The client's connection leaves HTTP: its decoder hands over what it held back,
-    /// and this handler leaves the pipeline.
+    /// spliced. The client's connection leaves HTTP: what it sent after the request goes
+    /// upstream, and this handler leaves the pipeline.
     func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
         guard case .exchanging(let exchange) = self.state else { return }
         guard exchange.phase == .forwarding, exchange.upgrade != nil, let connection = exchange.upstream,
@@ -53,8 +47,8 @@ extension ProxyHandler {
             client.send(rest, flush: false)
             context.flush()
             connection.splice(into: upstream)
-            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            pipeline.removeHandler(decoder, promise: nil)
+            upstream.send(self.inbound, flush: true)
+            self.inbound = WireFormat.empty
             pipeline.removeHandler(self, promise: nil)
             client.startReading()
         } catch {

@@ -4,14 +4,15 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// Serves one client connection: checks each request, gets a token, forwards the request to a
-/// pooled upstream connection and streams the response back.
+/// Serves one client connection: parses the bytes it sends (``RequestParser``), checks each
+/// request, gets a token, forwards the request to a pooled upstream connection and streams the
+/// response back.
 ///
 /// Backpressure runs both ways: client reads stop while the upstream connection cannot take more
 /// bytes (or is not attached yet), and upstream reads stop while the client cannot take more
 /// (see ``UpstreamConnection``). Nothing is buffered beyond one read per direction.
 final class ProxyHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -35,9 +36,13 @@ final class ProxyHandler: ChannelDuplexHandler {
     var state: State = .idle
     var context: ChannelHandlerContext?
     var readPending = false
-    /// Parts of pipelined requests that arrived while an earlier one was in flight; reads stop
-    /// while any wait, so at most one read's worth is held.
-    var pipelined = CircularBuffer<HTTPServerRequestPart>()
+    /// What the client sent that is not parsed yet: a head still arriving, or requests pipelined
+    /// behind the one in flight, parsed when it ends. Reads stop while a pipelined request
+    /// waits, so at most one read's worth is held.
+    var inbound = WireFormat.empty
+    var parser: RequestParser
+    /// Inside `parseInbound`: a request that ends while it runs does not start another pass.
+    var parsing = false
     /// Graceful shutdown asked this connection to close once its current exchange ends.
     var quiescing = false
     /// The last response went out and the output is closed; input is read and dropped.
@@ -56,9 +61,6 @@ final class ProxyHandler: ChannelDuplexHandler {
     var idleSince = NIODeadline.now()
     /// When the first bytes of the request head now arriving came.
     var headStartedAt: NIODeadline?
-    /// A request part arrived in the current read.
-    var partsInRead = false
-
     let metrics: ProxyMetrics
 
     init(
@@ -71,6 +73,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         logger: Logger
     ) {
         self.settings = settings
+        self.parser = RequestParser(limits: settings.requestLimits)
         self.retryBudget = retryBudget
         self.viaTCP = viaTCP
         self.pool = pool
@@ -99,26 +102,66 @@ final class ProxyHandler: ChannelDuplexHandler {
     // MARK: Requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = self.unwrapInboundIn(data)
+        // After the last response, or once closing, what the client sends is dropped.
+        if case .closed = self.state { return }
+        var bytes = self.unwrapInboundIn(data)
         self.inRead = true
-        self.partsInRead = true
-        if !self.pipelined.isEmpty || (self.isBusy && part.isHead) {
-            self.pipelined.append(part)
-            return
+        if self.inbound.readableBytes == 0 {
+            self.inbound = bytes
+        } else {
+            self.inbound.writeBuffer(&bytes)
         }
-        self.handle(part, context: context)
+        self.parseInbound()
     }
 
-    private var isBusy: Bool {
+    /// Parses what the client sent and handles each part, up to a request that must wait for
+    /// the one in flight to end.
+    func parseInbound() {
+        guard !self.parsing else { return }
+        self.parsing = true
+        defer { self.parsing = false }
+        while !(self.parser.betweenRequests && self.isBusy) {
+            if case .closed = self.state { return }
+            let part: RequestParser.Part?
+            do {
+                part = try self.parser.next(from: &self.inbound)
+            } catch {
+                self.inbound = WireFormat.empty
+                self.refuse(error)
+                return
+            }
+            guard let part else { break }
+            self.handle(part)
+        }
+        // Let the read buffer go back to NIO's pool once everything in it is parsed.
+        if self.inbound.readableBytes == 0 { self.inbound = WireFormat.empty }
+    }
+
+    var isBusy: Bool {
         switch self.state {
         case .exchanging, .discarding: true
         case .idle, .closed: false
         }
     }
 
-    private func handle(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+    /// Answers a request that cannot be parsed, or is over a limit, then closes.
+    private func refuse(_ error: RequestHeadError) {
+        let failure = error.failure(limits: self.parser.limits)
+        switch self.state {
+        case .exchanging(let exchange) where exchange.phase != .finished:
+            exchange.closeClientAfter = true
+            self.fail(exchange, failure)
+        case .idle, .discarding:
+            self.answerAndClose(failure)
+        case .exchanging, .closed:
+            self.closeClient()
+        }
+    }
+
+    private func handle(_ part: RequestParser.Part) {
         switch (self.state, part) {
         case (.idle, .head(let head)):
+            guard let context else { return }
             self.begin(head, context: context)
         case (.exchanging(let exchange), .body(let buffer)):
             exchange.requestBodyBytes += buffer.readableBytes
@@ -140,23 +183,17 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
         case (.discarding, .end):
             self.state = .idle
-            self.servePipelined()
         case (.discarding, _), (.closed, _):
             break
         case (.idle, _), (.exchanging, .head):
-            // The HTTP decoder and the pipelining queue make this impossible; never trust it.
+            // The parser and `parseInbound` make this impossible; never trust it.
             self.closeClient()
         }
     }
 
     /// Starts the pipelined requests that waited for the previous exchange to end.
     func servePipelined() {
-        guard let context else { return }
-        while let part = self.pipelined.first {
-            if part.isHead, self.isBusy { break }
-            self.pipelined.removeFirst()
-            self.handle(part, context: context)
-        }
+        self.parseInbound()
         // These parts were read before; no `channelReadComplete` will follow to flush them.
         if !self.inRead, case .exchanging(let exchange) = self.state, exchange.phase == .forwarding {
             exchange.upstream?.flush()
@@ -174,7 +211,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if !self.pipelined.isEmpty {
+        // A pipelined request waits, or nothing more is parsed after an upgrade request.
+        if self.inbound.readableBytes > 0 && (self.parser.isStopped || (self.parser.betweenRequests && self.isBusy)) {
             self.readPending = true
             return
         }
@@ -204,7 +242,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     // MARK: Starting an exchange
 
-    private func begin(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func begin(_ head: RequestHead, context: ChannelHandlerContext) {
         let exchange = Exchange(request: head, startedAt: .now())
         self.headStartedAt = nil
         self.metrics.started()
@@ -221,7 +259,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.beginning = true
         defer { self.beginning = false }
         let clientKeepsOwnAuthorization =
-            self.settings.clientAuthorization == .keep && head.headers.contains(name: "authorization")
+            self.settings.clientAuthorization == .keep && head.contains("authorization")
         // The body is kept for a retry after a 401 only when such a retry can happen.
         if !clientKeepsOwnAuthorization && self.settings.retryMethods.contains(head.method.rawValue) {
             exchange.retryPossible = true
@@ -303,7 +341,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         exchange.phase = .forwarding
         exchange.attachedAtStart = self.beginning
         exchange.upstreamStartedAt = .now()
-        if exchange.expectsContinue && !exchange.requestEnded && exchange.requestBodyBytes == 0 {
+        if !exchange.requestEnded && exchange.requestBodyBytes == 0 && exchange.expectsContinue {
             context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
         }
         connection.write(head)
@@ -322,13 +360,6 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     func isCurrent(_ exchange: Exchange) -> Bool {
         if case .exchanging(let current) = self.state { return current === exchange && exchange.phase != .finished }
-        return false
-    }
-}
-
-extension HTTPServerRequestPart {
-    var isHead: Bool {
-        if case .head = self { return true }
         return false
     }
 }

@@ -276,27 +276,9 @@ public final class ProxyListeners: Sendable {
                         throw ProxySetupError("no upstream pool for this event loop")
                     }
                     current.serve(channel)
-                    var limits = NIOHTTPDecoderLimitConfiguration()
-                    // The decoder counts the request target as a field, so its limits hold both;
-                    // RequestPolicy checks each against its own limit (414, 431).
-                    let settings = current.settings
-                    limits.maxHeaderFieldSize = max(settings.maxHeaderSize, settings.maxRequestLine)
-                    limits.maxHeaderListSize = settings.maxHeaderSize + settings.maxRequestLine
-                    let sync = channel.pipeline.syncOperations
-                    // Requests are parsed by NIO's llhttp decoder; responses go out as bytes that
-                    // HeaderRewriter, WireFormat and ProxyFailure write (no response encoder).
-                    try sync.addHandler(
-                        ByteToMessageHandler(
-                            HTTPRequestDecoder(
-                                // After an upgrade request llhttp stops parsing; what the
-                                // client sent after it goes to the splice (ProxyHandler+Upgrade).
-                                leftOverBytesStrategy: .forwardBytes,
-                                informationalResponseStrategy: .drop,
-                                limitConfiguration: limits
-                            )
-                        )
-                    )
-                    try sync.addHandler(
+                    // One handler: it parses the request bytes itself (RequestParser) and writes
+                    // the bytes that go out (HeaderRewriter, WireFormat, ProxyFailure).
+                    try channel.pipeline.syncOperations.addHandler(
                         ProxyHandler(
                             settings: current.settings,
                             retryBudget: current.retryBudget,

@@ -28,6 +28,14 @@ public struct ProxySettings: Sendable {
     public var maxRequestLine: Int
     /// Most header fields in a request (`proxy.max_header_count`).
     public var maxHeaderCount: Int
+    /// The three limits a request head is parsed under.
+    package var requestLimits: RequestLimits {
+        RequestLimits(
+            maxRequestLine: self.maxRequestLine,
+            maxHeaderSize: self.maxHeaderSize,
+            maxHeaderCount: self.maxHeaderCount
+        )
+    }
     /// Open client connections over all listeners (`proxy.max_connections`).
     public var maxConnections: Int
     /// At the limit, accept and answer 503 rather than leave clients in the accept queue.

@@ -17,35 +17,20 @@ enum RequestPolicy {
     /// callers are already limited by the socket's mode. `local`: the address the client
     /// connected to, for the rebinding guard.
     static func check(
-        _ head: HTTPRequestHead,
+        _ head: RequestHead,
         settings: ProxySettings,
         viaTCP: Bool = true,
         local: SocketAddress? = nil
     ) -> Result<CanonicalTarget, ProxyFailure> {
-        if head.method == .CONNECT {
-            return .failure(
-                .badRequest("CONNECT is refused: bearerd forwards requests to its one configured upstream only")
-            )
-        }
+        if head.method == .CONNECT { return .failure(Self.connectRefused) }
         // TRACE echoes the request, and with it the token bearerd adds (nginx refuses it too).
-        // TRACK and other spellings arrive as raw methods; the known ones cost nothing here.
-        switch head.method {
-        case .TRACE:
-            return .failure(.methodNotAllowed("TRACE"))
-        case .RAW(let value) where HeaderName.equals(value, "trace") || HeaderName.equals(value, "track"):
-            return .failure(.methodNotAllowed(value))
-        default:
-            break
-        }
-        if head.uri.utf8.count > settings.maxRequestLine {
+        // TRACK, and every other method llhttp does not know, the parser refuses already.
+        if head.method == .TRACE { return .failure(.methodNotAllowed("TRACE")) }
+        if head.target.count > settings.maxRequestLine {
             return .failure(.targetTooLong(limit: settings.maxRequestLine))
         }
-        guard head.uri.utf8.first == UInt8(ascii: "/") else {
-            return .failure(
-                .badRequest(
-                    "only origin-form request targets like /path?query are accepted; absolute-form (http://host/…), authority-form and * targets are refused"
-                )
-            )
+        guard head.bytes.getInteger(at: head.target.lowerBound, as: UInt8.self) == UInt8(ascii: "/") else {
+            return .failure(Self.notOriginForm)
         }
         let target: CanonicalTarget
         switch CanonicalTarget.parse(head.uri, allowPathParams: settings.allowPathParams) {
@@ -58,58 +43,64 @@ enum RequestPolicy {
         return .success(target)
     }
 
+    static let connectRefused = ProxyFailure.badRequest(
+        "CONNECT is refused: bearerd forwards requests to its one configured upstream only"
+    )
+
+    static let notOriginForm = ProxyFailure.badRequest(
+        "only origin-form request targets like /path?query are accepted; absolute-form (http://host/…), authority-form and * targets are refused"
+    )
+
     private static func checkHeaders(
-        _ head: HTTPRequestHead,
+        _ head: RequestHead,
         target: CanonicalTarget,
         settings: ProxySettings,
         viaTCP: Bool,
         local: SocketAddress?
     ) -> ProxyFailure? {
-        // One pass over the headers collects what the checks below need.
+        // The parser already holds the framing, the field count and size to their limits. One
+        // pass over the fields collects what the checks below need; only the values checked
+        // become strings.
         var hosts = 0
-        var host: String?
-        var transferCodings = 0
-        var onlyChunked = true
-        var expect: String?
-        var contentLength: String?
+        var hostRange: Range<Int>?
+        var expectRange: Range<Int>?
         var authorization = false
-        var origin: String?
-        var fetchSite: String?
+        var origin: Range<Int>?
+        var fetchSite: Range<Int>?
         let key = viaTCP ? settings.clientKey : nil
         var keyMatched = false
-        var fields = 0
-        var fieldBytes = 0
-        for (name, value) in head.headers {
-            fields += 1
-            fieldBytes += name.utf8.count + value.utf8.count
-            if let key, key.isHeader(name) { keyMatched = key.matches(value) }
-            switch name.utf8.count {
-            case 4 where HeaderName.equals(name, "host"):
-                hosts += 1
-                host = value
-            case 6 where HeaderName.equals(name, "expect"):
-                expect = value
-            case 6 where HeaderName.equals(name, "origin"):
-                origin = value
-            case 14 where HeaderName.equals(name, "sec-fetch-site"):
-                fetchSite = value
-            case 13 where HeaderName.equals(name, "authorization"):
-                authorization = true
-            case 14 where HeaderName.equals(name, "content-length"):
-                contentLength = value
-            case 17 where HeaderName.equals(name, "transfer-encoding"):
-                transferCodings += 1
-                onlyChunked = onlyChunked && HeaderName.equals(value, "chunked")
-            default:
-                break
+        head.bytes.withUnsafeReadableBytes { raw in
+            for field in head.fields {
+                let name = field.name
+                if let key, key.isHeader(raw, name) { keyMatched = key.matches(raw, field.value) }
+                switch name.count {
+                case 4 where HeaderName.equals(raw, name, "host"):
+                    hosts += 1
+                    hostRange = field.value
+                case 6 where HeaderName.equals(raw, name, "expect"):
+                    expectRange = field.value
+                case 6 where HeaderName.equals(raw, name, "origin"):
+                    origin = field.value
+                case 14 where HeaderName.equals(raw, name, "sec-fetch-site"):
+                    fetchSite = field.value
+                case 13 where HeaderName.equals(raw, name, "authorization"):
+                    authorization = true
+                default:
+                    break
+                }
             }
         }
-        if fields > settings.maxHeaderCount { return .tooManyHeaders(limit: settings.maxHeaderCount) }
-        if fieldBytes > settings.maxHeaderSize { return .headersTooLarge }
+        func string(_ range: Range<Int>?) -> String? {
+            range.flatMap { head.bytes.getString(at: $0.lowerBound, length: $0.count) }
+        }
+        let host = string(hostRange)
+        let expect = string(expectRange)
         if let key, !keyMatched {
             return .forbidden("this listener needs the shared key in the \(key.header) header (proxy.client_key_file)")
         }
-        if settings.browserGuard, let failure = Self.checkBrowser(origin: origin, fetchSite: fetchSite, settings) {
+        if settings.browserGuard,
+            let failure = Self.checkBrowser(origin: string(origin), fetchSite: string(fetchSite), settings)
+        {
             return failure
         }
         if let failure = Self.checkHost(count: hosts, value: host, version: head.version) { return failure }
@@ -122,13 +113,10 @@ enum RequestPolicy {
         if !settings.access.isEmpty, let refusal = settings.access.refusal(method: head.method, path: target.path) {
             return .forbidden(refusal)
         }
-        if transferCodings > 1 || !onlyChunked {
-            return .badRequest("only the chunked transfer coding is supported in requests")
-        }
         if let expect, !HeaderName.equals(expect, "100-continue") {
             return .expectationFailed(expect)
         }
-        if let limit = settings.maxRequestBody, let length = contentLength.flatMap({ Int($0) }), length > limit {
+        if let limit = settings.maxRequestBody, let length = head.contentLength, length > limit {
             return .bodyTooLarge(limit: limit)
         }
         if settings.clientAuthorization == .reject && authorization {

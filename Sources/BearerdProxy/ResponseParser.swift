@@ -100,7 +100,12 @@ package struct ResponseParser {
                 return .body(buffer.readSlice(length: count)!)
             case .chunkSize:
                 guard let line = try Self.line(in: &buffer, limit: Self.maxChunkLine) else { return nil }
-                let size = try Self.chunkSize(line)
+                let size: Int
+                do throws(ChunkSize.Malformed) {
+                    size = try ChunkSize.parse(line)
+                } catch {
+                    throw .malformed(error.what)
+                }
                 self.state = size == 0 ? .trailers(size: 0) : .chunkData(remaining: size)
             case .chunkData(let remaining):
                 guard buffer.readableBytes > 0 else { return nil }
@@ -160,42 +165,5 @@ package struct ResponseParser {
         }
         guard line.readableBytes <= limit else { throw .malformed("an over-long line in a chunked body") }
         return line
-    }
-
-    /// `chunk-size [ BWS ";" chunk-ext ]`, the size in hexadecimal.
-    private static func chunkSize(_ line: ByteBuffer) throws(UpstreamResponseError) -> Int {
-        try line.withUnsafeReadableBytes { raw throws(UpstreamResponseError) in
-            var size = 0
-            var digits = 0
-            var index = 0
-            while index < raw.count, let value = Self.hexValue(raw[index]) {
-                guard digits < 15 else { throw .malformed("a chunk size over 15 hex digits") }
-                size = size << 4 | value
-                digits += 1
-                index += 1
-            }
-            guard digits > 0 else { throw .malformed("a chunk without a size") }
-            while index < raw.count && (raw[index] == 0x20 || raw[index] == 0x09) { index += 1 }
-            guard index == raw.count || raw[index] == UInt8(ascii: ";") else {
-                throw .malformed("a chunk size that is not hexadecimal")
-            }
-            while index < raw.count {
-                guard HeaderName.isFieldValueByte(raw[index]) else {
-                    throw .malformed("a control character in a chunk extension")
-                }
-                index += 1
-            }
-            return size
-        }
-    }
-
-    @inline(__always)
-    private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A") + 10)
-        default: nil
-        }
     }
 }

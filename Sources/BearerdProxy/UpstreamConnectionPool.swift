@@ -82,7 +82,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
                         try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: sniName))
                     }
                     // No HTTP codec handlers: HeaderRewriter writes each request head as bytes (every
-                    // header in it was parsed by llhttp from the client's request or is our own; the
+                    // header in it was parsed by RequestParser from the client's request or is our own; the
                     // token is checked to be RFC 6750 b64token), and UpstreamConnection parses responses.
                     try sync.addHandler(UpstreamConnection())
                     return channel.eventLoop.makeSucceededVoidFuture()

@@ -39,7 +39,8 @@ struct FuzzCorpusTests {
             (.store, "payload-sessions", "decoded"), (.target, "plain", "accepted"), (.target, "params", "accepted"),
             (.target, "encoded-dots", "refused"), (.response, "chunked", "ended"),
             (.response, "switching", "switched"), (.response, "upgrade-refused", "ended"),
-            (.response, "continue-204", "ended"),
+            (.response, "continue-204", "ended"), (.request, "pipelined-length", "ended"),
+            (.request, "chunked", "ended"), (.request, "smuggle-cl-te", "refused"), (.request, "upgrade", "ended"),
         ]
     )
     func seedReachesItsPath(target: FuzzTarget, seed: String, outcome: String) throws {

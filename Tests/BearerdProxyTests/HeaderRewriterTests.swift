@@ -28,7 +28,7 @@ struct HeaderRewriterTests {
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
         var out = ByteBuffer()
         _ = HeaderRewriter.upstreamRequest(
-            head,
+            try RequestHead(head),
             target: try CanonicalTarget.parse(uri, allowPathParams: false).get(),
             token: self.token,
             peer: "127.0.0.1",
@@ -78,7 +78,7 @@ struct HeaderRewriterTests {
         )
         var bytes = ByteBuffer()
         _ = HeaderRewriter.upstreamRequest(
-            head,
+            try RequestHead(head),
             target: try CanonicalTarget.parse("/", allowPathParams: false).get(),
             token: nil,
             peer: nil,

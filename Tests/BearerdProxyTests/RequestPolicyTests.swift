@@ -29,7 +29,7 @@ struct RequestPolicyTests {
             (head(.GET, "/a/./b"), 400, "segment"),
             (head(.GET, "/%2e%2fx"), 400, "%2F"),
             (head(.TRACE, "/x"), 405, "echoes"),
-            (head(.init(rawValue: "TRACK"), "/x"), 405, "echoes"),
+            (head(.init(rawValue: "TRACK"), "/x"), 400, "not a known HTTP method"),
             (head(.GET, "/x", ["host": "a", "Host": "b"]), 400, "more than one Host"),
             (head(.GET, "/x", ["host": "a b"]), 400, "not a valid host"),
             (head(.GET, "/x", ["host": "a/b@evil"]), 400, "not a valid host"),
@@ -41,7 +41,7 @@ struct RequestPolicyTests {
         ]
     )
     func refused(head: HTTPRequestHead, status: Int, message: String) throws {
-        let verdict = RequestPolicy.check(head, settings: try HeaderRewriterTests.settings(Self.strict))
+        let verdict = Self.check(head, settings: try HeaderRewriterTests.settings(Self.strict))
         guard case .failure(let failure) = verdict else {
             Issue.record("forwarded: \(head.uri)")
             return
@@ -51,6 +51,21 @@ struct RequestPolicyTests {
     }
 
     static let strict = "proxy:\n  max_request_body: 1000\n  client_authorization: reject"
+
+    /// What the proxy does with `head`: parse it under the settings' limits, then check it.
+    static func check(
+        _ head: HTTPRequestHead,
+        settings: ProxySettings,
+        viaTCP: Bool = true,
+        local: SocketAddress? = nil
+    ) -> Result<CanonicalTarget, ProxyFailure> {
+        do throws(RequestHeadError) {
+            let parsed = try RequestHead(head, limits: settings.requestLimits)
+            return RequestPolicy.check(parsed, settings: settings, viaTCP: viaTCP, local: local)
+        } catch {
+            return .failure(error.failure(limits: settings.requestLimits))
+        }
+    }
 
     @Test(
         "forwarded requests",
@@ -62,13 +77,13 @@ struct RequestPolicyTests {
     )
     func forwarded(head: HTTPRequestHead) throws {
         #expect(throws: Never.self) {
-            try RequestPolicy.check(head, settings: HeaderRewriterTests.settings(Self.strict)).get()
+            try Self.check(head, settings: HeaderRewriterTests.settings(Self.strict)).get()
         }
     }
 
     @Test func http10WithoutHostIsFine() throws {
         let head = HTTPRequestHead(version: .http1_0, method: .GET, uri: "/x", headers: [:])
-        #expect(throws: Never.self) { try RequestPolicy.check(head, settings: HeaderRewriterTests.settings()).get() }
+        #expect(throws: Never.self) { try Self.check(head, settings: HeaderRewriterTests.settings()).get() }
     }
 
     @Test(

@@ -56,7 +56,7 @@ struct SharedBudgetTests {
 @Suite("The retry buffer")
 struct RetryBufferTests {
     static func exchange(_ budget: SharedBudget) -> Exchange {
-        let exchange = Exchange(request: HTTPRequestHead(version: .http1_1, method: .POST, uri: "/"), startedAt: .now())
+        let exchange = Exchange(request: .placeholder, startedAt: .now())
         exchange.retryPossible = true
         exchange.retryBudget = budget
         return exchange

@@ -59,7 +59,7 @@ struct UpgradeParsingTests {
         head.headers = headers
         var buffer = ByteBuffer()
         let (_, upgrade) = HeaderRewriter.upstreamRequest(
-            head,
+            try RequestHead(head),
             target: try CanonicalTarget.parse("/ws", allowPathParams: false).get(),
             token: nil,
             peer: "127.0.0.1",

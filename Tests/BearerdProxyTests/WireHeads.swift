@@ -63,6 +63,7 @@ enum WireHeads {
     {
         let parsed = try Self.parsed(head)
         var out = ByteBuffer()
+        let request = try RequestHead(request)
         HeaderRewriter.clientResponse(
             parsed,
             for: request,

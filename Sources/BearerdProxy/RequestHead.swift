@@ -1,0 +1,276 @@
+import NIOCore
+import NIOHTTP1
+
+/// A client's request head as bearerd parsed it (RFC 9112 §3, §5): the head's own bytes and
+/// where each field lies in them, so that checking and forwarding a field reads bytes and
+/// allocates nothing. The parse is strict, like the response side's (``ResponseHead``): CRLF line
+/// ends, token methods and names, no obs-fold, no whitespace before a colon, one framing.
+package struct RequestHead {
+    struct Field {
+        var name: Range<Int>
+        var value: Range<Int>
+        /// A tab was trimmed around the value (llhttp takes only spaces around a framing value).
+        var tabAround = false
+    }
+
+    /// The head from the request line to the empty line; its reader index is 0.
+    var bytes: ByteBuffer
+    package var method: HTTPMethod
+    package var version: HTTPVersion
+    /// The request target, as sent.
+    var target: Range<Int>
+    var fields: [Field] = []
+    /// The one Content-Length value (a repeat is an error).
+    package var contentLength: Int?
+    /// `Transfer-Encoding: chunked`, the only coding taken.
+    package var isChunked = false
+    /// Whether the client keeps the connection open after this request (RFC 9112 §9.3).
+    package var keepAlive = true
+    /// `Connection` lists `upgrade` and an `Upgrade` field is present: as llhttp, nothing after
+    /// this request is parsed as HTTP.
+    package var isUpgrade = false
+    /// Names the `Connection` header lists besides `close` and `keep-alive`: hop-by-hop too.
+    var connectionOptions: [Range<Int>] = []
+    /// Sum of the name and value bytes of every field (`proxy.max_header_size`).
+    var fieldBytes = 0
+
+    /// The request target as a string (for the canonical form and the access log).
+    package var uri: String {
+        self.bytes.getString(at: self.target.lowerBound, length: self.target.count) ?? ""
+    }
+
+    /// The value of the first field called `name` (lowercase), if any.
+    func firstValue(of name: StaticString) -> String? {
+        self.bytes.withUnsafeReadableBytes { raw in
+            guard let field = self.fields.first(where: { HeaderName.equals(raw, $0.name, name) }) else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: raw[field.value]), as: UTF8.self)
+        }
+    }
+
+    /// Whether a field called `name` (lowercase) is present.
+    func contains(_ name: StaticString) -> Bool {
+        self.bytes.withUnsafeReadableBytes { raw in
+            self.fields.contains { HeaderName.equals(raw, $0.name, name) }
+        }
+    }
+
+    /// Every field as `name:value`, the name lowercased (for tests and the differential fuzzer).
+    package var fieldList: [String] {
+        self.bytes.withUnsafeReadableBytes { raw in
+            self.fields.map { field in
+                String(decoding: UnsafeRawBufferPointer(rebasing: raw[field.name]), as: UTF8.self).lowercased() + ":"
+                    + String(decoding: UnsafeRawBufferPointer(rebasing: raw[field.value]), as: UTF8.self)
+            }
+        }
+    }
+
+    /// Whether the client said a body follows the head.
+    var hasBody: Bool { self.isChunked || (self.contentLength ?? 0) > 0 }
+
+    /// The head of a request bearerd answers before it could parse one.
+    static var placeholder: RequestHead {
+        RequestHead(
+            bytes: ByteBuffer(staticString: "GET - HTTP/1.1\r\n\r\n"),
+            method: .GET,
+            version: .http1_1,
+            target: 4..<5
+        )
+    }
+
+    /// Parses a complete head: the request line, the fields and the empty line, CRLF each.
+    static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(RequestHeadError) -> RequestHead {
+        try bytes.withUnsafeReadableBytes { raw throws(RequestHeadError) in
+            var lines = RequestLines(raw)
+            guard let requestLine = try lines.next() else { throw .malformed("an empty request line") }
+            var head = try Self.parseRequestLine(raw, requestLine, bytes: bytes)
+            var sawClose = false
+            var sawKeepAlive = false
+            var sawUpgradeOption = false
+            var sawUpgrade = false
+            var sawTransferEncoding = false
+            while let line = try lines.next() {
+                let field = try Self.parseField(raw, line)
+                head.fields.append(field)
+                head.fieldBytes += field.name.count + field.value.count
+                guard head.fields.count <= limits.maxHeaderCount else { throw .tooManyFields }
+                guard head.fieldBytes <= limits.maxHeaderSize else { throw .fieldsTooLarge }
+                switch field.name.count {
+                case 14 where HeaderName.equals(raw, field.name, "content-length"):
+                    guard !field.tabAround else { throw .malformed("a tab around a framing value") }
+                    // llhttp refuses a repeat too, even of the same value.
+                    guard head.contentLength == nil else { throw .malformed("more than one Content-Length") }
+                    head.contentLength = try Self.parseContentLength(raw, field.value)
+                case 17 where HeaderName.equals(raw, field.name, "transfer-encoding"):
+                    guard !field.tabAround else { throw .malformed("a tab around a framing value") }
+                    guard !sawTransferEncoding, HeaderName.equals(raw, field.value, "chunked") else {
+                        throw .malformed("a transfer coding other than a single chunked", chunked: true)
+                    }
+                    sawTransferEncoding = true
+                    head.isChunked = true
+                case 10 where HeaderName.equals(raw, field.name, "connection"):
+                    HeaderName.forEachListElement(raw, field.value) { option in
+                        if HeaderName.equals(raw, option, "close") {
+                            sawClose = true
+                        } else if HeaderName.equals(raw, option, "keep-alive") {
+                            sawKeepAlive = true
+                        } else {
+                            if HeaderName.equals(raw, option, "upgrade") { sawUpgradeOption = true }
+                            head.connectionOptions.append(option)
+                        }
+                    }
+                case 7 where HeaderName.equals(raw, field.name, "upgrade"):
+                    sawUpgrade = true
+                default:
+                    break
+                }
+            }
+            if head.isChunked && head.contentLength != nil {
+                // RFC 9112 §6.3: request smuggling's classic; never guess which one is right.
+                throw .malformed("both Transfer-Encoding and Content-Length")
+            }
+            if head.isChunked && head.version.minor == 0 {
+                // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+                throw .malformed("Transfer-Encoding in an HTTP/1.0 request")
+            }
+            head.keepAlive = !sawClose && (head.version.minor == 1 || sawKeepAlive)
+            // As llhttp: after CONNECT, too, nothing more is HTTP (bearerd refuses it anyway).
+            head.isUpgrade = (sawUpgrade && sawUpgradeOption) || head.method == .CONNECT
+            return head
+        }
+    }
+
+    /// `method SP request-target SP HTTP/1.x`.
+    private static func parseRequestLine(
+        _ raw: UnsafeRawBufferPointer,
+        _ line: Range<Int>,
+        bytes: ByteBuffer
+    ) throws(RequestHeadError) -> RequestHead {
+        var index = line.lowerBound
+        while index < line.upperBound && HeaderName.isTokenByte(raw[index]) { index += 1 }
+        let method = line.lowerBound..<index
+        guard !method.isEmpty, index < line.upperBound, raw[index] == UInt8(ascii: " ") else {
+            throw .malformed("a method that is not a token")
+        }
+        index += 1
+        if HeaderName.hasPrefix(raw, method, "CONNECT") && method.count == 7 { throw .connect }
+        // Origin-form only: an absolute-form or authority-form target could steer the token to
+        // another host, and `*` has nothing to forward.
+        guard index < line.upperBound, raw[index] == UInt8(ascii: "/") else { throw .notOriginForm }
+        let targetStart = index
+        // Visible ASCII only: no spaces, controls or bytes over 0x7E (llhttp's strict URL set).
+        while index < line.upperBound && raw[index] > 0x20 && raw[index] < 0x7F { index += 1 }
+        let target = targetStart..<index
+        let version = index + 1
+        guard !target.isEmpty, index < line.upperBound, raw[index] == UInt8(ascii: " "),
+            line.upperBound - version == 8, HeaderName.hasPrefix(raw, version..<line.upperBound, "HTTP/1.")
+        else { throw .malformed("a request line that is not `method target HTTP/1.x`") }
+        let minor = raw[version + 7]
+        guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1") else {
+            throw .malformed("an HTTP version other than 1.0 and 1.1")
+        }
+        let known = Self.method(raw, method)
+        // llhttp knows a fixed list of methods (HTTPMethod's); bearerd forwards no other.
+        if case .RAW = known { throw .malformed("a method that is not a known HTTP method") }
+        return RequestHead(
+            bytes: bytes,
+            method: known,
+            version: minor == UInt8(ascii: "1") ? .http1_1 : .http1_0,
+            target: target
+        )
+    }
+
+    /// The method, without a string for the common ones.
+    private static func method(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> HTTPMethod {
+        switch range.count {
+        case 3 where HeaderName.hasPrefix(raw, range, "GET"): return .GET
+        case 3 where HeaderName.hasPrefix(raw, range, "PUT"): return .PUT
+        case 4 where HeaderName.hasPrefix(raw, range, "POST"): return .POST
+        case 4 where HeaderName.hasPrefix(raw, range, "HEAD"): return .HEAD
+        case 5 where HeaderName.hasPrefix(raw, range, "PATCH"): return .PATCH
+        case 6 where HeaderName.hasPrefix(raw, range, "DELETE"): return .DELETE
+        case 7 where HeaderName.hasPrefix(raw, range, "OPTIONS"): return .OPTIONS
+        default:
+            return HTTPMethod(rawValue: String(decoding: UnsafeRawBufferPointer(rebasing: raw[range]), as: UTF8.self))
+        }
+    }
+
+    /// `field-name ":" OWS field-value OWS`; no whitespace before the colon, no obs-fold.
+    private static func parseField(
+        _ raw: UnsafeRawBufferPointer,
+        _ line: Range<Int>
+    ) throws(RequestHeadError) -> Field {
+        var colon = line.lowerBound
+        while colon < line.upperBound && raw[colon] != UInt8(ascii: ":") {
+            guard HeaderName.isTokenByte(raw[colon]) else {
+                throw .malformed(
+                    colon == line.lowerBound && (raw[colon] == 0x20 || raw[colon] == 0x09)
+                        ? "a folded header line (obs-fold)" : "a header name that is not a token"
+                )
+            }
+            colon += 1
+        }
+        guard colon < line.upperBound, colon > line.lowerBound else { throw .malformed("a header line without a name") }
+        var start = colon + 1
+        var end = line.upperBound
+        var tabAround = false
+        while start < end && (raw[start] == 0x20 || raw[start] == 0x09) {
+            tabAround = tabAround || raw[start] == 0x09
+            start += 1
+        }
+        while end > start && (raw[end - 1] == 0x20 || raw[end - 1] == 0x09) {
+            tabAround = tabAround || raw[end - 1] == 0x09
+            end -= 1
+        }
+        for index in start..<end where !HeaderName.isFieldValueByte(raw[index]) {
+            throw .malformed("a control character in a header value")
+        }
+        return Field(name: line.lowerBound..<colon, value: start..<end, tabAround: tabAround)
+    }
+
+    /// `1*DIGIT`, at most 18 of them.
+    private static func parseContentLength(
+        _ raw: UnsafeRawBufferPointer,
+        _ value: Range<Int>
+    ) throws(RequestHeadError) -> Int {
+        guard !value.isEmpty, value.count <= 18 else { throw .malformed("a Content-Length that is not one number") }
+        var length = 0
+        for index in value {
+            let byte = raw[index]
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else {
+                throw .malformed("a Content-Length that is not one number")
+            }
+            length = length * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return length
+    }
+}
+
+/// The lines of a complete request head, each ended by CRLF (a bare LF or CR, or a NUL, is an
+/// error: llhttp refuses them too). Stops at the empty line.
+struct RequestLines {
+    let raw: UnsafeRawBufferPointer
+    var position = 0
+
+    init(_ raw: UnsafeRawBufferPointer) {
+        self.raw = raw
+    }
+
+    mutating func next() throws(RequestHeadError) -> Range<Int>? {
+        let start = self.position
+        var index = start
+        while index < self.raw.count {
+            let byte = self.raw[index]
+            if byte == UInt8(ascii: "\r") {
+                guard index + 1 < self.raw.count, self.raw[index + 1] == UInt8(ascii: "\n") else {
+                    throw .malformed("a CR without LF in the head")
+                }
+                self.position = index + 2
+                return index == start ? nil : start..<index
+            }
+            if byte == UInt8(ascii: "\n") { throw .malformed("a line ended by LF without CR") }
+            if byte == 0 { throw .malformed("a NUL in the head") }
+            index += 1
+        }
+        throw .malformed("a head without its empty line")
+    }
+}

@@ -1,0 +1,218 @@
+import NIOCore
+
+/// The limits a request head is parsed under (`proxy.max_request_line`, `proxy.max_header_size`,
+/// `proxy.max_header_count`).
+package struct RequestLimits: Sendable {
+    package var maxRequestLine: Int
+    package var maxHeaderSize: Int
+    package var maxHeaderCount: Int
+
+    package init(maxRequestLine: Int, maxHeaderSize: Int, maxHeaderCount: Int) {
+        self.maxRequestLine = maxRequestLine
+        self.maxHeaderSize = maxHeaderSize
+        self.maxHeaderCount = maxHeaderCount
+    }
+
+    /// The longest request line: the target, a method and the version around it.
+    var requestLineBytes: Int { self.maxRequestLine + 64 }
+    /// The longest whole head: the fields with their colons, whitespace and line ends.
+    var headBytes: Int { self.requestLineBytes + self.maxHeaderSize + 8 * self.maxHeaderCount + 1024 }
+}
+
+/// Splits the bytes a client connection reads into request parts (RFC 9112 §6.3 framing).
+///
+/// Pull-style, like ``ResponseParser``: `next(from:)` returns the next part, or `nil` when it
+/// needs more bytes (or may not go on); bytes it has not consumed stay in the buffer. Body parts
+/// are slices of the read buffers, never copies; chunked bodies give their data only. After a
+/// request that asks to upgrade, or that closes the connection, nothing more is parsed: the
+/// bytes after it belong to the new protocol, or are dropped as the connection closes.
+package struct RequestParser {
+    package enum Part {
+        case head(RequestHead)
+        case body(ByteBuffer)
+        case end
+    }
+
+    private enum State {
+        /// Waiting for a head; `scanned` bytes were searched for its end already.
+        case head(scanned: Int)
+        case ending
+        case fixed(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers(size: Int)
+        /// After an upgrade request, a last request or an error: nothing more is parsed.
+        case stopped
+    }
+
+    /// Upper bound on a chunk-size line with its extensions.
+    static let maxChunkLine = 4096
+    /// Empty lines taken before a request line (RFC 9112 §2.2: some clients send a CRLF after a
+    /// POST body).
+    static let maxLeadingEmptyLines = 4
+
+    let limits: RequestLimits
+    private var state = State.head(scanned: 0)
+    private var lastOnConnection = false
+
+    package init(limits: RequestLimits) {
+        self.limits = limits
+    }
+
+    /// Whether the parser waits for the next request's head (a request in progress has ended).
+    package var betweenRequests: Bool {
+        if case .head = self.state { return true }
+        return false
+    }
+
+    /// Whether nothing more will be parsed (after an upgrade request, a last request or an error).
+    package var isStopped: Bool {
+        if case .stopped = self.state { return true }
+        return false
+    }
+
+    package mutating func next(from buffer: inout ByteBuffer) throws(RequestHeadError) -> Part? {
+        do {
+            return try self.step(&buffer)
+        } catch {
+            self.state = .stopped
+            throw error
+        }
+    }
+
+    private mutating func step(_ buffer: inout ByteBuffer) throws(RequestHeadError) -> Part? {
+        while true {
+            switch self.state {
+            case .stopped:
+                return nil
+            case .head(let scanned):
+                guard try self.skipLeadingEmptyLines(&buffer) else { return nil }
+                guard let end = try self.endOfHead(buffer, from: scanned) else {
+                    self.state = .head(scanned: buffer.readableBytes)
+                    return nil
+                }
+                let head = try RequestHead.parse(buffer.readSlice(length: end)!, limits: self.limits)
+                // After an upgrade, or a request that closes the connection, nothing more is
+                // HTTP (llhttp refuses data after `Connection: close`, too).
+                self.lastOnConnection = head.isUpgrade || !head.keepAlive
+                if head.isChunked {
+                    self.state = .chunkSize
+                } else if let length = head.contentLength, length > 0 {
+                    self.state = .fixed(remaining: length)
+                } else {
+                    self.state = .ending
+                }
+                return .head(head)
+            case .ending:
+                self.state = self.lastOnConnection ? .stopped : .head(scanned: 0)
+                return .end
+            case .fixed(let remaining):
+                guard buffer.readableBytes > 0 else { return nil }
+                let count = min(remaining, buffer.readableBytes)
+                self.state = count == remaining ? .ending : .fixed(remaining: remaining - count)
+                return .body(buffer.readSlice(length: count)!)
+            case .chunkSize:
+                guard let line = try Self.line(in: &buffer, limit: Self.maxChunkLine) else { return nil }
+                let size: Int
+                do throws(ChunkSize.Malformed) {
+                    size = try ChunkSize.parse(line)
+                } catch {
+                    throw .malformed(error.what)
+                }
+                self.state = size == 0 ? .trailers(size: 0) : .chunkData(remaining: size)
+            case .chunkData(let remaining):
+                guard buffer.readableBytes > 0 else { return nil }
+                let count = min(remaining, buffer.readableBytes)
+                self.state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+                return .body(buffer.readSlice(length: count)!)
+            case .chunkDataEnd:
+                guard let line = try Self.line(in: &buffer, limit: 2) else { return nil }
+                guard line.readableBytes == 0 else { throw .malformed("a chunk longer than its size") }
+                self.state = .chunkSize
+            case .trailers(let size):
+                // Trailer fields are read and dropped (RFC 9110 §6.5.1 lets a proxy discard them).
+                guard let line = try Self.line(in: &buffer, limit: self.limits.maxHeaderSize - size) else {
+                    return nil
+                }
+                if line.readableBytes == 0 {
+                    self.state = .ending
+                } else {
+                    try Self.checkTrailer(line)
+                    self.state = .trailers(size: size + line.readableBytes + 2)
+                }
+            }
+        }
+    }
+
+    /// Drops the empty lines a request may follow; `false` when the buffer ends among them.
+    private func skipLeadingEmptyLines(_ buffer: inout ByteBuffer) throws(RequestHeadError) -> Bool {
+        var skipped = 0
+        while let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self), first == UInt8(ascii: "\r") {
+            guard let second = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) else { return false }
+            guard second == UInt8(ascii: "\n") else { throw .malformed("a CR without LF in the head") }
+            skipped += 1
+            guard skipped <= Self.maxLeadingEmptyLines else { throw .malformed("empty lines instead of a request") }
+            buffer.moveReaderIndex(forwardBy: 2)
+        }
+        return buffer.readableBytes > 0
+    }
+
+    /// The length of the head at the start of `buffer` (through its empty line), if it is all
+    /// there; a request line or a head over its limit is an error as soon as it shows.
+    private func endOfHead(_ buffer: ByteBuffer, from scanned: Int) throws(RequestHeadError) -> Int? {
+        let limits = self.limits
+        let (end, firstLine, bareLF) = buffer.withUnsafeReadableBytes { raw -> (Int?, Int?, Bool) in
+            let firstLine = raw.firstIndex(of: UInt8(ascii: "\n"))
+            var index = scanned
+            while index < raw.count {
+                if raw[index] == UInt8(ascii: "\n") {
+                    // A bare LF would never end the head: refused now, not at the time limit.
+                    guard index > 0, raw[index - 1] == UInt8(ascii: "\r") else { return (nil, firstLine, true) }
+                    if index >= 3 && raw[index - 2] == UInt8(ascii: "\n") && raw[index - 3] == UInt8(ascii: "\r") {
+                        return (index + 1, firstLine, false)
+                    }
+                }
+                index += 1
+            }
+            return (nil, firstLine, false)
+        }
+        if bareLF { throw .malformed("a line ended by LF without CR") }
+        if (firstLine ?? buffer.readableBytes) > limits.requestLineBytes { throw .targetTooLong }
+        if (end ?? buffer.readableBytes) > limits.headBytes { throw .headTooLarge }
+        return end
+    }
+
+    /// One CRLF-ended line (without its CRLF) when a whole one is there; over `limit` bytes
+    /// without a line end is an error.
+    private static func line(in buffer: inout ByteBuffer, limit: Int) throws(RequestHeadError) -> ByteBuffer? {
+        let lineEnd = buffer.withUnsafeReadableBytes { raw in raw.firstIndex(of: UInt8(ascii: "\n")) }
+        guard let lineEnd else {
+            if buffer.readableBytes > limit + 1 { throw .malformed("an over-long line in a chunked body") }
+            return nil
+        }
+        guard lineEnd > 0, buffer.getInteger(at: buffer.readerIndex + lineEnd - 1, as: UInt8.self) == 0x0D else {
+            throw .malformed("a line ended by LF without CR in a chunked body")
+        }
+        let line = buffer.readSlice(length: lineEnd - 1)!
+        buffer.moveReaderIndex(forwardBy: 2)
+        guard line.readableBytes <= limit else { throw .malformed("an over-long line in a chunked body") }
+        return line
+    }
+
+    /// A trailer field: the same syntax as a header field, and no framing field (RFC 9110
+    /// §6.5.1; llhttp refuses them too).
+    private static func checkTrailer(_ line: ByteBuffer) throws(RequestHeadError) {
+        try line.withUnsafeReadableBytes { raw throws(RequestHeadError) in
+            guard let colon = raw.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+                raw[..<colon].allSatisfy(HeaderName.isTokenByte),
+                raw[(colon + 1)...].allSatisfy(HeaderName.isFieldValueByte)
+            else { throw .malformed("a trailer field that is not `name: value`") }
+            if HeaderName.equals(raw, 0..<colon, "transfer-encoding")
+                || HeaderName.equals(raw, 0..<colon, "content-length")
+            {
+                throw .malformed("a framing field in the trailer")
+            }
+        }
+    }
+}
