@@ -29,7 +29,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             let framing = HeaderRewriter.clientFraming(head, for: exchange.request)
             exchange.responseFraming = framing
             if !exchange.requestEnded || framing == .close { exchange.closeClientAfter = true }
-            var out = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 64)
+            var out = self.clientHeads.take(capacity: head.bytes.readableBytes + 64)
             HeaderRewriter.clientResponse(
                 head,
                 for: exchange.request,
@@ -39,6 +39,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             )
             exchange.responseHeadSent = true
             context.write(self.wrapOutboundOut(out), promise: nil)
+            self.clientHeads.keep(out)
             self.startProgressChecks(exchange)
         case .body(let buffer) where exchange.held != nil:
             self.holdBody(buffer, of: exchange)

@@ -43,6 +43,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     var parser: RequestParser
     /// Inside `parseInbound`: a request that ends while it runs does not start another pass.
     var parsing = false
+    /// The buffers the upstream request heads and the client response heads are written into.
+    var upstreamHeads = RecycledBuffer()
+    var clientHeads = RecycledBuffer()
     /// Graceful shutdown asked this connection to close once its current exchange ends.
     var quiescing = false
     /// The last response went out and the output is closed; input is read and dropped.
@@ -298,9 +301,9 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     /// Writes the upstream head and connects; `fresh`: not on a pooled connection.
     func prepare(_ exchange: Exchange, token: BearerToken?, fresh: Bool = false) {
-        guard let context, let target = exchange.target else { return }
+        guard self.context != nil, let target = exchange.target else { return }
         exchange.token = token
-        var head = context.channel.allocator.buffer(capacity: 512)
+        var head = self.upstreamHeads.take(capacity: 512)
         let (framing, upgrade) = HeaderRewriter.upstreamRequest(
             exchange.request,
             target: target,
@@ -313,6 +316,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         exchange.requestFraming = framing
         if upgrade != .none { self.upgradeRequested(upgrade, by: exchange) }
         exchange.upstreamHead = head
+        self.upstreamHeads.keep(head)
         self.connect(exchange, fresh: fresh)
     }
 

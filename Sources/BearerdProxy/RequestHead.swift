@@ -83,6 +83,8 @@ package struct RequestHead {
             var lines = RequestLines(raw)
             guard let requestLine = try lines.next() else { throw .malformed("an empty request line") }
             var head = try Self.parseRequestLine(raw, requestLine, bytes: bytes)
+            // One allocation for the usual request, not one per doubling.
+            head.fields.reserveCapacity(16)
             var sawClose = false
             var sawKeepAlive = false
             var sawUpgradeOption = false

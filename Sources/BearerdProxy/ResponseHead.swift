@@ -29,6 +29,8 @@ package struct ResponseHead {
             var lines = HeadLines(raw)
             guard let statusLine = try lines.next() else { throw .malformed("an empty status line") }
             var head = try Self.parseStatusLine(raw, statusLine, bytes: bytes)
+            // One allocation for the usual response, not one per doubling.
+            head.fields.reserveCapacity(16)
             var sawClose = false
             var sawKeepAlive = false
             var sawTransferEncoding = false
