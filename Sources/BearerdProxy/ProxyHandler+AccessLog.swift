@@ -9,7 +9,7 @@ extension ProxyHandler {
     /// the query unless `log.access_query`), status, body bytes each way, total and upstream
     /// time. Headers are never logged. Called exactly once per exchange.
     func logAccess(_ exchange: Exchange, outcome: String?) {
-        let now = NIODeadline.now()
+        let now = self.now
         self.metrics.finished(
             status: exchange.responseStatus.map { Int($0.code) },
             bytesIn: exchange.requestBodyBytes,

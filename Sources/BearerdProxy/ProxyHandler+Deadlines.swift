@@ -20,15 +20,18 @@ import NIOCore
 /// cheap request buys it the idle timeout anyway) and would cut off honest clients on a machine
 /// too busy to write within `header_timeout` of connecting.
 extension ProxyHandler {
+    /// The time on the connection's event loop: real time, or an EmbeddedEventLoop's in tests.
+    var now: NIODeadline { self.context?.eventLoop.now ?? .now() }
+
     /// The connection is between requests: it may stay so for `proxy.client_idle_timeout`.
     func becameIdle() {
-        self.idleSince = .now()
+        self.idleSince = self.now
         self.arm(self.idleSince + self.settings.clientIdleTimeout)
     }
 
     /// Starts the head's clock at a request's first bytes.
     func headStarted() {
-        let start = NIODeadline.now()
+        let start = self.now
         self.headStartedAt = start
         self.arm(start + self.settings.headerTimeout)
     }
@@ -40,7 +43,7 @@ extension ProxyHandler {
         case .idle where self.inbound.readableBytes > 0 && self.headStartedAt == nil:
             self.headStarted()
         case .exchanging(let exchange) where !exchange.requestEnded && exchange.bodyCheckAt == nil:
-            let deadline = NIODeadline.now() + self.settings.bodyTimeout
+            let deadline = self.now + self.settings.bodyTimeout
             exchange.bodyCheckAt = deadline
             self.arm(deadline)
         default:
@@ -55,7 +58,7 @@ extension ProxyHandler {
 
     func timerFired() {
         self.timer.fired()
-        let now = NIODeadline.now()
+        let now = self.now
         if case .idle = self.state, let start = self.headStartedAt {
             let deadline = start + self.settings.headerTimeout
             guard now >= deadline else { return self.arm(deadline) }
@@ -119,7 +122,7 @@ extension ProxyHandler {
     var progressInterval: TimeAmount { min(self.settings.sendTimeout, self.settings.readTimeout) }
 
     func startProgressChecks(_ exchange: Exchange) {
-        let check = NIODeadline.now() + self.progressInterval
+        let check = self.now + self.progressInterval
         exchange.progressCheckAt = check
         self.arm(check)
     }

@@ -94,7 +94,7 @@ extension ProxyHandler {
         self.inbound = WireFormat.empty
         self.resumeClientReads()
         context.close(mode: .output).assumeIsolated().whenFailure { _ in context.close(promise: nil) }
-        self.arm(.now() + Self.lingerTime)
+        self.arm(self.now + Self.lingerTime)
     }
 
     // MARK: Client connection events
@@ -121,7 +121,7 @@ extension ProxyHandler {
 
     /// Answers with bearerd's own error when no request head was parsed, then closes.
     func answerAndClose(_ failure: ProxyFailure) {
-        let exchange = Exchange(request: .placeholder, startedAt: .now())
+        let exchange = Exchange(request: .placeholder, startedAt: self.now)
         self.metrics.started()
         exchange.closeClientAfter = true
         self.state = .exchanging(exchange)

@@ -126,7 +126,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
         // A bodyless request that went upstream as it arrived was sent when it started: no need
         // to read the clock again. One that waited (token, connection) or had a body was sent now.
         let sent =
-            exchange.requestBodyBytes == 0 && exchange.attachedAtStart ? exchange.startedAt : NIODeadline.now()
+            exchange.requestBodyBytes == 0 && exchange.attachedAtStart ? exchange.startedAt : self.now
         let deadline = sent + self.settings.responseTimeout
         exchange.responseDeadline = deadline
         self.arm(deadline)

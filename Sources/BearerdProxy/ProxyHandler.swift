@@ -59,7 +59,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     var peer: String?
     /// The address the client connected to (the rebinding guard checks `Host` against it).
     var local: SocketAddress?
-    /// Every deadline of the connection shares one timer (see `ProxyHandler+Deadlines`).
+    /// Every deadline of the connection shares one timer (see `ProxyHandler+Deadlines`), and
+    /// every time comes from the event loop's clock (an EmbeddedEventLoop's in tests).
     var timer = ConnectionTimer()
     var idleSince = NIODeadline.now()
     /// When the first bytes of the request head now arriving came.
@@ -246,7 +247,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     // MARK: Starting an exchange
 
     private func begin(_ head: RequestHead, context: ChannelHandlerContext) {
-        let exchange = Exchange(request: head, startedAt: .now())
+        let exchange = Exchange(request: head, startedAt: self.now)
         self.headStartedAt = nil
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
@@ -344,7 +345,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         exchange.upstream = connection
         exchange.phase = .forwarding
         exchange.attachedAtStart = self.beginning
-        exchange.upstreamStartedAt = .now()
+        exchange.upstreamStartedAt = self.now
         if !exchange.requestEnded && exchange.requestBodyBytes == 0 && exchange.expectsContinue {
             context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
         }

@@ -125,33 +125,7 @@ struct ProxyLimitsTests {
         }
     }
 
-    @Test func aHeadDrippedByteByByteStillHasOnlyHeaderTimeout() async throws {
-        try await ProxyFixture.with(yaml: Self.slow) { proxy in
-            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
-                // A slowloris keeps sending, so only a deadline for the whole head stops it.
-                try await connection.send("GET /x HTTP/1.1\r\nHost: \(proxy.host)\r\n")
-                var sent = 0
-                while sent < 20 {
-                    try await Task.sleep(for: .milliseconds(50))
-                    do { try await connection.send("X-\(sent): \(sent)\r\n") } catch { break }
-                    sent += 1
-                }
-                let answer = try await connection.read(until: "never")
-                #expect(answer.hasPrefix("HTTP/1.1 408 "), "\(answer.prefix(200))")
-                #expect(sent < 20, "the connection stayed open for 20 drips")
-            }
-            #expect(proxy.upstream.connectionCount == 0)
-        }
-    }
-
-    @Test func aConnectionThatSendsNothingIsClosedAfterTheIdleTimeoutWithoutAnAnswer() async throws {
-        try await ProxyFixture.with(yaml: "proxy:\n  client_idle_timeout: 300ms") { proxy in
-            let answer = try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
-                try await connection.read(until: "never")
-            }
-            #expect(answer.isEmpty)
-        }
-    }
+    // The drip (slowloris) and idle cases run on a manual clock: ProxyDeadlineTests.
 
     /// Timeouts for tests that must not trip them: generous, as tests run in parallel.
     static let lenient = """
