@@ -158,6 +158,20 @@ struct ProxyForwardingTests {
         }
     }
 
+    /// What a client sends after a request that closes the connection is never parsed, so never
+    /// forwarded (llhttp refuses it too): it could only be a request smuggled behind the first.
+    @Test func nothingAfterALastRequestIsForwarded() async throws {
+        try await ProxyFixture.with(responder: Responder { .ok("\($0.head.uri)") }) { proxy in
+            let raw = try await proxy.raw(
+                "GET /a HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+                    + "GET /b HTTP/1.1\r\nHost: {host}\r\n\r\n"
+            )
+            #expect(raw.hasPrefix("HTTP/1.1 200 OK") && raw.hasSuffix("/a"), "\(raw)")
+            #expect(raw.components(separatedBy: "HTTP/1.1").count == 2, "\(raw)")
+            #expect(proxy.upstream.requests.map(\.head.uri) == ["/a"])
+        }
+    }
+
     @Test func http10ClientsGetAnHTTP10Answer() async throws {
         try await ProxyFixture.with { proxy in
             let raw = try await proxy.raw("GET /old HTTP/1.0\r\n\r\n")

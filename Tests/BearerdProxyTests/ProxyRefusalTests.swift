@@ -30,6 +30,13 @@ struct ProxyRefusalTests {
             ("POST /x HTTP/1.1\r\nHost: {host}\r\nContent-Length: 2048\r\n\r\n", "413"),
             ("PUT /x HTTP/1.1\r\nHost: {host}\r\nExpect: magic\r\nContent-Length: 1\r\n\r\nx", "417"),
             ("NOT-HTTP\r\n\r\n", "400"),
+            // What the request parser refuses where llhttp does (the `request` fuzz target
+            // checks the rest): bare LF line ends, a method llhttp does not know, a repeated
+            // Content-Length even of the same value, a tab around a framing value.
+            ("GET /x HTTP/1.1\nHost: {host}\n\n", "400"),
+            ("FOO /x HTTP/1.1\r\nHost: {host}\r\n\r\n", "400"),
+            ("POST /x HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", "400"),
+            ("POST /x HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding:\tchunked\r\n\r\n0\r\n\r\n", "400"),
             // A web page riding the token: foreign Origin, CORS preflight, Origin null (sandboxed
             // frames, file://), cross-site and same-site fetch metadata.
             ("GET /x HTTP/1.1\r\nHost: {host}\r\nOrigin: https://evil.example\r\n\r\n", "403"),
