@@ -34,8 +34,10 @@ package struct RequestParser {
     }
 
     private enum State {
-        /// Waiting for a head; `scanned` bytes were searched for its end already.
-        case head(scanned: Int)
+        /// Waiting for a head; `scanned` bytes were searched for its end already, and the
+        /// request line ended among them or not: each byte is looked at once, however the head
+        /// is split into reads.
+        case head(scanned: Int, lineEnded: Bool)
         case ending
         case fixed(remaining: Int)
         case chunkSize
@@ -53,7 +55,7 @@ package struct RequestParser {
     static let maxLeadingEmptyLines = 4
 
     let limits: RequestLimits
-    private var state = State.head(scanned: 0)
+    private var state = State.head(scanned: 0, lineEnded: false)
     private var lastOnConnection = false
 
     package init(limits: RequestLimits) {
@@ -86,10 +88,11 @@ package struct RequestParser {
             switch self.state {
             case .stopped:
                 return nil
-            case .head(let scanned):
+            case .head(let scanned, let lineEnded):
                 guard try self.skipLeadingEmptyLines(&buffer) else { return nil }
-                guard let end = try self.endOfHead(buffer, from: scanned) else {
-                    self.state = .head(scanned: buffer.readableBytes)
+                let (end, ended) = try self.endOfHead(buffer, from: scanned, lineEnded: lineEnded)
+                guard let end else {
+                    self.state = .head(scanned: buffer.readableBytes, lineEnded: ended)
                     return nil
                 }
                 let head = try RequestHead.parse(buffer.readSlice(length: end)!, limits: self.limits)
@@ -105,7 +108,7 @@ package struct RequestParser {
                 }
                 return .head(head)
             case .ending:
-                self.state = self.lastOnConnection ? .stopped : .head(scanned: 0)
+                self.state = self.lastOnConnection ? .stopped : .head(scanned: 0, lineEnded: false)
                 return .end
             case .fixed(let remaining):
                 guard buffer.readableBytes > 0 else { return nil }
@@ -159,28 +162,37 @@ package struct RequestParser {
     }
 
     /// The length of the head at the start of `buffer` (through its empty line), if it is all
-    /// there; a request line or a head over its limit is an error as soon as it shows.
-    private func endOfHead(_ buffer: ByteBuffer, from scanned: Int) throws(RequestHeadError) -> Int? {
+    /// there, and whether the request line has ended; a request line or a head over its limit is
+    /// an error as soon as it shows.
+    private func endOfHead(
+        _ buffer: ByteBuffer,
+        from scanned: Int,
+        lineEnded: Bool
+    ) throws(RequestHeadError) -> (end: Int?, lineEnded: Bool) {
         let limits = self.limits
-        let (end, firstLine, bareLF) = buffer.withUnsafeReadableBytes { raw -> (Int?, Int?, Bool) in
-            let firstLine = raw.firstIndex(of: UInt8(ascii: "\n"))
+        let (end, lineEnded, bareLF) = buffer.withUnsafeReadableBytes { raw -> (Int?, Bool, Bool) in
+            var lineEnded = lineEnded
             var index = scanned
             while index < raw.count {
                 if raw[index] == UInt8(ascii: "\n") {
                     // A bare LF would never end the head: refused now, not at the time limit.
-                    guard index > 0, raw[index - 1] == UInt8(ascii: "\r") else { return (nil, firstLine, true) }
+                    guard index > 0, raw[index - 1] == UInt8(ascii: "\r") else { return (nil, lineEnded, true) }
+                    if !lineEnded {
+                        lineEnded = true
+                        if index > limits.requestLineBytes { return (nil, false, false) }
+                    }
                     if index >= 3 && raw[index - 2] == UInt8(ascii: "\n") && raw[index - 3] == UInt8(ascii: "\r") {
-                        return (index + 1, firstLine, false)
+                        return (index + 1, true, false)
                     }
                 }
                 index += 1
             }
-            return (nil, firstLine, false)
+            return (nil, lineEnded, false)
         }
         if bareLF { throw .malformed("a line ended by LF without CR") }
-        if (firstLine ?? buffer.readableBytes) > limits.requestLineBytes { throw .targetTooLong }
+        if !lineEnded && buffer.readableBytes > limits.requestLineBytes { throw .targetTooLong }
         if (end ?? buffer.readableBytes) > limits.headBytes { throw .headTooLarge }
-        return end
+        return (end, lineEnded)
     }
 
     /// One CRLF-ended line (without its CRLF) when a whole one is there; over `limit` bytes

@@ -106,9 +106,9 @@ struct RequestParserTests {
 
     @Test func limitsAreHeldAsTheBytesArrive() {
         let limits = RequestLimits(maxRequestLine: 100, maxHeaderSize: 200, maxHeaderCount: 3)
-        func refusal(_ text: String) -> RequestHeadError? {
+        func refusal(_ text: String, step: Int = .max) -> RequestHeadError? {
             do {
-                _ = try Self.parse(text, limits: limits)
+                _ = try Self.parse(text, step: step, limits: limits)
                 return nil
             } catch {
                 return error
@@ -116,6 +116,9 @@ struct RequestParserTests {
         }
         // No end of line yet: refused as soon as the line is over its limit.
         #expect(refusal("GET /" + String(repeating: "a", count: 200)) == .targetTooLong)
+        // Byte by byte as well: each byte is looked at once, and the limit holds the same.
+        #expect(refusal("GET /" + String(repeating: "a", count: 200), step: 1) == .targetTooLong)
+        #expect(refusal("GET /a HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n", step: 1) == .tooManyFields)
         #expect(refusal("GET /a HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n") == .tooManyFields)
         #expect(refusal("GET /a HTTP/1.1\r\nA: \(String(repeating: "v", count: 250))\r\n\r\n") == .fieldsTooLarge)
         #expect(refusal("GET /a HTTP/1.1\r\nA: " + String(repeating: " ", count: 5000)) == .headTooLarge)
