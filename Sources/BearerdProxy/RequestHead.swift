@@ -6,12 +6,7 @@ import NIOHTTP1
 /// allocates nothing. The parse is strict, like the response side's (``ResponseHead``): CRLF line
 /// ends, token methods and names, no obs-fold, no whitespace before a colon, one framing.
 package struct RequestHead {
-    struct Field {
-        var name: Range<Int>
-        var value: Range<Int>
-        /// A tab was trimmed around the value (llhttp takes only spaces around a framing value).
-        var tabAround = false
-    }
+    typealias Field = HeadField
 
     /// The head from the request line to the empty line; its reader index is 0.
     var bytes: ByteBuffer
@@ -80,7 +75,7 @@ package struct RequestHead {
     /// Parses a complete head: the request line, the fields and the empty line, CRLF each.
     static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(RequestHeadError) -> RequestHead {
         try bytes.withUnsafeReadableBytes { raw throws(RequestHeadError) in
-            var lines = RequestLines(raw)
+            var lines = HeadLines<RequestHeadError>(raw, strict: true)
             guard let requestLine = try lines.next() else { throw .malformed("an empty request line") }
             var head = try Self.parseRequestLine(raw, requestLine, bytes: bytes)
             // One allocation for the usual request, not one per doubling.
@@ -91,7 +86,7 @@ package struct RequestHead {
             var sawUpgrade = false
             var sawTransferEncoding = false
             while let line = try lines.next() {
-                let field = try Self.parseField(raw, line)
+                let field = try HeadField.parse(raw, line, as: RequestHeadError.self)
                 head.fields.append(field)
                 head.fieldBytes += field.name.count + field.value.count
                 guard head.fields.count <= limits.maxHeaderCount else { throw .tooManyFields }
@@ -196,39 +191,6 @@ package struct RequestHead {
         }
     }
 
-    /// `field-name ":" OWS field-value OWS`; no whitespace before the colon, no obs-fold.
-    private static func parseField(
-        _ raw: UnsafeRawBufferPointer,
-        _ line: Range<Int>
-    ) throws(RequestHeadError) -> Field {
-        var colon = line.lowerBound
-        while colon < line.upperBound && raw[colon] != UInt8(ascii: ":") {
-            guard HeaderName.isTokenByte(raw[colon]) else {
-                throw .malformed(
-                    colon == line.lowerBound && (raw[colon] == 0x20 || raw[colon] == 0x09)
-                        ? "a folded header line (obs-fold)" : "a header name that is not a token"
-                )
-            }
-            colon += 1
-        }
-        guard colon < line.upperBound, colon > line.lowerBound else { throw .malformed("a header line without a name") }
-        var start = colon + 1
-        var end = line.upperBound
-        var tabAround = false
-        while start < end && (raw[start] == 0x20 || raw[start] == 0x09) {
-            tabAround = tabAround || raw[start] == 0x09
-            start += 1
-        }
-        while end > start && (raw[end - 1] == 0x20 || raw[end - 1] == 0x09) {
-            tabAround = tabAround || raw[end - 1] == 0x09
-            end -= 1
-        }
-        for index in start..<end where !HeaderName.isFieldValueByte(raw[index]) {
-            throw .malformed("a control character in a header value")
-        }
-        return Field(name: line.lowerBound..<colon, value: start..<end, tabAround: tabAround)
-    }
-
     /// `1*DIGIT`, at most 18 of them.
     private static func parseContentLength(
         _ raw: UnsafeRawBufferPointer,
@@ -244,35 +206,5 @@ package struct RequestHead {
             length = length * 10 + Int(byte - UInt8(ascii: "0"))
         }
         return length
-    }
-}
-
-/// The lines of a complete request head, each ended by CRLF (a bare LF or CR, or a NUL, is an
-/// error: llhttp refuses them too). Stops at the empty line.
-struct RequestLines {
-    let raw: UnsafeRawBufferPointer
-    var position = 0
-
-    init(_ raw: UnsafeRawBufferPointer) {
-        self.raw = raw
-    }
-
-    mutating func next() throws(RequestHeadError) -> Range<Int>? {
-        let start = self.position
-        var index = start
-        while index < self.raw.count {
-            let byte = self.raw[index]
-            if byte == UInt8(ascii: "\r") {
-                guard index + 1 < self.raw.count, self.raw[index + 1] == UInt8(ascii: "\n") else {
-                    throw .malformed("a CR without LF in the head")
-                }
-                self.position = index + 2
-                return index == start ? nil : start..<index
-            }
-            if byte == UInt8(ascii: "\n") { throw .malformed("a line ended by LF without CR") }
-            if byte == 0 { throw .malformed("a NUL in the head") }
-            index += 1
-        }
-        throw .malformed("a head without its empty line")
     }
 }

@@ -4,10 +4,7 @@ import NIOCore
 /// where each field lies in them, so that forwarding a field copies bytes and allocates nothing.
 /// The parse is strict: what a lenient parser would guess at is an error, never a guess.
 package struct ResponseHead {
-    struct Field {
-        var name: Range<Int>
-        var value: Range<Int>
-    }
+    typealias Field = HeadField
 
     /// The head from the status line to the empty line; its reader index is 0.
     var bytes: ByteBuffer
@@ -26,7 +23,7 @@ package struct ResponseHead {
     /// Parses a complete head (status line, fields, empty line).
     static func parse(_ bytes: ByteBuffer) throws(UpstreamResponseError) -> ResponseHead {
         try bytes.withUnsafeReadableBytes { raw throws(UpstreamResponseError) in
-            var lines = HeadLines(raw)
+            var lines = HeadLines<UpstreamResponseError>(raw, strict: false)
             guard let statusLine = try lines.next() else { throw .malformed("an empty status line") }
             var head = try Self.parseStatusLine(raw, statusLine, bytes: bytes)
             // One allocation for the usual response, not one per doubling.
@@ -35,7 +32,7 @@ package struct ResponseHead {
             var sawKeepAlive = false
             var sawTransferEncoding = false
             while let line = try lines.next() {
-                let field = try Self.parseField(raw, line)
+                let field = try HeadField.parse(raw, line, as: UpstreamResponseError.self)
                 head.fields.append(field)
                 switch field.name.count {
                 case 14 where HeaderName.equals(raw, field.name, "content-length"):
@@ -114,34 +111,6 @@ package struct ResponseHead {
         )
     }
 
-    /// `field-name ":" OWS field-value OWS`; no whitespace before the colon, no obs-fold.
-    private static func parseField(
-        _ raw: UnsafeRawBufferPointer,
-        _ line: Range<Int>
-    ) throws(UpstreamResponseError)
-        -> Field
-    {
-        var colon = line.lowerBound
-        while colon < line.upperBound && raw[colon] != UInt8(ascii: ":") {
-            guard HeaderName.isTokenByte(raw[colon]) else {
-                throw .malformed(
-                    colon == line.lowerBound && (raw[colon] == 0x20 || raw[colon] == 0x09)
-                        ? "a folded header line (obs-fold)" : "a header name that is not a token"
-                )
-            }
-            colon += 1
-        }
-        guard colon < line.upperBound, colon > line.lowerBound else { throw .malformed("a header line without a name") }
-        var start = colon + 1
-        var end = line.upperBound
-        while start < end && (raw[start] == 0x20 || raw[start] == 0x09) { start += 1 }
-        while end > start && (raw[end - 1] == 0x20 || raw[end - 1] == 0x09) { end -= 1 }
-        for index in start..<end where !HeaderName.isFieldValueByte(raw[index]) {
-            throw .malformed("a control character in a header value")
-        }
-        return Field(name: line.lowerBound..<colon, value: start..<end)
-    }
-
     /// `1*DIGIT`, or a list of the same value repeated (RFC 9110 §8.6).
     private static func parseContentLength(
         _ raw: UnsafeRawBufferPointer,
@@ -170,36 +139,6 @@ package struct ResponseHead {
         }
         guard !failed, let result else { throw .malformed("a Content-Length that is not one number") }
         return result
-    }
-}
-
-/// The lines of a complete head: CRLF or a bare LF ends a line (RFC 9112 §2.2); a bare CR or a
-/// NUL anywhere is an error. Stops at the empty line.
-struct HeadLines {
-    let raw: UnsafeRawBufferPointer
-    var position = 0
-
-    init(_ raw: UnsafeRawBufferPointer) {
-        self.raw = raw
-    }
-
-    mutating func next() throws(UpstreamResponseError) -> Range<Int>? {
-        let start = self.position
-        var index = start
-        while index < self.raw.count {
-            let byte = self.raw[index]
-            if byte == UInt8(ascii: "\n") {
-                var end = index
-                if end > start && self.raw[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-                self.position = index + 1
-                return end == start ? nil : start..<end
-            }
-            if byte == 0 || (byte == UInt8(ascii: "\r") && index + 1 < self.raw.count && self.raw[index + 1] != 0x0A) {
-                throw .malformed("a bare CR or NUL in the head")
-            }
-            index += 1
-        }
-        throw .malformed("a head without its empty line")
     }
 }
 

@@ -16,19 +16,7 @@ struct ListenerKindTests {
         let directory = try TemporaryDirectory()
         let key = try directory.write("shared-key-0123456789abcdef\n", to: "client-key")
         let settings = try HeaderRewriterTests.settings("proxy:\n  client_key_file: \(key)")
-        return ProxyHandler(
-            settings: settings,
-            retryBudget: SharedBudget(limit: 1 << 20),
-            viaTCP: viaTCP,
-            pool: UpstreamConnectionPool(
-                eventLoop: channel.eventLoop,
-                settings: settings,
-                budget: SharedBudget(limit: 1)
-            ),
-            tokens: RecordingTokenProvider(token: "t"),
-            metrics: ProxyMetrics(),
-            logger: Logger(label: "test")
-        )
+        return ProxyHandler.testing(settings: settings, viaTCP: viaTCP, channel: channel)
     }
 
     @Test func aTCPConnectionWithoutAPeerAddressIsClosedUnanswered() throws {

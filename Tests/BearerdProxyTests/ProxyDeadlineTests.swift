@@ -20,19 +20,7 @@ struct ProxyDeadlineTests {
     static func connection(_ yaml: String = Self.slow) throws -> EmbeddedChannel {
         let channel = EmbeddedChannel()
         let settings = try HeaderRewriterTests.settings(yaml)
-        let handler = ProxyHandler(
-            settings: settings,
-            retryBudget: SharedBudget(limit: 1 << 20),
-            viaTCP: false,
-            pool: UpstreamConnectionPool(
-                eventLoop: channel.eventLoop,
-                settings: settings,
-                budget: SharedBudget(limit: 1)
-            ),
-            tokens: RecordingTokenProvider(token: "t"),
-            metrics: ProxyMetrics(),
-            logger: Logger(label: "test")
-        )
+        let handler = ProxyHandler.testing(settings: settings, viaTCP: false, channel: channel)
         try channel.pipeline.syncOperations.addHandler(handler)
         try channel.connect(to: try SocketAddress(unixDomainSocketPath: "/tmp/bearerd-deadline.sock")).wait()
         return channel
