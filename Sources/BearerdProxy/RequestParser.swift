@@ -38,18 +38,12 @@ package struct RequestParser {
         /// request line ended among them or not: each byte is looked at once, however the head
         /// is split into reads.
         case head(scanned: Int, lineEnded: Bool)
+        case body(BodyFramer<RequestHeadError>)
         case ending
-        case fixed(remaining: Int)
-        case chunkSize
-        case chunkData(remaining: Int)
-        case chunkDataEnd
-        case trailers(size: Int)
         /// After an upgrade request, a last request or an error: nothing more is parsed.
         case stopped
     }
 
-    /// Upper bound on a chunk-size line with its extensions.
-    static let maxChunkLine = 4096
     /// Empty lines taken before a request line (RFC 9112 §2.2: some clients send a CRLF after a
     /// POST body).
     static let maxLeadingEmptyLines = 4
@@ -100,9 +94,9 @@ package struct RequestParser {
                 // HTTP (llhttp refuses data after `Connection: close`, too).
                 self.lastOnConnection = head.isUpgrade || !head.keepAlive
                 if head.isChunked {
-                    self.state = .chunkSize
+                    self.state = .body(BodyFramer(chunkedWithTrailerLimit: self.limits.maxHeaderSize, strict: true))
                 } else if let length = head.contentLength, length > 0 {
-                    self.state = .fixed(remaining: length)
+                    self.state = .body(BodyFramer(length: length, strict: true))
                 } else {
                     self.state = .ending
                 }
@@ -110,39 +104,16 @@ package struct RequestParser {
             case .ending:
                 self.state = self.lastOnConnection ? .stopped : .head(scanned: 0, lineEnded: false)
                 return .end
-            case .fixed(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                self.state = count == remaining ? .ending : .fixed(remaining: remaining - count)
-                return .body(buffer.readSlice(length: count)!)
-            case .chunkSize:
-                guard let line = try Self.line(in: &buffer, limit: Self.maxChunkLine) else { return nil }
-                let size: Int
-                do throws(ChunkSize.Malformed) {
-                    size = try ChunkSize.parse(line)
-                } catch {
-                    throw .malformed(error.what)
-                }
-                self.state = size == 0 ? .trailers(size: 0) : .chunkData(remaining: size)
-            case .chunkData(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                self.state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
-                return .body(buffer.readSlice(length: count)!)
-            case .chunkDataEnd:
-                guard let line = try Self.line(in: &buffer, limit: 2) else { return nil }
-                guard line.readableBytes == 0 else { throw .malformed("a chunk longer than its size") }
-                self.state = .chunkSize
-            case .trailers(let size):
-                // Trailer fields are read and dropped (RFC 9110 §6.5.1 lets a proxy discard them).
-                guard let line = try Self.line(in: &buffer, limit: self.limits.maxHeaderSize - size) else {
-                    return nil
-                }
-                if line.readableBytes == 0 {
+            case .body(var framer):
+                switch try framer.next(from: &buffer) {
+                case .data(let piece):
+                    self.state = .body(framer)
+                    return .body(piece)
+                case .done:
                     self.state = .ending
-                } else {
-                    try Self.checkTrailer(line)
-                    self.state = .trailers(size: size + line.readableBytes + 2)
+                case nil:
+                    self.state = .body(framer)
+                    return nil
                 }
             }
         }
@@ -193,38 +164,5 @@ package struct RequestParser {
         if !lineEnded && buffer.readableBytes > limits.requestLineBytes { throw .targetTooLong }
         if (end ?? buffer.readableBytes) > limits.headBytes { throw .headTooLarge }
         return (end, lineEnded)
-    }
-
-    /// One CRLF-ended line (without its CRLF) when a whole one is there; over `limit` bytes
-    /// without a line end is an error.
-    private static func line(in buffer: inout ByteBuffer, limit: Int) throws(RequestHeadError) -> ByteBuffer? {
-        let lineEnd = buffer.withUnsafeReadableBytes { raw in raw.firstIndex(of: UInt8(ascii: "\n")) }
-        guard let lineEnd else {
-            if buffer.readableBytes > limit + 1 { throw .malformed("an over-long line in a chunked body") }
-            return nil
-        }
-        guard lineEnd > 0, buffer.getInteger(at: buffer.readerIndex + lineEnd - 1, as: UInt8.self) == 0x0D else {
-            throw .malformed("a line ended by LF without CR in a chunked body")
-        }
-        let line = buffer.readSlice(length: lineEnd - 1)!
-        buffer.moveReaderIndex(forwardBy: 2)
-        guard line.readableBytes <= limit else { throw .malformed("an over-long line in a chunked body") }
-        return line
-    }
-
-    /// A trailer field: the same syntax as a header field, and no framing field (RFC 9110
-    /// §6.5.1; llhttp refuses them too).
-    private static func checkTrailer(_ line: ByteBuffer) throws(RequestHeadError) {
-        try line.withUnsafeReadableBytes { raw throws(RequestHeadError) in
-            guard let colon = raw.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-                raw[..<colon].allSatisfy(HeaderName.isTokenByte),
-                raw[(colon + 1)...].allSatisfy(HeaderName.isFieldValueByte)
-            else { throw .malformed("a trailer field that is not `name: value`") }
-            if HeaderName.equals(raw, 0..<colon, "transfer-encoding")
-                || HeaderName.equals(raw, 0..<colon, "content-length")
-            {
-                throw .malformed("a framing field in the trailer")
-            }
-        }
     }
 }

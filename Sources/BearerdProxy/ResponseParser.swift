@@ -22,18 +22,12 @@ package struct ResponseParser {
         case head(forHEAD: Bool, upgrade: Bool, scanned: Int)
         /// The body (if any) is complete; `.end` is next.
         case ending
-        case fixed(remaining: Int)
-        case chunkSize
-        case chunkData(remaining: Int)
-        case chunkDataEnd
-        case trailers(size: Int)
+        case body(BodyFramer<UpstreamResponseError>)
         case untilClose
     }
 
     /// Upper bound on a response head, and on a chunked body's trailer section.
     static let maxHeadSize = 256 * 1024
-    /// Upper bound on a chunk-size line with its extensions.
-    static let maxChunkLine = 4096
 
     private var state = State.idle
 
@@ -82,9 +76,9 @@ package struct ResponseParser {
                 if forHEAD || head.status == 204 || head.status == 304 {
                     self.state = .ending
                 } else if head.isChunked {
-                    self.state = .chunkSize
+                    self.state = .body(BodyFramer(chunkedWithTrailerLimit: Self.maxHeadSize, strict: false))
                 } else if let length = head.contentLength {
-                    self.state = length == 0 ? .ending : .fixed(remaining: length)
+                    self.state = length == 0 ? .ending : .body(BodyFramer(length: length, strict: false))
                 } else {
                     head.keepAlive = false
                     self.state = .untilClose
@@ -93,37 +87,17 @@ package struct ResponseParser {
             case .ending:
                 self.state = .idle
                 return .end
-            case .fixed(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                self.state = count == remaining ? .ending : .fixed(remaining: remaining - count)
-                return .body(buffer.readSlice(length: count)!)
-            case .chunkSize:
-                guard let line = try Self.line(in: &buffer, limit: Self.maxChunkLine) else { return nil }
-                let size: Int
-                do throws(ChunkSize.Malformed) {
-                    size = try ChunkSize.parse(line)
-                } catch {
-                    throw .malformed(error.what)
+            case .body(var framer):
+                switch try framer.next(from: &buffer) {
+                case .data(let piece):
+                    self.state = .body(framer)
+                    return .body(piece)
+                case .done:
+                    self.state = .ending
+                case nil:
+                    self.state = .body(framer)
+                    return nil
                 }
-                self.state = size == 0 ? .trailers(size: 0) : .chunkData(remaining: size)
-            case .chunkData(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                self.state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
-                return .body(buffer.readSlice(length: count)!)
-            case .chunkDataEnd:
-                guard let line = try Self.line(in: &buffer, limit: 2) else { return nil }
-                guard line.readableBytes == 0 else { throw .malformed("a chunk longer than its size") }
-                self.state = .chunkSize
-            case .trailers(let size):
-                // Trailer fields are read and dropped (RFC 9110 §6.5.1 lets a proxy discard them).
-                guard let line = try Self.line(in: &buffer, limit: Self.maxHeadSize - size) else { return nil }
-                if line.readableBytes == 0 {
-                    self.state = .idle
-                    return .end
-                }
-                self.state = .trailers(size: size + line.readableBytes + 2)
             case .untilClose:
                 guard buffer.readableBytes > 0 else { return nil }
                 return .body(buffer.readSlice(length: buffer.readableBytes)!)
@@ -146,24 +120,5 @@ package struct ResponseParser {
             }
             return nil
         }
-    }
-
-    /// Reads one line (without its CRLF or LF) when a whole one is there; over `limit` bytes
-    /// without a line end is an error.
-    private static func line(in buffer: inout ByteBuffer, limit: Int) throws(UpstreamResponseError) -> ByteBuffer? {
-        let lineEnd = buffer.withUnsafeReadableBytes { raw in
-            raw.firstIndex(of: UInt8(ascii: "\n"))
-        }
-        guard let lineEnd else {
-            if buffer.readableBytes > limit { throw .malformed("an over-long line in a chunked body") }
-            return nil
-        }
-        var line = buffer.readSlice(length: lineEnd)!
-        buffer.moveReaderIndex(forwardBy: 1)
-        if line.readableBytes > 0, line.getInteger(at: line.writerIndex - 1, as: UInt8.self) == UInt8(ascii: "\r") {
-            line.moveWriterIndex(to: line.writerIndex - 1)
-        }
-        guard line.readableBytes <= limit else { throw .malformed("an over-long line in a chunked body") }
-        return line
     }
 }

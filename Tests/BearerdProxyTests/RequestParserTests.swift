@@ -93,7 +93,8 @@ struct RequestParserTests {
         ("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;\u{80}\r\nabc\r\n0\r\n\r\n", "without a name"),
         ("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcd\r\n0\r\n\r\n", "longer than its size"),
         ("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n", "LF without CR"),
-        ("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nbad trailer\r\n\r\n", "trailer"),
+        ("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nbad trailer\r\n\r\n", "not a token"),
+        ("POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 1\r\n\r\n", "framing field"),
         ("\r\n\r\n\r\n\r\n\r\nGET /a HTTP/1.1\r\n\r\n", "empty lines"),
     ])
     func malformedRequestsAreRefused(input: String, expected: String) {
