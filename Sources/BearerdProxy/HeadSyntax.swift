@@ -87,6 +87,33 @@ struct HeadLines<Failure: HeadSyntaxError> {
     }
 }
 
+/// What the `Connection` fields of a head say (RFC 9110 §7.6.1): `close`, `keep-alive`, and the
+/// other options, which name hop-by-hop fields (`upgrade` among them).
+struct ConnectionOptions {
+    var close = false
+    var keepAlive = false
+    var upgrade = false
+    var others: [Range<Int>] = []
+
+    mutating func scan(_ raw: UnsafeRawBufferPointer, _ value: Range<Int>) {
+        HeaderName.forEachListElement(raw, value) { option in
+            if HeaderName.equals(raw, option, "close") {
+                self.close = true
+            } else if HeaderName.equals(raw, option, "keep-alive") {
+                self.keepAlive = true
+            } else {
+                if HeaderName.equals(raw, option, "upgrade") { self.upgrade = true }
+                self.others.append(option)
+            }
+        }
+    }
+
+    /// Whether the connection stays open after the message, for HTTP/1.`minor`.
+    func keepsAlive(minor: Int) -> Bool {
+        !self.close && (minor >= 1 || self.keepAlive)
+    }
+}
+
 extension RequestHeadError: HeadSyntaxError {
     static func syntax(_ what: String) -> Self { .malformed(what) }
 }

@@ -80,9 +80,7 @@ package struct RequestHead {
             var head = try Self.parseRequestLine(raw, requestLine, bytes: bytes)
             // One allocation for the usual request, not one per doubling.
             head.fields.reserveCapacity(16)
-            var sawClose = false
-            var sawKeepAlive = false
-            var sawUpgradeOption = false
+            var connection = ConnectionOptions()
             var sawUpgrade = false
             var sawTransferEncoding = false
             while let line = try lines.next() {
@@ -105,16 +103,7 @@ package struct RequestHead {
                     sawTransferEncoding = true
                     head.isChunked = true
                 case 10 where HeaderName.equals(raw, field.name, "connection"):
-                    HeaderName.forEachListElement(raw, field.value) { option in
-                        if HeaderName.equals(raw, option, "close") {
-                            sawClose = true
-                        } else if HeaderName.equals(raw, option, "keep-alive") {
-                            sawKeepAlive = true
-                        } else {
-                            if HeaderName.equals(raw, option, "upgrade") { sawUpgradeOption = true }
-                            head.connectionOptions.append(option)
-                        }
-                    }
+                    connection.scan(raw, field.value)
                 case 7 where HeaderName.equals(raw, field.name, "upgrade"):
                     sawUpgrade = true
                 default:
@@ -129,9 +118,10 @@ package struct RequestHead {
                 // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
                 throw .malformed("Transfer-Encoding in an HTTP/1.0 request")
             }
-            head.keepAlive = !sawClose && (head.version.minor == 1 || sawKeepAlive)
+            head.keepAlive = connection.keepsAlive(minor: head.version.minor)
+            head.connectionOptions = connection.others
             // As llhttp: after CONNECT, too, nothing more is HTTP (bearerd refuses it anyway).
-            head.isUpgrade = (sawUpgrade && sawUpgradeOption) || head.method == .CONNECT
+            head.isUpgrade = (sawUpgrade && connection.upgrade) || head.method == .CONNECT
             return head
         }
     }

@@ -28,8 +28,7 @@ package struct ResponseHead {
             var head = try Self.parseStatusLine(raw, statusLine, bytes: bytes)
             // One allocation for the usual response, not one per doubling.
             head.fields.reserveCapacity(16)
-            var sawClose = false
-            var sawKeepAlive = false
+            var connection = ConnectionOptions()
             var sawTransferEncoding = false
             while let line = try lines.next() {
                 let field = try HeadField.parse(raw, line, as: UpstreamResponseError.self)
@@ -49,15 +48,7 @@ package struct ResponseHead {
                     sawTransferEncoding = true
                     head.isChunked = true
                 case 10 where HeaderName.equals(raw, field.name, "connection"):
-                    HeaderName.forEachListElement(raw, field.value) { option in
-                        if HeaderName.equals(raw, option, "close") {
-                            sawClose = true
-                        } else if HeaderName.equals(raw, option, "keep-alive") {
-                            sawKeepAlive = true
-                        } else {
-                            head.connectionOptions.append(option)
-                        }
-                    }
+                    connection.scan(raw, field.value)
                 default:
                     break
                 }
@@ -66,7 +57,8 @@ package struct ResponseHead {
                 // RFC 9112 §6.3: a sign of response splitting; never guess which one is right.
                 throw .malformed("both Transfer-Encoding and Content-Length")
             }
-            head.keepAlive = !sawClose && (head.minorVersion == 1 || sawKeepAlive)
+            head.keepAlive = connection.keepsAlive(minor: head.minorVersion)
+            head.connectionOptions = connection.others
             return head
         }
     }
