@@ -1,9 +1,3 @@
-import BearerdAuth
-import BearerdConfig
-import Logging
-import NIOCore
-import NIOHTTP1
-
 /// Case-insensitive header-name checks on UTF-8 bytes, without lowercasing (no allocation per header).
 enum HeaderName {
     /// Whether `name` equals `lowercase`, which must be lowercase ASCII.
@@ -19,13 +13,6 @@ enum HeaderName {
             }
             return true
         }
-    }
-
-    /// Headers that apply to one connection only (RFC 9110 §7.6.1), plus the legacy
-    /// `Proxy-Connection`. They never cross the proxy in either direction.
-    static func isHopByHop(_ name: String) -> Bool {
-        var name = name
-        return name.withUTF8 { bytes in Self.isHopByHop(UnsafeRawBufferPointer(bytes), 0..<bytes.count) }
     }
 }
 
@@ -103,7 +90,9 @@ extension HeaderName {
 }
 
 extension HeaderName {
-    /// ``isHopByHop(_:)`` for a name in a parsed head (the one list of hop-by-hop names).
+    /// Whether `raw[name]` names a field that applies to one connection only (RFC 9110
+    /// §7.6.1), or the legacy `Proxy-Connection`: such fields never cross the proxy in either
+    /// direction. The one list of hop-by-hop names.
     static func isHopByHop(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
         switch name.count {
         case 2: return equals(raw, name, "te")

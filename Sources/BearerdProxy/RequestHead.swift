@@ -26,20 +26,10 @@ package struct RequestHead {
     package var isUpgrade = false
     /// Names the `Connection` header lists besides `close` and `keep-alive`: hop-by-hop too.
     var connectionOptions: [Range<Int>] = []
-    /// Sum of the name and value bytes of every field (`proxy.max_header_size`).
-    var fieldBytes = 0
 
     /// The request target as a string (for the canonical form and the access log).
     package var uri: String {
         self.bytes.getString(at: self.target.lowerBound, length: self.target.count) ?? ""
-    }
-
-    /// The value of the first field called `name` (lowercase), if any.
-    func firstValue(of name: StaticString) -> String? {
-        self.bytes.withUnsafeReadableBytes { raw in
-            guard let field = self.fields.first(where: { HeaderName.equals(raw, $0.name, name) }) else { return nil }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: raw[field.value]), as: UTF8.self)
-        }
     }
 
     /// Whether a field called `name` (lowercase) is present.
@@ -81,14 +71,16 @@ package struct RequestHead {
             // One allocation for the usual request, not one per doubling.
             head.fields.reserveCapacity(16)
             var connection = ConnectionOptions()
+            // The name and value bytes of every field, held to `proxy.max_header_size`.
+            var fieldBytes = 0
             var sawUpgrade = false
             var sawTransferEncoding = false
             while let line = try lines.next() {
                 let field = try HeadField.parse(raw, line, as: RequestHeadError.self)
                 head.fields.append(field)
-                head.fieldBytes += field.name.count + field.value.count
+                fieldBytes += field.name.count + field.value.count
                 guard head.fields.count <= limits.maxHeaderCount else { throw .tooManyFields }
-                guard head.fieldBytes <= limits.maxHeaderSize else { throw .fieldsTooLarge }
+                guard fieldBytes <= limits.maxHeaderSize else { throw .fieldsTooLarge }
                 switch field.name.count {
                 case 14 where HeaderName.equals(raw, field.name, "content-length"):
                     guard !field.tabAround else { throw .malformed("a tab around a framing value") }
