@@ -23,25 +23,12 @@ extension ProxyHandler {
     /// The time on the connection's event loop: real time, or an EmbeddedEventLoop's in tests.
     var now: NIODeadline { self.context?.eventLoop.now ?? .now() }
 
-    /// The connection is between requests: it may stay so for `proxy.client_idle_timeout`.
-    func becameIdle() {
-        self.idleSince = self.now
-        self.arm(self.idleSince + self.settings.clientIdleTimeout)
-    }
-
-    /// Starts the head's clock at a request's first bytes.
-    func headStarted() {
-        let start = self.now
-        self.headStartedAt = start
-        self.arm(start + self.settings.headerTimeout)
-    }
-
     /// At the end of each read: bytes that formed no complete head start the head's clock, and a
     /// request whose body is still to come gets its first body check.
     func readEnded() {
         switch self.state {
-        case .idle where self.inbound.readableBytes > 0 && self.headStartedAt == nil:
-            self.headStarted()
+        case .idle where self.inbound.readableBytes > 0:
+            if let deadline = self.machine.headBytesWaiting(now: self.now) { self.arm(deadline) }
         case .exchanging(let exchange) where !exchange.requestEnded && exchange.bodyCheckAt == nil:
             let deadline = self.now + self.settings.bodyTimeout
             exchange.bodyCheckAt = deadline
@@ -56,27 +43,25 @@ extension ProxyHandler {
         self.timer.arm(at: deadline, on: context.eventLoop) { self.timerFired() }
     }
 
+    /// Does what the state machine says is due; an exchange's own deadlines are checked here.
     func timerFired() {
         self.timer.fired()
         let now = self.now
-        if case .idle = self.state, let start = self.headStartedAt {
-            let deadline = start + self.settings.headerTimeout
-            guard now >= deadline else { return self.arm(deadline) }
-            return self.answerAndClose(
+        switch self.machine.timerFired(now: now) {
+        case .arm(let deadline):
+            self.arm(deadline)
+        case .answerHeadTimeout:
+            self.answerAndClose(
                 .requestTimeout(
                     "the request head was not complete within proxy.header_timeout (\(self.settings.headerTimeout.prettyPrint))"
                 )
             )
-        }
-        switch self.state {
-        case .idle, .discarding:
-            let deadline = self.idleSince + self.settings.clientIdleTimeout
-            guard now >= deadline else { return self.arm(deadline) }
+        case .close:
             self.closeClient()
-        case .exchanging(let exchange):
-            self.exchangeTimerFired(exchange, now: now)
-        case .closed:
-            if self.lingering { self.context?.close(promise: nil) }
+        case .checkExchange:
+            if case .exchanging(let exchange) = self.state { self.exchangeTimerFired(exchange, now: now) }
+        case .none:
+            break
         }
     }
 

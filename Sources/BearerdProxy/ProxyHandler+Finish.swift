@@ -53,16 +53,20 @@ extension ProxyHandler {
     /// Ends the response to the client, logs it and readies the connection for the next request.
     private func complete(_ exchange: Exchange, end: ByteBuffer?) {
         guard let context else { return }
-        let close = exchange.closeClientAfter || self.quiescing
-        self.state = close ? .closed : (exchange.requestEnded ? .idle : .discarding)
-        if !close { self.becameIdle() }
+        let action = self.machine.exchangeEnded(
+            close: exchange.closeClientAfter,
+            requestEnded: exchange.requestEnded,
+            now: self.now
+        )
+        if case .keepOpen(let idleUntil) = action { self.arm(idleUntil) }
         self.logAccess(exchange, outcome: nil)
-        if close {
+        switch action {
+        case .closeAfterWrite:
             self.timer.cancel()
             context.writeAndFlush(self.wrapOutboundOut(end ?? WireFormat.empty)).assumeIsolated().whenComplete { _ in
                 self.linger()
             }
-        } else {
+        case .keepOpen:
             if let end { context.write(self.wrapOutboundOut(end), promise: nil) }
             context.flush()
             self.servePipelined()
@@ -79,7 +83,7 @@ extension ProxyHandler {
     }
 
     func closeClient() {
-        self.state = .closed
+        self.machine.closed()
         self.timer.cancel()
         self.context?.close(promise: nil)
     }
@@ -90,11 +94,11 @@ extension ProxyHandler {
     /// lingering close does the same.
     func linger() {
         guard let context, context.channel.isActive else { return }
-        self.lingering = true
+        let until = self.machine.lingerStarted(now: self.now)
         self.inbound = WireFormat.empty
         self.resumeClientReads()
         context.close(mode: .output).assumeIsolated().whenFailure { _ in context.close(promise: nil) }
-        self.arm(self.now + Self.lingerTime)
+        self.arm(until)
     }
 
     // MARK: Client connection events
@@ -103,14 +107,14 @@ extension ProxyHandler {
         if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
             self.abandon(exchange, outcome: "client_closed")
         }
-        self.state = .closed
+        self.machine.closed()
         self.timer.cancel()
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // What a lingering client still sends is dropped, parseable or not.
-        if self.lingering { return }
+        if case .lingering = self.state { return }
         self.logger.debug("client connection error", metadata: ["error": "\(error)"])
         if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
             self.abandon(exchange, outcome: "client_error")
@@ -124,7 +128,7 @@ extension ProxyHandler {
         let exchange = Exchange(request: .placeholder, startedAt: self.now)
         self.metrics.started()
         exchange.closeClientAfter = true
-        self.state = .exchanging(exchange)
+        _ = self.machine.begin(exchange)
         self.fail(exchange, failure)
     }
 
@@ -132,8 +136,7 @@ extension ProxyHandler {
         if event is ProxyRetireEvent {
             // A reload: the connection's next response is its last, so the client comes back to
             // the new settings. Nothing is closed under a client that may be sending.
-            self.quiescing = true
-            if case .exchanging(let exchange) = self.state { exchange.closeClientAfter = true }
+            self.machine.retire()?.closeClientAfter = true
             return
         }
         guard event is ChannelShouldQuiesceEvent else {
@@ -141,11 +144,10 @@ extension ProxyHandler {
             return
         }
         // Graceful shutdown: idle connections close now, busy ones after their response.
-        self.quiescing = true
-        switch self.state {
-        case .idle, .discarding: self.closeClient()
-        case .exchanging(let exchange): exchange.closeClientAfter = true
-        case .closed: break
+        switch self.machine.quiesce() {
+        case .close: self.closeClient()
+        case .lastExchange(let exchange): exchange.closeClientAfter = true
+        case .none: break
         }
     }
 

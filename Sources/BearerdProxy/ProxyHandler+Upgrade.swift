@@ -35,7 +35,7 @@ extension ProxyHandler {
         exchange.responseStatus = .switchingProtocols
         exchange.responseHeadSent = true
         self.logAccess(exchange, outcome: nil)
-        self.state = .closed
+        self.machine.closed()
         self.timer.cancel()
         var out = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 32)
         HeaderRewriter.switchingResponse(head, into: &out)

@@ -16,14 +16,6 @@ final class ProxyHandler: ChannelDuplexHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    enum State {
-        case idle
-        case exchanging(Exchange)
-        /// bearerd answered the request itself; the rest of it is dropped until its end.
-        case discarding
-        case closed
-    }
-
     let settings: ProxySettings
     /// Bytes of request bodies kept for retries, over every connection of the generation.
     let retryBudget: SharedBudget
@@ -33,7 +25,10 @@ final class ProxyHandler: ChannelDuplexHandler {
     let pool: UpstreamConnectionPool
     let tokens: any TokenProvider
     let logger: Logger
-    var state: State = .idle
+    /// The connection's lifecycle and its idle, head and linger deadlines
+    /// (``ProxyHandler/StateMachine``); the exchange in flight is its `.exchanging` case.
+    var machine: StateMachine<Exchange>
+    var state: StateMachine<Exchange>.State { self.machine.state }
     var context: ChannelHandlerContext?
     var readPending = false
     /// What the client sent that is not parsed yet: a head still arriving, or requests pipelined
@@ -46,10 +41,6 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// The buffers the upstream request heads and the client response heads are written into.
     var upstreamHeads = RecycledBuffer()
     var clientHeads = RecycledBuffer()
-    /// Graceful shutdown asked this connection to close once its current exchange ends.
-    var quiescing = false
-    /// The last response went out and the output is closed; input is read and dropped.
-    var lingering = false
     /// How long a lingering connection waits for the client to close.
     static let lingerTime = TimeAmount.seconds(2)
     /// Inside a read loop: upstream writes are flushed once, at `channelReadComplete`.
@@ -62,9 +53,6 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// Every deadline of the connection shares one timer (see `ProxyHandler+Deadlines`), and
     /// every time comes from the event loop's clock (an EmbeddedEventLoop's in tests).
     var timer = ConnectionTimer()
-    var idleSince = NIODeadline.now()
-    /// When the first bytes of the request head now arriving came.
-    var headStartedAt: NIODeadline?
     let metrics: ProxyMetrics
 
     init(
@@ -78,6 +66,11 @@ final class ProxyHandler: ChannelDuplexHandler {
     ) {
         self.settings = settings
         self.parser = RequestParser(limits: settings.requestLimits)
+        self.machine = StateMachine(
+            headerTimeout: settings.headerTimeout,
+            idleTimeout: settings.clientIdleTimeout,
+            lingerTime: Self.lingerTime
+        )
         self.retryBudget = retryBudget
         self.viaTCP = viaTCP
         self.pool = pool
@@ -92,11 +85,10 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.local = context.channel.localAddress
         if self.viaTCP && (self.peer == nil || self.local == nil) {
             // Reset before it was served: nobody to answer, and no address to check it against.
-            self.state = .closed
             context.close(promise: nil)
             return
         }
-        self.becameIdle()
+        self.arm(self.machine.accepted(now: self.now))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -107,7 +99,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // After the last response, or once closing, what the client sends is dropped.
-        if case .closed = self.state { return }
+        if self.machine.dropsInput { return }
         var bytes = self.unwrapInboundIn(data)
         self.inRead = true
         if self.inbound.readableBytes == 0 {
@@ -125,7 +117,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.parsing = true
         defer { self.parsing = false }
         while !(self.parser.betweenRequests && self.isBusy) {
-            if case .closed = self.state { return }
+            if self.machine.dropsInput { return }
             let part: RequestParser.Part?
             do {
                 part = try self.parser.next(from: &self.inbound)
@@ -141,12 +133,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         if self.inbound.readableBytes == 0 { self.inbound = WireFormat.empty }
     }
 
-    var isBusy: Bool {
-        switch self.state {
-        case .exchanging, .discarding: true
-        case .idle, .closed: false
-        }
-    }
+    var isBusy: Bool { self.machine.isBusy }
 
     /// Answers a request that cannot be parsed, or is over a limit, then closes.
     private func refuse(_ error: RequestHeadError) {
@@ -157,7 +144,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.fail(exchange, failure)
         case .idle, .discarding:
             self.answerAndClose(failure)
-        case .exchanging, .closed:
+        case .exchanging, .lingering, .closed:
             self.closeClient()
         }
     }
@@ -186,8 +173,8 @@ final class ProxyHandler: ChannelDuplexHandler {
                 exchange.buffered.append(part)
             }
         case (.discarding, .end):
-            self.state = .idle
-        case (.discarding, _), (.closed, _):
+            self.machine.discardedRequestEnded()
+        case (.discarding, _), (.lingering, _), (.closed, _):
             break
         case (.idle, _), (.exchanging, .head):
             // The parser and `parseInbound` make this impossible; never trust it.
@@ -248,11 +235,9 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func begin(_ head: RequestHead, context: ChannelHandlerContext) {
         let exchange = Exchange(request: head, startedAt: self.now)
-        self.headStartedAt = nil
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
-        if self.quiescing { exchange.closeClientAfter = true }
-        self.state = .exchanging(exchange)
+        if self.machine.begin(exchange) { exchange.closeClientAfter = true }
         switch RequestPolicy.check(head, settings: self.settings, viaTCP: self.viaTCP, local: self.local) {
         case .success(let target):
             exchange.target = target
