@@ -91,19 +91,17 @@ enum HeaderRewriter {
                 {
                     continue
                 }
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[name]))
-                buffer.writeStaticString(": ")
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.value]))
-                buffer.writeStaticString("\r\n")
+                buffer.writeHeadField(
+                    name: UnsafeRawBufferPointer(rebasing: raw[name]),
+                    value: UnsafeRawBufferPointer(rebasing: raw[field.value])
+                )
             }
         }
         // Framing comes from the parsed head, never from what remains after removal, so a hostile
         // `Connection: content-length` cannot desynchronise the upstream connection.
         let framing: RequestFraming
         if let length = head.contentLength {
-            buffer.writeStaticString("content-length: ")
-            buffer.writeString(String(length))
-            buffer.writeStaticString("\r\n")
+            buffer.writeHeadField("content-length", String(length))
             framing = .length
         } else if head.isChunked {
             buffer.writeStaticString("transfer-encoding: chunked\r\n")
@@ -198,18 +196,16 @@ enum HeaderRewriter {
                 {
                     continue
                 }
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.name]))
-                buffer.writeStaticString(": ")
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.value]))
-                buffer.writeStaticString("\r\n")
+                buffer.writeHeadField(
+                    name: UnsafeRawBufferPointer(rebasing: raw[field.name]),
+                    value: UnsafeRawBufferPointer(rebasing: raw[field.value])
+                )
             }
         }
         // A 204 carries no length (RFC 9110 §8.6); a HEAD or 304 answer states the length the
         // body would have.
         if let length = head.contentLength, head.status != 204 {
-            buffer.writeStaticString("content-length: ")
-            buffer.writeString(String(length))
-            buffer.writeStaticString("\r\n")
+            buffer.writeHeadField("content-length", String(length))
         }
         if framing == .chunked { buffer.writeStaticString("transfer-encoding: chunked\r\n") }
         if close {
@@ -231,10 +227,10 @@ enum HeaderRewriter {
                 if HeaderName.isHopByHop(raw, field.name) || HeaderName.equals(raw, field.name, "content-length") {
                     continue
                 }
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.name]))
-                buffer.writeStaticString(": ")
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.value]))
-                buffer.writeStaticString("\r\n")
+                buffer.writeHeadField(
+                    name: UnsafeRawBufferPointer(rebasing: raw[field.name]),
+                    value: UnsafeRawBufferPointer(rebasing: raw[field.value])
+                )
             }
         }
         buffer.writeStaticString("connection: upgrade\r\n")

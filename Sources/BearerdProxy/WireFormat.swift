@@ -44,17 +44,11 @@ enum WireFormat {
 
     @inline(__always)
     static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
-        buffer.writeString(name)
-        buffer.writeStaticString(": ")
-        buffer.writeString(value)
-        buffer.writeStaticString("\r\n")
+        buffer.writeHeadField(name, value)
     }
 
     @inline(__always)
     static func writeField(_ name: StaticString, _ value: String, into buffer: inout ByteBuffer) {
-        buffer.writeStaticString(name)
-        buffer.writeStaticString(": ")
-        buffer.writeString(value)
-        buffer.writeStaticString("\r\n")
+        buffer.writeHeadField(name, value)
     }
 }
