@@ -30,8 +30,13 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
         else {
             return .failure("must be an http or https URL (got \"\(text)\")")
         }
-        guard let rawHost = components.host, !rawHost.isEmpty else {
+        // The host as it goes on the wire: an international name in its ASCII (xn--) form, which
+        // DNS and the Host header take, never decoded to Unicode.
+        guard let rawHost = components.encodedHost, !rawHost.isEmpty else {
             return .failure("must name a host (got \"\(text)\")")
+        }
+        guard !rawHost.contains("%") else {
+            return .failure("must name its host without percent-encoding (got \"\(text)\")")
         }
         guard components.user == nil, components.password == nil else {
             return .failure("must not hold a user name or password; credentials come from auth.*")

@@ -33,6 +33,9 @@ struct UpstreamTargetTests {
             ("https://api.example.com:8443", "api.example.com:8443"),
             ("http://127.0.0.1:80", "127.0.0.1"),
             ("http://[::1]:9401/x", "[::1]:9401"),
+            // An international name goes on the wire in its ASCII form: DNS and Host take no other.
+            ("https://xn--bcher-kva.example", "xn--bcher-kva.example"),
+            ("https://bücher.example:8443", "xn--bcher-kva.example:8443"),
         ]
     )
     func hostHeader(url: String, expected: String) throws {
@@ -43,5 +46,13 @@ struct UpstreamTargetTests {
         let upstream = try UpstreamTarget.parse("http://[::1]:9401").get()
         #expect(upstream.host == "::1")
         #expect(upstream.port == 9401)
+    }
+
+    @Test func aPercentEncodedHostIsRefused() {
+        guard case .failure(let problem) = UpstreamTarget.parse("https://ex%61mple.com/v1") else {
+            Issue.record("a percent-encoded host was taken")
+            return
+        }
+        #expect(problem.description.contains("percent-encoding"))
     }
 }
