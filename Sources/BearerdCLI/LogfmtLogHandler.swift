@@ -88,10 +88,4 @@ public struct LogfmtLogHandler: LogHandler {
         case .critical: 2
         }
     }
-
-    private static func timestamp() -> String {
-        Date.now.formatted(
-            .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)
-        )
-    }
 }

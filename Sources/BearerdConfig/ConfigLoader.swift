@@ -44,7 +44,7 @@ public struct ConfigLoader: Sendable {
     public func load(yaml: String, source: String, baseDirectory: String) throws(ConfigError) -> BearerdConfiguration {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: yaml)
+            root = try Yams.compose(yaml: yaml, .basic)
         } catch {
             throw ConfigError(key: source, message: "not valid YAML: \(error)")
         }
