@@ -44,19 +44,8 @@ final class Exchange {
     var upstreamKeepAlive = true
     /// Close the client connection once this exchange ends.
     var closeClientAfter: Bool
-    /// When the response head must have arrived; set when the request has been sent.
-    var responseDeadline: NIODeadline?
-    /// When the request body is next checked for progress (`proxy.body_timeout`), and what it
-    /// had then; `readsHeld`: bearerd held client reads back since the last check.
-    var bodyCheckAt: NIODeadline?
-    var bodyBytesAtCheck = 0
-    var readsHeld = false
-    /// After the response head went out: when the response is next checked for progress, the
-    /// body bytes it had then, and since when it has made none (`proxy.send_timeout`,
-    /// `upstream.read_timeout`).
-    var progressCheckAt: NIODeadline?
-    var progressBytes = 0
-    var stalledSince: NIODeadline?
+    /// The body's, the response head's and the response's deadlines (``ExchangeDeadlines``).
+    var deadlines: ExchangeDeadlines
     /// Replayed once on a fresh connection after a pooled one turned out closed.
     var retried = false
     /// The request body so far, in one buffer, kept for a retry after a 401 while it fits
@@ -103,9 +92,10 @@ final class Exchange {
         self.retryBudget?.give(self.retryReserved)
     }
 
-    init(request: RequestHead, startedAt: NIODeadline) {
+    init(request: RequestHead, startedAt: NIODeadline, timeouts: ExchangeDeadlines.Timeouts) {
         self.request = request
         self.startedAt = startedAt
+        self.deadlines = ExchangeDeadlines(timeouts: timeouts)
         self.closeClientAfter = !request.keepAlive
     }
 
@@ -116,7 +106,7 @@ final class Exchange {
     /// after an exchange broke off). Returns the connection, closed, if there was one.
     @discardableResult
     func closeUpstream() -> UpstreamConnection? {
-        self.responseDeadline = nil
+        self.deadlines.stopWaitingForResponseHead()
         let connection = self.upstream
         self.upstream = nil
         connection?.close()

@@ -29,10 +29,8 @@ extension ProxyHandler {
         switch self.state {
         case .idle where self.inbound.readableBytes > 0:
             if let deadline = self.machine.headBytesWaiting(now: self.now) { self.arm(deadline) }
-        case .exchanging(let exchange) where !exchange.requestEnded && exchange.bodyCheckAt == nil:
-            let deadline = self.now + self.settings.bodyTimeout
-            exchange.bodyCheckAt = deadline
-            self.arm(deadline)
+        case .exchanging(let exchange) where !exchange.requestEnded && !exchange.deadlines.watchesBody:
+            if let check = exchange.deadlines.bodyArriving(now: self.now) { self.arm(check) }
         default:
             break
         }
@@ -65,74 +63,43 @@ extension ProxyHandler {
         }
     }
 
+    /// Does what the exchange's deadlines say is due.
     private func exchangeTimerFired(_ exchange: Exchange, now: NIODeadline) {
-        if let check = exchange.bodyCheckAt, !exchange.requestEnded, exchange.phase != .finished {
-            if now >= check {
-                let stalled =
-                    exchange.requestBodyBytes == exchange.bodyBytesAtCheck && !exchange.readsHeld && !self.readPending
-                if stalled {
-                    exchange.closeClientAfter = true
-                    self.fail(
-                        exchange,
-                        .requestTimeout(
-                            "the request body paused longer than proxy.body_timeout (\(self.settings.bodyTimeout.prettyPrint))"
-                        )
-                    )
-                    return
-                }
-                exchange.bodyBytesAtCheck = exchange.requestBodyBytes
-                exchange.readsHeld = self.readPending
-                exchange.bodyCheckAt = now + self.settings.bodyTimeout
-            }
-            self.arm(exchange.bodyCheckAt!)
-        }
-        if let check = exchange.progressCheckAt, exchange.responseHeadSent, exchange.phase != .finished {
-            if now >= check {
-                if self.responseStalled(exchange, now: now) { return }
-                exchange.progressCheckAt = now + self.progressInterval
-            }
-            self.arm(exchange.progressCheckAt!)
-        }
-        if let deadline = exchange.responseDeadline, !exchange.responseHeadSent {
-            if now >= deadline {
-                self.responseTimedOut(exchange)
-            } else {
-                self.arm(deadline)
-            }
-        }
-    }
-
-    /// How often a response in progress is checked: the shorter of the two timeouts, so a stall
-    /// is caught within one to two of them.
-    var progressInterval: TimeAmount { min(self.settings.sendTimeout, self.settings.readTimeout) }
-
-    func startProgressChecks(_ exchange: Exchange) {
-        let check = self.now + self.progressInterval
-        exchange.progressCheckAt = check
-        self.arm(check)
-    }
-
-    /// Whether the response stalled past its timeout (it is then abandoned).
-    private func responseStalled(_ exchange: Exchange, now: NIODeadline) -> Bool {
-        guard exchange.responseBodyBytes == exchange.progressBytes else {
-            exchange.progressBytes = exchange.responseBodyBytes
-            exchange.stalledSince = nil
-            return false
-        }
-        guard let since = exchange.stalledSince else {
-            exchange.stalledSince = now - self.progressInterval
-            return false
-        }
-        let clientReads = self.clientIsWritable
-        let limit = clientReads ? self.settings.readTimeout : self.settings.sendTimeout
-        guard now - since >= limit else { return false }
-        self.logger.warning(
-            clientReads
-                ? "the upstream sent nothing more within upstream.read_timeout; closing both connections"
-                : "the client read nothing within proxy.send_timeout; closing both connections",
-            metadata: ["timeout": "\(limit.prettyPrint)"]
+        guard exchange.phase != .finished else { return }
+        let snapshot = ExchangeDeadlines.Snapshot(
+            requestBodyBytes: exchange.requestBodyBytes,
+            requestEnded: exchange.requestEnded,
+            readsHeld: self.readPending,
+            responseBodyBytes: exchange.responseBodyBytes,
+            clientWritable: self.clientIsWritable
         )
-        self.abandon(exchange, outcome: clientReads ? "upstream_read_timeout" : "send_timeout")
-        return true
+        switch exchange.deadlines.check(now: now, snapshot) {
+        case .arm(let deadline):
+            self.arm(deadline)
+        case .none:
+            break
+        case .expired(.requestBodyStalled):
+            exchange.closeClientAfter = true
+            self.fail(
+                exchange,
+                .requestTimeout(
+                    "the request body paused longer than proxy.body_timeout (\(self.settings.bodyTimeout.prettyPrint))"
+                )
+            )
+        case .expired(.responseHeadLate):
+            self.responseTimedOut(exchange)
+        case .expired(.upstreamStalled):
+            self.logger.warning(
+                "the upstream sent nothing more within upstream.read_timeout; closing both connections",
+                metadata: ["timeout": "\(self.settings.readTimeout.prettyPrint)"]
+            )
+            self.abandon(exchange, outcome: "upstream_read_timeout")
+        case .expired(.clientStalled):
+            self.logger.warning(
+                "the client read nothing within proxy.send_timeout; closing both connections",
+                metadata: ["timeout": "\(self.settings.sendTimeout.prettyPrint)"]
+            )
+            self.abandon(exchange, outcome: "send_timeout")
+        }
     }
 }

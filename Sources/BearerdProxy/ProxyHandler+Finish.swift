@@ -125,7 +125,7 @@ extension ProxyHandler {
 
     /// Answers with bearerd's own error when no request head was parsed, then closes.
     func answerAndClose(_ failure: ProxyFailure) {
-        let exchange = Exchange(request: .placeholder, startedAt: self.now)
+        let exchange = Exchange(request: .placeholder, startedAt: self.now, timeouts: self.exchangeTimeouts)
         self.metrics.started()
         exchange.closeClientAfter = true
         _ = self.machine.begin(exchange)

@@ -31,7 +31,7 @@ extension ProxyHandler {
         exchange.upstream = nil
         exchange.phase = .finished
         exchange.dropRetryBody()
-        exchange.responseDeadline = nil
+        exchange.deadlines.stopWaitingForResponseHead()
         exchange.responseStatus = .switchingProtocols
         exchange.responseHeadSent = true
         self.logAccess(exchange, outcome: nil)

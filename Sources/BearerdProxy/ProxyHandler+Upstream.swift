@@ -11,7 +11,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
         guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, let context else { return }
         switch part {
         case .head(let head):
-            exchange.responseDeadline = nil
+            exchange.deadlines.stopWaitingForResponseHead()
             exchange.responseStatus = HTTPResponseStatus(statusCode: head.status)
             exchange.upstreamKeepAlive = head.keepAlive
             if self.settings.dpop != nil, self.holdForNonce(head, of: exchange) { return }
@@ -40,7 +40,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             exchange.responseHeadSent = true
             context.write(self.wrapOutboundOut(out), promise: nil)
             self.clientHeads.keep(out)
-            self.startProgressChecks(exchange)
+            self.arm(exchange.deadlines.responseStarted(now: self.now))
         case .body(let buffer) where exchange.held != nil:
             self.holdBody(buffer, of: exchange)
         case .end where exchange.held != nil:
@@ -122,14 +122,12 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func startResponseTimeout(_ exchange: Exchange) {
-        guard exchange.responseDeadline == nil, !exchange.responseHeadSent else { return }
+        guard exchange.deadlines.responseHeadDue == nil, !exchange.responseHeadSent else { return }
         // A bodyless request that went upstream as it arrived was sent when it started: no need
         // to read the clock again. One that waited (token, connection) or had a body was sent now.
         let sent =
             exchange.requestBodyBytes == 0 && exchange.attachedAtStart ? exchange.startedAt : self.now
-        let deadline = sent + self.settings.responseTimeout
-        exchange.responseDeadline = deadline
-        self.arm(deadline)
+        if let due = exchange.deadlines.requestSent(at: sent) { self.arm(due) }
     }
 
     func responseTimedOut(_ exchange: Exchange) {

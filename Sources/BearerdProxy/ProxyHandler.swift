@@ -53,6 +53,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// Every deadline of the connection shares one timer (see `ProxyHandler+Deadlines`), and
     /// every time comes from the event loop's clock (an EmbeddedEventLoop's in tests).
     var timer = ConnectionTimer()
+    /// What each exchange's ``ExchangeDeadlines`` are set from.
+    let exchangeTimeouts: ExchangeDeadlines.Timeouts
     let metrics: ProxyMetrics
 
     init(
@@ -66,6 +68,12 @@ final class ProxyHandler: ChannelDuplexHandler {
     ) {
         self.settings = settings
         self.parser = RequestParser(limits: settings.requestLimits)
+        self.exchangeTimeouts = ExchangeDeadlines.Timeouts(
+            body: settings.bodyTimeout,
+            response: settings.responseTimeout,
+            send: settings.sendTimeout,
+            read: settings.readTimeout
+        )
         self.machine = StateMachine(
             headerTimeout: settings.headerTimeout,
             idleTimeout: settings.clientIdleTimeout,
@@ -210,7 +218,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         if case .exchanging(let exchange) = self.state, !exchange.requestEnded {
             guard exchange.phase == .forwarding, let upstream = exchange.upstream, upstream.isWritable else {
                 self.readPending = true
-                exchange.readsHeld = true
+                exchange.deadlines.readsWereHeld()
                 return
             }
         }
@@ -234,7 +242,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     // MARK: Starting an exchange
 
     private func begin(_ head: RequestHead, context: ChannelHandlerContext) {
-        let exchange = Exchange(request: head, startedAt: self.now)
+        let exchange = Exchange(request: head, startedAt: self.now, timeouts: self.exchangeTimeouts)
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
         if self.machine.begin(exchange) { exchange.closeClientAfter = true }

@@ -56,7 +56,11 @@ struct SharedBudgetTests {
 @Suite("The retry buffer")
 struct RetryBufferTests {
     static func exchange(_ budget: SharedBudget) -> Exchange {
-        let exchange = Exchange(request: .placeholder, startedAt: .now())
+        let exchange = Exchange(
+            request: .placeholder,
+            startedAt: .now(),
+            timeouts: ExchangeDeadlinesTests.deadlines().timeouts
+        )
         exchange.retryPossible = true
         exchange.retryBudget = budget
         return exchange
