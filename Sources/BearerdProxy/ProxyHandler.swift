@@ -203,8 +203,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         self.inRead = false
         self.readEnded()
-        if case .exchanging(let exchange) = self.state, exchange.phase == .forwarding {
-            exchange.upstream?.flush()
+        if case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, let upstream = exchange.upstream
+        {
+            self.pool.flushAtEndOfTurn(upstream)
         }
         context.fireChannelReadComplete()
     }

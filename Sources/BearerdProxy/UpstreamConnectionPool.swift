@@ -21,12 +21,17 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     /// Shared by every loop's pool: each idle connection holds one slot.
     private let budget: SharedBudget
     private var idle: [UpstreamConnection] = []
+    /// Connections with requests written in this turn of the loop, flushed together at its end.
+    private var unflushed: [UpstreamConnection] = []
+    /// ``flushUnflushed()`` as one closure made once, so a turn does not allocate one.
+    private var flushTask: (@Sendable () -> Void)?
     private var isClosed = false
 
     init(eventLoop: any EventLoop, settings: ProxySettings, budget: SharedBudget) {
         self.eventLoop = eventLoop
         self.settings = settings
         self.budget = budget
+        self.flushTask = { [weak self] in self?.flushUnflushed() }
     }
 
     /// The most recently used open connection, or a new one (always new when `fresh`).
@@ -48,6 +53,23 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         }
         connection.returnToIdle(idleTimeout: self.settings.upstreamIdleTimeout)
         self.idle.append(connection)
+    }
+
+    /// Flushes `connection` once the loop has handled every event of this turn: requests from
+    /// several clients then reach the upstream together, which serves them in one wake-up
+    /// instead of one each.
+    func flushAtEndOfTurn(_ connection: UpstreamConnection) {
+        self.eventLoop.assertInEventLoop()
+        if self.unflushed.isEmpty, let flushTask = self.flushTask {
+            self.eventLoop.execute(flushTask)
+        }
+        self.unflushed.append(connection)
+    }
+
+    private func flushUnflushed() {
+        let connections = self.unflushed
+        self.unflushed.removeAll(keepingCapacity: true)
+        for connection in connections { connection.flush() }
     }
 
     /// Forgets a connection that closed.
