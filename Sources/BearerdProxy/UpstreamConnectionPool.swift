@@ -66,10 +66,15 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         self.unflushed.append(connection)
     }
 
+    /// Flushes by index and empties the list in place: a copy of it would cost an allocation
+    /// per turn.
     private func flushUnflushed() {
-        let connections = self.unflushed
+        var index = 0
+        while index < self.unflushed.count {
+            self.unflushed[index].flush()
+            index += 1
+        }
         self.unflushed.removeAll(keepingCapacity: true)
-        for connection in connections { connection.flush() }
     }
 
     /// Forgets a connection that closed.
