@@ -31,7 +31,7 @@ struct ServeCommand: AsyncParsableCommand {
         ) {
         case .success(let value): prepared = value
         case .failure(let failure):
-            StandardError.emit(failure.report)
+            StandardError.emit("bearerd: \(failure.report)")
             throw ExitCode(78)  // EX_CONFIG
         }
         let level = LogLevelSetting(Logger.Level(rawValue: prepared.configuration.log.level) ?? .info)

@@ -12,6 +12,7 @@ struct Prepared {
 }
 
 /// Why bearerd cannot start, as text for a person: every problem, each with its key or file.
+/// Whoever prints it to a terminal puts the program's name before it.
 struct StartupFailure: Error, CustomStringConvertible {
     var report: String
     var description: String { self.report }
@@ -31,7 +32,7 @@ enum Startup {
             let count = error.issues.count
             let lines = error.issues.map { "  \($0)" }.joined(separator: "\n")
             return .failure(
-                StartupFailure(report: "bearerd: \(configPath) has \(count) problem\(count == 1 ? "" : "s"):\n\(lines)")
+                StartupFailure(report: "\(configPath) has \(count) problem\(count == 1 ? "" : "s"):\n\(lines)")
             )
         }
         do {
@@ -40,7 +41,7 @@ enum Startup {
             if case .engine(_, _, _, _, _, let dpop?) = tokens { settings.dpop = DPoPUpstream(prover: dpop) }
             return .success(Prepared(configuration: configuration, settings: settings, tokens: tokens))
         } catch {
-            return .failure(StartupFailure(report: "bearerd: \(configPath): \(error)"))
+            return .failure(StartupFailure(report: "\(configPath): \(error)"))
         }
     }
 }

@@ -165,6 +165,21 @@ struct CLITests {
         #expect(result.stderr.contains("upstream.url"))
     }
 
+    /// The session verbs used to print `bearerd: bearerd: …` for a broken config: the message
+    /// and the verb each added the program's name.
+    @Test(
+        "every verb names the program once before a config's problems",
+        arguments: [["serve"], ["check-config"], ["status"], ["token"], ["login"], ["logout"]]
+    )
+    func aBrokenConfigIsReportedOnceByEveryVerb(verb: [String]) async throws {
+        let directory = try TemporaryDirectory()
+        let config = try directory.write("upstream:\n  url: nope\n", to: "b.yaml")
+        let result = try await BearerdProcess.run(verb + ["--config", config])
+        #expect(result.status != 0)
+        #expect(result.stderr.hasPrefix("bearerd: \(config) has "), "\(result.stderr)")
+        #expect(!result.stderr.contains("bearerd: bearerd:"), "\(result.stderr)")
+    }
+
     /// A full run of the real binary: requests of every kind, an in-flight request at SIGTERM
     /// that still completes, exit 0, and no token anywhere in what it logged at trace level.
     @Test func serveDrainsOnSIGTERMAndNeverLogsTheToken() async throws {
