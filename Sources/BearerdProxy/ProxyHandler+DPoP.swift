@@ -32,10 +32,7 @@ extension ProxyHandler {
         guard head.status == 401, let token = exchange.token, nonce != exchange.dpopNonce, self.mayRetry(exchange),
             head.values(of: "www-authenticate").contains(where: { $0.contains("use_dpop_nonce") })
         else { return false }
-        let held = HeldResponse(head: head)
-        held.decision = .some(token)
-        held.forNonce = true
-        exchange.held = held
+        exchange.held = HeldResponse(head: head, nonceRetryWith: token)
         return true
     }
 }

@@ -4,23 +4,74 @@ import NIOCore
 import NIOHTTP1
 
 /// A 401 held back from the client while the token provider decides whether the request is
-/// sent again with a new token. A class: the data path asks "is one held?" for every response
-/// part, and that must be a pointer check, not a copy of a head.
+/// sent again with a new token. Its events return what happens next, so the rule (retry only
+/// with a token other than the one the upstream refused, or with the same one for a new DPoP
+/// nonce, and only once the 401 is complete) lives here, apart from the channel. A class: the
+/// data path asks "is one held?" for every response part, and that must be a pointer check,
+/// not a copy of a head.
 final class HeldResponse {
     /// A held 401 body larger than this goes to the client as it is, without a retry.
     static let maxBody = 64 * 1024
 
-    var head: ResponseHead
-    var body: [ByteBuffer] = []
-    var bodyBytes = 0
-    var ended = false
-    /// `nil` until the provider answers; then the token to retry with, or `.some(nil)`: no retry.
-    var decision: BearerToken??
-    /// The upstream asked for a DPoP nonce: the retry goes with the same token.
-    var forNonce = false
+    /// What happens to the held 401 next.
+    enum Next: Equatable {
+        /// Keep holding: the 401 is not complete, or the provider has not answered.
+        case wait
+        /// Send the request again with this token.
+        case retry(BearerToken)
+        /// Give the 401 to the client as it is.
+        case release
+    }
 
-    init(head: ResponseHead) {
+    let head: ResponseHead
+    /// The token the refused request carried.
+    let sentWith: BearerToken
+    private(set) var body: [ByteBuffer] = []
+    private(set) var bodyBytes = 0
+    private(set) var ended = false
+    /// `nil` until the provider answers; then the token to retry with, or `.some(nil)`: no retry.
+    private var decision: BearerToken??
+    /// The upstream asked for a DPoP nonce: the retry goes with the same token.
+    let forNonce: Bool
+
+    /// A 401 to a request sent with `sentWith`, held while the provider decides.
+    init(head: ResponseHead, sentWith: BearerToken) {
         self.head = head
+        self.sentWith = sentWith
+        self.forNonce = false
+    }
+
+    /// A 401 asking for the DPoP nonce it carried: retried with the same token, no refresh.
+    init(head: ResponseHead, nonceRetryWith token: BearerToken) {
+        self.head = head
+        self.sentWith = token
+        self.decision = .some(token)
+        self.forNonce = true
+    }
+
+    /// A piece of the 401's body came; too large a body is not held.
+    func bodyArrived(_ buffer: ByteBuffer) -> Next {
+        self.body.append(buffer)
+        self.bodyBytes += buffer.readableBytes
+        return self.bodyBytes > Self.maxBody ? .release : .wait
+    }
+
+    /// The 401 is complete.
+    func endArrived() -> Next {
+        self.ended = true
+        return self.next
+    }
+
+    /// The provider answered: a token to retry with, or none.
+    func decided(_ token: BearerToken?) -> Next {
+        self.decision = .some(token)
+        return self.next
+    }
+
+    private var next: Next {
+        guard self.ended, let decision = self.decision else { return .wait }
+        guard let token = decision, token != self.sentWith || self.forNonce else { return .release }
+        return .retry(token)
     }
 }
 
@@ -35,57 +86,55 @@ extension ProxyHandler {
     /// already replaced answers with the current one without refreshing again.
     func hold(_ head: ResponseHead, of exchange: Exchange, sentWith token: BearerToken, context: ChannelHandlerContext)
     {
-        exchange.held = HeldResponse(head: head)
+        exchange.held = HeldResponse(head: head, sentWith: token)
         let tokens = self.tokens
         context.eventLoop.makeFutureWithTask { await tokens.upstreamRejected(token) }
             .assumeIsolated()
             .whenComplete { result in
-                guard self.isCurrent(exchange), exchange.held != nil else { return }
+                guard self.isCurrent(exchange), let held = exchange.held else { return }
                 let fresh: BearerToken? = (try? result.get()) ?? nil
-                exchange.held?.decision = .some(fresh)
-                self.resolveHeld(exchange)
+                self.proceed(held.decided(fresh), with: held, of: exchange)
             }
     }
 
     func holdBody(_ buffer: ByteBuffer, of exchange: Exchange) {
-        exchange.held?.body.append(buffer)
-        exchange.held?.bodyBytes += buffer.readableBytes
-        if let held = exchange.held, held.bodyBytes > HeldResponse.maxBody {
-            self.release(held, of: exchange)
-        }
+        guard let held = exchange.held else { return }
+        self.proceed(held.bodyArrived(buffer), with: held, of: exchange)
     }
 
     func holdEnd(of exchange: Exchange) {
-        exchange.held?.ended = true
+        guard let held = exchange.held else { return }
         // The 401 is complete: its connection can serve again (the retry may take it).
         if let connection = exchange.upstream {
             exchange.upstream = nil
             self.pool.release(connection, reusable: exchange.upstreamKeepAlive)
         }
-        self.resolveHeld(exchange)
+        self.proceed(held.endArrived(), with: held, of: exchange)
     }
 
-    /// Once the 401 is complete and the provider has answered: retry, or pass the 401 on.
-    private func resolveHeld(_ exchange: Exchange) {
-        guard let held = exchange.held, held.ended, let decision = held.decision else { return }
-        guard let token = decision, token != exchange.token || held.forNonce else {
+    /// Does what the held 401 says comes next: wait, retry, or pass the 401 on.
+    private func proceed(_ next: HeldResponse.Next, with held: HeldResponse, of exchange: Exchange) {
+        switch next {
+        case .wait:
+            break
+        case .release:
             self.release(held, of: exchange)
-            return
+        case .retry(let token):
+            exchange.held = nil
+            exchange.authRetried = true
+            self.metrics.retried()
+            exchange.phase = .preparing
+            exchange.responseStatus = nil
+            let body = exchange.retryBody
+            exchange.dropRetryBody()
+            exchange.buffered = (body.map { [.body($0)] } ?? []) + [.end]
+            self.prepare(exchange, token: token)
+            self.logger.debug(
+                held.forNonce
+                    ? "retrying a request the upstream answered 401 with its new DPoP nonce"
+                    : "retrying a request the upstream answered 401 with a new token"
+            )
         }
-        exchange.held = nil
-        exchange.authRetried = true
-        self.metrics.retried()
-        exchange.phase = .preparing
-        exchange.responseStatus = nil
-        let body = exchange.retryBody
-        exchange.dropRetryBody()
-        exchange.buffered = (body.map { [.body($0)] } ?? []) + [.end]
-        self.prepare(exchange, token: token)
-        self.logger.debug(
-            held.forNonce
-                ? "retrying a request the upstream answered 401 with its new DPoP nonce"
-                : "retrying a request the upstream answered 401 with a new token"
-        )
     }
 
     /// Sends the held 401 to the client as if it had never been held.

@@ -6,8 +6,9 @@ extension ProxyHandler {
     /// value: each event changes the state and returns what the handler does next. Nothing here
     /// touches a channel or reads a clock; time comes in with the events, from the event loop.
     ///
-    /// What happens inside an exchange (forwarding, a held 401, the body and response checks)
-    /// belongs to ``Exchange``; the machine only knows when one starts and ends. Generic over the
+    /// What happens inside an exchange belongs to ``Exchange`` (its deadlines to
+    /// ``ExchangeDeadlines``, a held 401 to ``HeldResponse``); the machine only knows when one
+    /// starts and ends. Generic over the
     /// exchange (`ExchangeRef`) so that tests drive it without a channel or an upstream.
     struct StateMachine<ExchangeRef: AnyObject> {
         enum State {
