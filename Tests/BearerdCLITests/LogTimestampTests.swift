@@ -39,15 +39,29 @@ struct LogTimestampTests {
 }
 
 extension LogTimestampTests {
-    /// Every day from 1970 to 2200 against Foundation's calendar, at noon.
-    @Test func everyDayFor230YearsReadsAsFoundationWroteIt() {
+    /// Every 29th day from 1970 to 2200 (a prime stride, so every day of the month and every
+    /// month comes round), and every day of 2000 (a leap century) and 2100 (a century that is
+    /// not), at noon, against Foundation's calendar. Not every day: Foundation's formatter is
+    /// slow, and this test shares the cooperative threads with timing-bound ones.
+    @Test func daysAcross230YearsReadAsFoundationWroteThem() {
+        let leapCentury = 10_957..<11_323  // 2000-01-01 ..< 2001-01-01
+        let plainCentury = 47_482..<47_847  // 2100-01-01 ..< 2101-01-01
+        let days = Array(stride(from: 0, to: 84_000, by: 29)) + Array(leapCentury) + Array(plainCentury)
         var wrong: [String] = []
-        for day in stride(from: 0, to: 84_000, by: 1) where wrong.count < 3 {
+        for day in days where wrong.count < 3 {
             let seconds = day * 86_400 + 43_200
             let ours = LogfmtLogHandler.timestamp(milliseconds: seconds * 1000)
             let theirs = Self.foundation(seconds, 0)
             if ours != theirs { wrong.append("\(ours) != \(theirs)") }
         }
         #expect(wrong.isEmpty, "\(wrong)")
+        #expect(
+            LogfmtLogHandler.timestamp(milliseconds: leapCentury.upperBound * 86_400_000 - 1)
+                == "2000-12-31T23:59:59.999Z"
+        )
+        // 2100 has no 29 February: the day after the 28th is 1 March.
+        let march2100 = (plainCentury.lowerBound + 31 + 28) * 86_400_000
+        #expect(LogfmtLogHandler.timestamp(milliseconds: march2100 - 1) == "2100-02-28T23:59:59.999Z")
+        #expect(LogfmtLogHandler.timestamp(milliseconds: march2100) == "2100-03-01T00:00:00.000Z")
     }
 }
