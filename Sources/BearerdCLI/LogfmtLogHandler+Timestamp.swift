@@ -7,7 +7,8 @@ extension LogfmtLogHandler {
     /// calendar and time zone: that pulled ICU's code into a daemon that otherwise never needs
     /// it, and cost more per log line. `Date` itself is only a clock read.
     static func timestamp() -> String {
-        let milliseconds = Int((Date.now.timeIntervalSince1970 * 1000).rounded(.down))
+        // A clock beyond what an Int counts in milliseconds reads as 1970, never a trap in a log call.
+        let milliseconds = Int(exactly: (Date.now.timeIntervalSince1970 * 1000).rounded(.down)) ?? 0
         return Self.timestamp(milliseconds: milliseconds)
     }
 
