@@ -27,7 +27,7 @@ extension ProxyHandler {
     /// request whose body is still to come gets its first body check.
     func readEnded() {
         switch self.state {
-        case .idle where self.inbound.readableBytes > 0:
+        case .idle(_, nil) where self.inbound.readableBytes > 0:
             if let deadline = self.machine.headBytesWaiting(now: self.now) { self.arm(deadline) }
         case .exchanging(let exchange) where !exchange.requestEnded && !exchange.deadlines.watchesBody:
             if let check = exchange.deadlines.bodyArriving(now: self.now) { self.arm(check) }
