@@ -6,9 +6,13 @@ import NIOHTTP1
 
 /// One request/response pair passing through a client connection.
 final class Exchange {
+    /// Where the exchange is on its way upstream. Request parts that come before it is
+    /// attached are buffered (at most one read's worth: reads stop until then).
     enum Phase {
-        /// Waiting for a token or an upstream connection; request parts are buffered.
-        case preparing
+        /// Waiting for the token provider, at most `proxy.token_wait`.
+        case waitingForToken
+        /// The upstream head is written; waiting for a pooled or a new upstream connection.
+        case connecting
         /// Attached to an upstream connection; parts flow both ways.
         case forwarding
         /// Done; nothing more may happen to it.
@@ -19,9 +23,9 @@ final class Exchange {
     /// The request target as checked and forwarded (set once the request passed the checks).
     var target: CanonicalTarget?
     let startedAt: NIODeadline
-    var phase: Phase = .preparing
+    var phase: Phase = .connecting
     /// Request parts received before the upstream connection was attached (at most one read's worth,
-    /// because reads stop while preparing).
+    /// because reads stop until then).
     var buffered: [RequestParser.Part] = []
     var requestEnded = false
     var requestBodyBytes = 0

@@ -123,7 +123,6 @@ extension ProxyHandler {
             exchange.held = nil
             exchange.authRetried = true
             self.metrics.retried()
-            exchange.phase = .preparing
             exchange.responseStatus = nil
             let body = exchange.retryBody
             exchange.dropRetryBody()

@@ -94,31 +94,35 @@ extension ProxyHandler: UpstreamConnectionOwner {
         guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding else { return }
         exchange.held = nil
         let connection = exchange.closeUpstream()
-        if exchange.responseHeadSent {
+        let failure = UpstreamFailure(
+            responseStarted: exchange.responseHeadSent,
+            connectionReused: (connection?.requestCount ?? 0) > 1,
+            replayed: exchange.retried,
+            requestEnded: exchange.requestEnded,
+            requestBodyBytes: exchange.requestBodyBytes,
+            idempotent: exchange.request.method.isIdempotent,
+            malformedResponse: error is UpstreamResponseError,
+            provesPossession: self.settings.dpop != nil
+        )
+        switch failure.action {
+        case .abandon:
             self.logger.warning(
                 "upstream closed the connection in the middle of a response; closing the client connection",
                 metadata: ["error": "\(error)"]
             )
             self.abandon(exchange, outcome: "upstream_closed")
-            return
-        }
-        let reused = (connection?.requestCount ?? 0) > 1
-        if reused && !exchange.retried && exchange.requestEnded && exchange.requestBodyBytes == 0
-            && exchange.request.method.isIdempotent && !(error is UpstreamResponseError)
-        {
-            // A pooled connection the upstream had already closed: replay the bodyless request once.
-            // Only an idempotent one: the upstream may have acted on a POST before it closed.
+        case .replay(let reprove):
+            // A pooled connection the upstream had already closed: the request goes once more.
             exchange.retried = true
-            exchange.phase = .preparing
-            if self.settings.dpop != nil {
-                // A DPoP proof is for one sending: its jti may have reached the upstream.
+            exchange.phase = .connecting
+            if reprove {
                 self.prepare(exchange, token: exchange.token, fresh: true)
             } else {
                 self.connect(exchange, fresh: true)
             }
-            return
+        case .fail:
+            self.fail(exchange, .upstreamFailed(self.settings.target.description, reason: Self.describe(error)))
         }
-        self.fail(exchange, .upstreamFailed(self.settings.target.description, reason: Self.describe(error)))
     }
 
     func startResponseTimeout(_ exchange: Exchange) {

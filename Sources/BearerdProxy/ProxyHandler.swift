@@ -276,8 +276,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// the time of the provider's next real attempt, while the refresh goes on for the others.
     private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
+        exchange.phase = .waitingForToken
         let giveUp = context.eventLoop.assumeIsolated().scheduleTask(in: self.settings.tokenWait) {
-            guard self.isCurrent(exchange), exchange.phase == .preparing, exchange.token == nil else { return }
+            guard self.isCurrent(exchange), exchange.phase == .waitingForToken else { return }
             var failure = ProxyFailure.tokenWaitExceeded(self.settings.tokenWait)
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
@@ -297,6 +298,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// Writes the upstream head and connects; `fresh`: not on a pooled connection.
     func prepare(_ exchange: Exchange, token: BearerToken?, fresh: Bool = false) {
         guard self.context != nil, let target = exchange.target else { return }
+        exchange.phase = .connecting
         exchange.token = token
         var head = self.upstreamHeads.take(capacity: 512)
         let (framing, upgrade) = HeaderRewriter.upstreamRequest(
