@@ -104,7 +104,7 @@ public struct AdminAPI: Sendable {
         case .engine(let manager):
             return await manager.status()
         case .staticToken(_, let path):
-            var status = TokenStatus(state: "static", failuresInARow: 0, storeBehind: false, now: Date())
+            var status = TokenStatus(state: .static, failuresInARow: 0, storeBehind: false, now: Date())
             status.detail = "the token is read from auth.static_token_file (\(path)): there is no session to manage"
             return status
         }
@@ -119,7 +119,7 @@ public struct AdminAPI: Sendable {
             }
             return .init(status: .ok, body: AdminMessages.encode(AdminMessages.Token(accessToken: token.value)))
         } catch let error as TokenUnavailableError {
-            let status: HTTPResponseStatus = error.errorName == "not_logged_in" ? .conflict : .serviceUnavailable
+            let status: HTTPResponseStatus = error.code == .notLoggedIn ? .conflict : .serviceUnavailable
             return Self.failure(status, error.errorName, error.message)
         } catch {
             return Self.failure(.serviceUnavailable, "token_unavailable", "\(error)")

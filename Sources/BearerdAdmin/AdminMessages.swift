@@ -47,7 +47,7 @@ public enum AdminMessages {
 
     /// `GET /health`.
     public struct Health: Codable, Sendable {
-        public var state: String
+        public var state: TokenStatus.State
         public var expiresIn: Int?
         public var lastRefreshResult: String?
         public var failuresInARow: Int

@@ -1,25 +1,44 @@
 /// No token can be had right now. Its message tells the user what to do; it never holds a token.
 public struct TokenUnavailableError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable {
-        case notLoggedIn
-        case tokenServerUnavailable
-        case tokenSourceFailed
+    /// Which failure it is, for code to compare (`error.code == .notLoggedIn`). A struct over a
+    /// private enum, as swift-service-lifecycle's `ServiceGroupError.Code`: a new kind is not a
+    /// breaking change for an exhaustive `switch` elsewhere.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: Hashable, Sendable {
+            case notLoggedIn
+            case tokenServerUnavailable
+            case tokenSourceFailed
+        }
+
+        private let kind: Kind
+
+        /// There is no session: someone has to log in.
+        public static let notLoggedIn = Code(kind: .notLoggedIn)
+        /// The token server cannot be reached or fails; retrying later may succeed.
+        public static let tokenServerUnavailable = Code(kind: .tokenServerUnavailable)
+        /// The configured token source cannot give a token.
+        public static let tokenSourceFailed = Code(kind: .tokenSourceFailed)
+
+        /// The short machine-readable name: the `error` field of the proxy's and the admin
+        /// socket's JSON answers.
+        public var description: String {
+            switch self.kind {
+            case .notLoggedIn: "not_logged_in"
+            case .tokenServerUnavailable: "token_server_unavailable"
+            case .tokenSourceFailed: "token_unavailable"
+            }
+        }
     }
 
-    private let code: Code
+    /// Which failure it is.
+    public let code: Code
     /// What happened and what to do next, fit for a user.
     public let message: String
     /// Seconds after which a retry may succeed, sent to clients as `Retry-After`.
     public let retryAfterSeconds: Int?
 
     /// A short machine-readable name, used as the `error` field of the proxy's JSON answers.
-    public var errorName: String {
-        switch self.code {
-        case .notLoggedIn: "not_logged_in"
-        case .tokenServerUnavailable: "token_server_unavailable"
-        case .tokenSourceFailed: "token_unavailable"
-        }
-    }
+    public var errorName: String { self.code.description }
 
     /// There is no user session: someone has to log in.
     public static func notLoggedIn(_ message: String = "no token: run `bearerd login`") -> Self {

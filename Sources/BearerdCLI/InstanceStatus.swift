@@ -51,7 +51,7 @@ enum InstanceStatus {
         await channel.close()
         switch answer {
         case .success(let status):
-            row.state = PrintableText.of(status.state.replacingOccurrences(of: "_", with: " "))
+            row.state = status.state.text
             if let expiresAt = status.expiresAt {
                 row.expires = "in " + StatusText.span(max(0, Int(expiresAt.timeIntervalSince(status.now).rounded())))
             }

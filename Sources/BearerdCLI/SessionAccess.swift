@@ -54,7 +54,7 @@ enum SessionAccess {
             engine = try TokenEngine.make(prepared, logger: logger)
         } catch let error as StoreError where error.code == .inUse {
             throw CommandFailure(
-                "\(error.description.components(separatedBy: ": stop it first").first ?? ""), but no daemon answers on the admin socket \(socket): check that this command and the daemon use the same config (admin.socket)"
+                "\(error.holder ?? "the token store is in use"), but no daemon answers on the admin socket \(socket): check that this command and the daemon use the same config (admin.socket)"
             )
         } catch let failure as CommandFailure {
             throw failure

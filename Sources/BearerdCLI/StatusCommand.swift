@@ -43,7 +43,7 @@ struct StatusCommand: AsyncParsableCommand {
             } else {
                 print(StatusText.render(status), terminator: "")
             }
-            if status.state == "logged_out" { throw ExitCode(3) }
+            if status.state == .loggedOut { throw ExitCode(3) }
         }
     }
 }
@@ -53,7 +53,7 @@ enum StatusText {
     static func render(_ status: TokenStatus) -> String {
         var lines: [(String, String)] = []
         if let daemon = status.daemon { lines.append(("daemon", daemon)) }
-        lines.append(("state", status.state.replacingOccurrences(of: "_", with: " ")))
+        lines.append(("state", status.state.text))
         if let detail = status.detail { lines.append(("detail", detail)) }
         if let session = status.session { lines.append(("session", session)) }
         if let subject = status.subject { lines.append(("subject", subject)) }

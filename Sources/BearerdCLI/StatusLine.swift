@@ -7,12 +7,12 @@ enum StatusLine {
     static func text(_ backend: AdminAPI.Backend) async -> String {
         guard case .engine(let manager) = backend else { return "serving with a static token" }
         let status = await manager.status()
-        let state = status.state.replacingOccurrences(of: "_", with: " ")
+        let state = status.state.text
         var parts = [status.session.map { "\(state), \($0) session" } ?? state]
         if let seconds = status.expiresIn {
             parts.append(seconds > 0 ? "token expires in \(StatusText.span(seconds))" : "token expired")
         }
-        if let detail = status.detail, status.state != "ready" { parts.append(detail) }
+        if let detail = status.detail, status.state != .ready { parts.append(detail) }
         return PrintableText.of(parts.joined(separator: "; "))
     }
 }

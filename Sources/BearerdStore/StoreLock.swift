@@ -37,9 +37,7 @@ final class StoreLock: Sendable {
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let holder = Self.holder(descriptor)
             close(descriptor)
-            throw .inUse(
-                "the token store \(path) is in use by another bearerd\(holder.map { " (pid \($0))" } ?? ""): stop it first; `bearerd login`, `status` and `token` go through the running daemon"
-            )
+            throw .inUse(path, holderPID: holder)
         }
         let record = Array("\(getpid())\n".utf8)
         if ftruncate(descriptor, 0) != 0 || pwrite(descriptor, record, record.count, 0) != record.count {

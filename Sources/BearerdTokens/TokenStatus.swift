@@ -4,8 +4,9 @@ import Foundation
 /// What `bearerd status` shows: the state of the session and of its refreshes. It holds no
 /// token, by construction: no field can carry one.
 public struct TokenStatus: Sendable, Codable, Equatable {
-    /// `ready`, `refreshing`, `waiting` (the token server failed; retrying) or `logged_out`.
-    public var state: String
+    /// Where the session is; written as `ready`, `refreshing`, `waiting`, `logged_out` or
+    /// `static` in JSON.
+    public var state: State
     /// `user` or `client`, when there is a session.
     public var session: String?
     /// The access token's `sub`, when it is a JWT.
@@ -46,7 +47,24 @@ public struct TokenStatus: Sendable, Codable, Equatable {
         }
     }
 
-    public init(state: String, failuresInARow: Int = 0, storeBehind: Bool = false, now: Date) {
+    /// Where the session is.
+    public enum State: String, Sendable, Codable, Equatable {
+        /// A valid token is in hand.
+        case ready
+        /// A refresh is under way.
+        case refreshing
+        /// The token server failed; bearerd retries at `next_refresh_at`.
+        case waiting
+        /// There is no session: someone has to run `bearerd login`.
+        case loggedOut = "logged_out"
+        /// The token comes from `auth.static_token_file`: there is no session to manage.
+        case `static`
+
+        /// For people: `logged out`.
+        public var text: String { self.rawValue.replacingOccurrences(of: "_", with: " ") }
+    }
+
+    public init(state: State, failuresInARow: Int = 0, storeBehind: Bool = false, now: Date) {
         self.state = state
         self.failuresInARow = failuresInARow
         self.storeBehind = storeBehind
@@ -88,14 +106,14 @@ extension TokenManager {
     public func status() -> TokenStatus {
         let now = self.clock.now
         var status = TokenStatus(
-            state: "",
+            state: .ready,
             failuresInARow: self.consecutiveFailures,
             storeBehind: self.storeBehind,
             now: now
         )
         switch self.state {
         case .ready(let session):
-            status.state = "ready"
+            status.state = .ready
             if session.refreshToken == nil && !self.source.hasClientGrant {
                 let formatter = ISO8601DateFormatter()
                 status.detail =
@@ -104,13 +122,13 @@ extension TokenManager {
                 status.nextRefreshAt = session.refreshAt
             }
         case .refreshing:
-            status.state = "refreshing"
+            status.state = .refreshing
         case .waiting(_, let retryAt, let reason):
-            status.state = "waiting"
+            status.state = .waiting
             status.nextRefreshAt = retryAt
             status.detail = reason
         case .loggedOut(let reason):
-            status.state = "logged_out"
+            status.state = .loggedOut
             status.detail = reason
         }
         if let session = self.currentSession {

@@ -147,7 +147,7 @@ struct FleetLockTests {
             let result = await fleet[0].manager.logOut()
             #expect(result.loggedOut)
             try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken() == nil }
-            #expect(await fleet[1].manager.status().state == "logged_out")
+            #expect(await fleet[1].manager.status().state == .loggedOut)
             #expect(try database.sql("SELECT version FROM bearerd_sessions") == "2")
             #expect(endpoint.requests.isEmpty)
         }

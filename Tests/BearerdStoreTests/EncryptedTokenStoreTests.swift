@@ -194,7 +194,12 @@ struct EncryptedTokenStoreTests {
             #expect {
                 _ = try self.store()
             } throws: { error in
-                (error as? StoreError)?.code == .inUse && "\(error)".contains("pid \(getpid())")
+                guard let error = error as? StoreError else { return false }
+                // The holder is a field, for callers that explain it in their own words.
+                return error.code == .inUse && "\(error)".contains("pid \(getpid())")
+                    && error.holderPID == Int(getpid()) && error.path == self.storePath
+                    && error.holder
+                        == "the token store \(self.storePath) is in use by another bearerd (pid \(getpid()))"
             }
             withExtendedLifetime(first) {}
         }

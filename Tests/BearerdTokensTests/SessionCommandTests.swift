@@ -156,7 +156,7 @@ struct SessionCommandTests {
         }
         try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
         let status = await harness.manager.status()
-        #expect(status.state == "ready" && status.nextRefreshAt == nil)
+        #expect(status.state == .ready && status.nextRefreshAt == nil)
         #expect(status.detail?.contains("run `bearerd login` again before 2027-01-15T09:00:00Z") == true, "\(status)")
         // Served until it expires (not dropped at the refresh margin), then a login is needed.
         harness.clock.advance(by: .seconds(3590))
@@ -165,7 +165,7 @@ struct SessionCommandTests {
         harness.clock.advance(by: .seconds(20))
         await harness.manager.timerFired()
         await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
-        #expect(await harness.manager.status().state == "logged_out")
+        #expect(await harness.manager.status().state == .loggedOut)
     }
 
     @Test func theSeedOnlyFillsAnEmptyStore() async throws {
@@ -198,11 +198,11 @@ struct SessionCommandTests {
             )
         }
         var status = await harness.manager.status()
-        #expect(status.state == "ready" && status.session == "user" && status.expiresAt == nil)
+        #expect(status.state == .ready && status.session == "user" && status.expiresAt == nil)
         _ = try await harness.manager.token()
         harness.clock.advance(by: .seconds(100))
         status = await harness.manager.status()
-        #expect(status.state == "ready" && status.session == "user")
+        #expect(status.state == .ready && status.session == "user")
         #expect(status.subject == "alice@example.com" && status.scope == "read write")
         #expect(status.expiresIn == 3500)
         #expect(status.lastRefreshResult == "ok" && status.lastRefreshGrant == "refresh_token")
