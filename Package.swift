@@ -85,6 +85,8 @@ let package = Package(
                 "BearerdAuth",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
+                // `log.level` is read as swift-log's `Logger.Level`, not a string.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -278,7 +280,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BearerdConfigTests",
-            dependencies: ["BearerdConfig", "BearerdTestSupport"],
+            dependencies: [
+                "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

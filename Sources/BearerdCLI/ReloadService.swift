@@ -76,7 +76,7 @@ final class ReloadService: Service, Sendable {
             return
         }
         await self.manager?.update(policy: TokenPlan.policy(new.auth))
-        self.logLevel.value = Logger.Level(rawValue: new.log.level) ?? .info
+        self.logLevel.value = new.log.level
         self.logger.debug("log level applied", metadata: ["log_level": "\(new.log.level)"])
         let restartOnly = RestartOnlyKeys.changed(from: old, to: new)
         let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }

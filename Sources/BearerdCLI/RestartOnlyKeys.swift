@@ -1,3 +1,4 @@
+import BearerdAuth
 import BearerdConfig
 
 /// The settings a reload does not apply to a running daemon: the token source and the store.
@@ -51,7 +52,7 @@ enum RestartOnlyKeys {
             values["auth.issuer"] = oauth2.issuer ?? ""
             values["auth.client_id"] = oauth2.clientID
             values["auth.client_secret_file"] = oauth2.clientSecretFile ?? ""
-            values["auth.client_auth"] = oauth2.clientAuthentication
+            values["auth.client_auth"] = oauth2.clientAuthentication.rawValue
             values["auth.client_key_file"] = oauth2.clientKeyFile ?? ""
             values["auth.client_key_id"] = oauth2.clientKeyID ?? ""
             values["auth.client_assertion_alg"] = oauth2.clientAssertionAlgorithm ?? ""

@@ -34,7 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
             StandardError.emit("bearerd: \(failure.report)")
             throw ExitCode(78)  // EX_CONFIG
         }
-        let level = LogLevelSetting(Logger.Level(rawValue: prepared.configuration.log.level) ?? .info)
+        let level = LogLevelSetting(prepared.configuration.log.level)
         LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, journald: journald) }
         // Before anything makes a metric: they are made against the factory bootstrapped here.
         let registry = PrometheusCollectorRegistry()

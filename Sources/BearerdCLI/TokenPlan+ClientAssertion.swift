@@ -1,3 +1,4 @@
+import BearerdAuth
 import BearerdConfig
 import BearerdJOSE
 import BearerdTokens
@@ -7,7 +8,7 @@ extension TokenPlan {
     /// The signer of `private_key_jwt` assertions, its key read and checked now, so that
     /// `check-config` and `serve` refuse a key that cannot sign before anything starts.
     static func assertionSigner(_ oauth2: BearerdConfiguration.Auth.OAuth2) throws -> JWTClientAssertionSigner? {
-        guard oauth2.clientAuthentication == OAuth2Source.ClientAuthentication.privateKeyJWT.rawValue,
+        guard oauth2.clientAuthentication == .privateKeyJWT,
             let path = oauth2.clientKeyFile
         else { return nil }
         let pem = try Self.readFile(path, what: "auth.client_key_file")

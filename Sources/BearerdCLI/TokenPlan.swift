@@ -66,8 +66,7 @@ enum TokenPlan {
                     endpoint: endpoint,
                     clientID: oauth2.clientID,
                     clientSecret: try oauth2.clientSecretFile.map { try Self.readSecret($0, what: "client secret") },
-                    clientAuthentication: OAuth2Source.ClientAuthentication(rawValue: oauth2.clientAuthentication)
-                        ?? .clientSecretBasic,
+                    clientAuthentication: oauth2.clientAuthentication,
                     scopes: oauth2.scopes,
                     extraParameters: oauth2.extraParameters.map { ($0.name, $0.value) },
                     clientCredentials: oauth2.clientCredentials,

@@ -1,3 +1,5 @@
+import BearerdAuth
+
 extension BearerdConfiguration {
     /// `auth.*`: where the token comes from, and the token engine's timing.
     public struct Auth: Sendable {
@@ -16,9 +18,8 @@ extension BearerdConfiguration {
             public var clientID: String
             /// `auth.client_secret_file`, resolved.
             public var clientSecretFile: String?
-            /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`, `tls_client_auth`
-            /// or `none`.
-            public var clientAuthentication: String
+            /// `auth.client_auth`.
+            public var clientAuthentication: ClientAuthentication
             /// `auth.client_key_file`, resolved: the PEM private key that signs `private_key_jwt`
             /// assertions.
             public var clientKeyFile: String?

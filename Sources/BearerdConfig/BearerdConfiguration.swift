@@ -1,3 +1,5 @@
+import Logging
+
 /// Everything `bearerd serve` needs, validated. Built by ``ConfigLoader``; every field has the
 /// default documented in `config/bearerd.example.yaml`.
 public struct BearerdConfiguration: Sendable {
@@ -152,7 +154,7 @@ public struct BearerdConfiguration: Sendable {
     /// `log.*`
     public struct Log: Sendable {
         /// `log.level`.
-        public var level: String
+        public var level: Logger.Level
         /// `log.access`: one line per request.
         public var access: Bool
         /// `log.access_query`: include the query string in access lines.

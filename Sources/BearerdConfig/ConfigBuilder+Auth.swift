@@ -121,23 +121,22 @@ extension ConfigBuilder {
         if let secretFile, let problem = SecretFileCheck.problem(path: secretFile) {
             self.issue("auth.client_secret_file", problem)
         }
-        let authentication = (self.string("auth.client_auth") ?? (secretFile == nil ? "none" : "client_secret_basic"))
+        let written = (self.string("auth.client_auth") ?? (secretFile == nil ? "none" : "client_secret_basic"))
             .lowercased()
-        let methods = ["client_secret_basic", "client_secret_post", "private_key_jwt", "tls_client_auth", "none"]
-        if !methods.contains(authentication) {
-            self.issue(
-                "auth.client_auth",
-                "must be one of \(methods.joined(separator: ", ")) (got \"\(authentication)\")"
-            )
-        } else if authentication.hasPrefix("client_secret") && secretFile == nil {
-            self.issue("auth.client_secret_file", "required with auth.client_auth: \(authentication)")
-        } else if authentication == "tls_client_auth" && self.string("auth.tls_cert_file") == nil {
+        let parsed = ClientAuthentication(rawValue: written)
+        let authentication = parsed ?? .clientSecretBasic
+        if parsed == nil {
+            let methods = ClientAuthentication.allCases.map(\.rawValue).joined(separator: ", ")
+            self.issue("auth.client_auth", "must be one of \(methods) (got \"\(written)\")")
+        } else if authentication.sendsSecret && secretFile == nil {
+            self.issue("auth.client_secret_file", "required with auth.client_auth: \(authentication.rawValue)")
+        } else if authentication == .tlsClientAuth && self.string("auth.tls_cert_file") == nil {
             self.issue(
                 "auth.tls_cert_file",
                 "required with auth.client_auth: tls_client_auth (the client certificate, PEM)"
             )
         }
-        let assertion = self.clientAssertion(authentication: authentication, issuer: issuer)
+        let assertion = self.clientAssertion(authentication: parsed, issuer: issuer)
         return BearerdConfiguration.Auth.OAuth2(
             tokenURL: tokenURL,
             issuer: issuer,

@@ -1,3 +1,4 @@
+import BearerdAuth
 import Foundation
 
 extension ConfigBuilder {
@@ -5,7 +6,7 @@ extension ConfigBuilder {
     /// `auth.client_assertion_audience`: how `private_key_jwt` signs (RFC 7523 §2.2). The key
     /// itself is parsed when the token source is made.
     mutating func clientAssertion(
-        authentication: String,
+        authentication: ClientAuthentication?,
         issuer: String?
     ) -> (keyFile: String?, keyID: String?, algorithm: String?, audience: String) {
         let keyFile = self.string("auth.client_key_file").map(self.resolve)
@@ -16,7 +17,7 @@ extension ConfigBuilder {
             ("auth.client_key_file", keyFile), ("auth.client_key_id", keyID), ("auth.client_assertion_alg", algorithm),
             ("auth.client_assertion_audience", self.string("auth.client_assertion_audience")),
         ]
-        guard authentication == "private_key_jwt" else {
+        guard authentication == .privateKeyJWT else {
             for (key, value) in keys where value != nil {
                 self.issue(key, "applies only with auth.client_auth: private_key_jwt")
             }

@@ -1,6 +1,7 @@
 import BearerdAuth
 import Configuration
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -148,13 +149,14 @@ struct ConfigBuilder {
     }
 
     private mutating func log() -> BearerdConfiguration.Log {
-        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-        let level = (self.string("log.level") ?? "info").lowercased()
-        if !levels.contains(level) {
-            self.issue("log.level", "must be one of \(levels.joined(separator: ", ")) (got \"\(level)\")")
+        let written = (self.string("log.level") ?? "info").lowercased()
+        let level = Logger.Level(rawValue: written)
+        if level == nil {
+            let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+            self.issue("log.level", "must be one of \(levels) (got \"\(written)\")")
         }
         return BearerdConfiguration.Log(
-            level: level,
+            level: level ?? .info,
             access: self.bool("log.access", default: true),
             accessQuery: self.bool("log.access_query", default: false)
         )

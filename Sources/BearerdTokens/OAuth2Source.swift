@@ -13,15 +13,8 @@ public final class OAuth2Source: TokenSource {
         case issuer(String)
     }
 
-    public enum ClientAuthentication: String, Sendable, CaseIterable {
-        case clientSecretBasic = "client_secret_basic"
-        case clientSecretPost = "client_secret_post"
-        /// RFC 7523 §2.2: a JWT signed with the client's private key, one per request.
-        case privateKeyJWT = "private_key_jwt"
-        /// RFC 8705 §2: the client certificate the transport presents in TLS proves the client.
-        case tlsClientAuth = "tls_client_auth"
-        case none
-    }
+    /// `auth.client_auth` (``BearerdAuth/ClientAuthentication``).
+    public typealias ClientAuthentication = BearerdAuth.ClientAuthentication
 
     public struct Settings: Sendable {
         public var endpoint: Endpoint

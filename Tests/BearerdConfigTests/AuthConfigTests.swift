@@ -1,3 +1,4 @@
+import BearerdAuth
 import BearerdConfig
 import BearerdTestSupport
 import Foundation
@@ -40,7 +41,7 @@ struct AuthConfigTests {
             return
         }
         #expect(oauth2.tokenURL == "https://auth.example/o/token/" && oauth2.clientID == "pw-client")
-        #expect(oauth2.clientAuthentication == "client_secret_basic", "a secret means basic by default")
+        #expect(oauth2.clientAuthentication == .clientSecretBasic, "a secret means basic by default")
         #expect(oauth2.scopes == ["read", "write"])
         #expect(oauth2.extraParameters == [.init(name: "audience", value: "https://api.example.com")])
         #expect(!oauth2.clientCredentials)

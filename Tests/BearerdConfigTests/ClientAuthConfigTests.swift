@@ -1,3 +1,4 @@
+import BearerdAuth
 import BearerdConfig
 import BearerdTestSupport
 import Foundation
@@ -43,7 +44,7 @@ struct ClientAuthConfigTests {
     @Test func privateKeyJWTReadsItsKeysWithTheirDefaults() throws {
         let config = try self.load("  client_auth: private_key_jwt\n  client_key_file: client.key")
         guard case .oauth2(let oauth2) = config.auth.source else { throw TestClientError("not oauth2") }
-        #expect(oauth2.clientAuthentication == "private_key_jwt")
+        #expect(oauth2.clientAuthentication == .privateKeyJWT)
         #expect(oauth2.clientKeyFile == self.key)
         #expect(oauth2.clientKeyID == nil && oauth2.clientAssertionAlgorithm == nil)
         #expect(oauth2.clientAssertionAudience == "endpoint")

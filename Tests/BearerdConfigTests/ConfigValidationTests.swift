@@ -1,6 +1,7 @@
 import BearerdConfig
 import BearerdTestSupport
 import Foundation
+import Logging
 import Testing
 
 @Suite("Config validation: each rule names its key")
@@ -55,7 +56,7 @@ struct ConfigValidationTests {
         #expect(config.proxy.forwardedHeaders)
         #expect(config.proxy.maxRequestBody == nil)
         #expect(config.proxy.maxHeaderSize == 64 * 1024)
-        #expect(config.log.level == "info")
+        #expect(config.log.level == .info)
         #expect(config.log.access)
         #expect(!config.log.accessQuery)
     }
@@ -195,7 +196,7 @@ struct ConfigValidationTests {
                 .tcp(host: "127.0.0.1", port: 1234), .tcp(host: "::1", port: 1234), .unix(path: "/run/bearerd/p.sock"),
             ]
         )
-        #expect(config.log.level == "warning")
+        #expect(config.log.level == .warning)
         #expect(config.proxy.maxRequestBody == 10 << 20)
     }
 
