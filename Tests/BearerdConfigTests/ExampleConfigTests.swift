@@ -25,11 +25,70 @@ struct ExampleConfigTests {
         #expect(oauth2.clientID == "bearerd")
     }
 
+    /// The config fuzz target starts from the example: a copy that drifts stops exercising the
+    /// keys added since (it had lost upstream.client_cert_file and proxy.allow_upgrades).
+    @Test func theFuzzSeedIsTheExampleAndTheDictionaryHasEveryKey() throws {
+        let root = URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().deletingLastPathComponent()
+        let example = try String(contentsOfFile: Self.examplePath, encoding: .utf8)
+        let seed = try String(contentsOf: root.appendingPathComponent("fuzz/corpus/config/example"), encoding: .utf8)
+        #expect(seed == example, "cp config/bearerd.example.yaml fuzz/corpus/config/example")
+        let dictionary = try String(contentsOf: root.appendingPathComponent("fuzz/config.dict"), encoding: .utf8)
+        for key in ConfigLoader.knownKeys {
+            for part in key.split(separator: ".") {
+                #expect(dictionary.contains("\"\(part):\""), "fuzz/config.dict lacks \"\(part):\" (\(key))")
+            }
+        }
+    }
+
     @Test func exampleDocumentsEveryKey() throws {
         let text = try String(contentsOfFile: Self.examplePath, encoding: .utf8)
         for key in ConfigLoader.knownKeys {
             let leaf = String(key.split(separator: ".").last!)
             #expect(text.contains("\(leaf):"), "the example config does not document \(key)")
         }
+    }
+
+    /// "Every key below shows its default": the example and a config holding only what the
+    /// example sets that has no default (the upstream, the token server, the client, the store
+    /// key) load to the same values, so a default changed in the code and not in the example (or
+    /// the other way round) fails here.
+    @Test func theDocumentedDefaultsAreTheRealOnes() throws {
+        let directory = try TemporaryDirectory()
+        let secret = try directory.write("s", to: "secret")
+        let key = try directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
+        let environment = ["BEARERD_AUTH_CLIENT_SECRET_FILE": secret, "BEARERD_STORE_KEY_FILE": key]
+        let example = try ConfigLoader(environment: environment).load(path: Self.examplePath)
+        let minimal = try ConfigLoader(environment: environment).load(
+            yaml: """
+                upstream:
+                  url: "https://api.example.com/v2"
+                auth:
+                  token_url: https://auth.example.com/oauth/token
+                  client_id: bearerd
+                """,
+            source: "minimal.yaml",
+            baseDirectory: URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().path
+        )
+        let documented = Self.fields(example)
+        let real = Self.fields(minimal)
+        for (field, value) in documented where real[field] != value {
+            Issue.record("\(field): the example shows \(value), the default is \(real[field] ?? "nothing")")
+        }
+        #expect(documented.count == real.count && documented.count > 50)
+    }
+
+    /// Every leaf of the configuration's value, by its path (`proxy.maxHeaderCount: 100`).
+    static func fields(_ value: Any, path: String = "") -> [String: String] {
+        let mirror = Mirror(reflecting: value)
+        if mirror.displayStyle == .set {
+            return [path: mirror.children.map { "\($0.value)" }.sorted().joined(separator: ",")]
+        }
+        guard !mirror.children.isEmpty else { return [path: "\(value)"] }
+        var fields: [String: String] = [:]
+        for (index, child) in mirror.children.enumerated() {
+            let name = path.isEmpty ? (child.label ?? "\(index)") : "\(path).\(child.label ?? "\(index)")"
+            fields.merge(Self.fields(child.value, path: name)) { first, _ in first }
+        }
+        return fields
     }
 }
