@@ -6,9 +6,9 @@ import NIOHTTP1
 
 /// What the admin socket answers, without the socket: each route is a call into the token
 /// engine. The daemon serves it (``AdminServer``); the tests call it directly too.
-public struct AdminAPI: Sendable {
+package struct AdminAPI: Sendable {
     /// Where tokens come from.
-    public enum Backend: Sendable {
+    package enum Backend: Sendable {
         case engine(TokenManager)
         /// `auth.static_token_file`: a token to show, no session to manage.
         case staticToken(any TokenProvider, path: String)
@@ -16,38 +16,38 @@ public struct AdminAPI: Sendable {
 
     /// Which routes a listener offers: everything on the owner-only admin socket; only
     /// `/metrics`, `/health` and `/ready` on the TCP `metrics.listen` address.
-    public enum Exposure: Sendable {
+    package enum Exposure: Sendable {
         case admin
         case observability
     }
 
     /// An answer, JSON unless said otherwise.
-    public struct Response: Sendable {
-        public var status: HTTPResponseStatus
-        public var body: Data
-        public var contentType = "application/json"
+    package struct Response: Sendable {
+        package var status: HTTPResponseStatus
+        package var body: Data
+        package var contentType = "application/json"
     }
 
     /// Request bodies larger than this are refused (413).
-    public static let maxBody = 64 * 1024
+    package static let maxBody = 64 * 1024
 
     let backend: Backend
     let logger: Logger
     let metrics: @Sendable () async -> String
 
     /// - Parameter metrics: the Prometheus text exposition, made at each scrape.
-    public init(backend: Backend, logger: Logger, metrics: @escaping @Sendable () async -> String = { "" }) {
+    package init(backend: Backend, logger: Logger, metrics: @escaping @Sendable () async -> String = { "" }) {
         self.backend = backend
         self.logger = logger
         self.metrics = metrics
     }
 
     /// Whether `method path` is the streaming device login (``deviceLogin(send:)``).
-    public static func isDeviceLogin(method: HTTPMethod, path: String) -> Bool {
+    package static func isDeviceLogin(method: HTTPMethod, path: String) -> Bool {
         method == .POST && Self.route(path) == "/v1/login/device"
     }
 
-    public func respond(method: HTTPMethod, path: String, body: Data, exposure: Exposure = .admin) async -> Response {
+    package func respond(method: HTTPMethod, path: String, body: Data, exposure: Exposure = .admin) async -> Response {
         switch (method, Self.route(path)) {
         case (.GET, "/metrics"):
             return .init(
@@ -81,7 +81,7 @@ public struct AdminAPI: Sendable {
     }
 
     /// `POST /v1/login/device`: sends the prompt, then the outcome, one JSON line each.
-    public func deviceLogin(send: @escaping @Sendable (Data) async throws -> Void) async {
+    package func deviceLogin(send: @escaping @Sendable (Data) async throws -> Void) async {
         guard case .engine(let manager) = self.backend else {
             try? await send(Self.line(AdminMessages.DeviceEvent(failure: Self.noSession)))
             return

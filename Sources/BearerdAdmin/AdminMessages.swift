@@ -2,21 +2,21 @@ import BearerdTokens
 import Foundation
 
 /// The bodies the admin socket reads and writes: JSON, shared by the daemon and the CLI.
-public enum AdminMessages {
+package enum AdminMessages {
     /// `POST /v1/login`: a password login (or a JSON API's sign-in), or an imported refresh
     /// token.
-    public struct Login: Codable, Sendable {
-        public var method: Method
-        public var username: String?
-        public var password: String?
-        public var refreshToken: String?
+    package struct Login: Codable, Sendable {
+        package var method: Method
+        package var username: String?
+        package var password: String?
+        package var refreshToken: String?
 
-        public enum Method: String, Codable, Sendable {
+        package enum Method: String, Codable, Sendable {
             case password
             case refreshToken = "refresh_token"
         }
 
-        public init(method: Method, username: String? = nil, password: String? = nil, refreshToken: String? = nil) {
+        package init(method: Method, username: String? = nil, password: String? = nil, refreshToken: String? = nil) {
             self.method = method
             self.username = username
             self.password = password
@@ -30,11 +30,11 @@ public enum AdminMessages {
     }
 
     /// `GET /v1/token`.
-    public struct Token: Codable, Sendable {
-        public var accessToken: String
-        public var tokenType: String
+    package struct Token: Codable, Sendable {
+        package var accessToken: String
+        package var tokenType: String
 
-        public init(accessToken: String) {
+        package init(accessToken: String) {
             self.accessToken = accessToken
             self.tokenType = "Bearer"
         }
@@ -46,12 +46,12 @@ public enum AdminMessages {
     }
 
     /// `GET /health`.
-    public struct Health: Codable, Sendable {
-        public var state: TokenStatus.State
-        public var expiresIn: Int?
-        public var lastRefreshResult: String?
-        public var failuresInARow: Int
-        public var detail: String?
+    package struct Health: Codable, Sendable {
+        package var state: TokenStatus.State
+        package var expiresIn: Int?
+        package var lastRefreshResult: String?
+        package var failuresInARow: Int
+        package var detail: String?
 
         enum CodingKeys: String, CodingKey {
             case state, detail
@@ -62,33 +62,33 @@ public enum AdminMessages {
     }
 
     /// Any failure: a short name and a message for a person.
-    public struct Failure: Codable, Sendable, Error, CustomStringConvertible {
-        public var error: String
-        public var message: String
+    package struct Failure: Codable, Sendable, Error, CustomStringConvertible {
+        package var error: String
+        package var message: String
 
-        public init(error: String, message: String) {
+        package init(error: String, message: String) {
             self.error = error
             self.message = message
         }
 
-        public var description: String { self.message }
+        package var description: String { self.message }
     }
 
     /// One line of `POST /v1/login/device`'s answer (newline-delimited JSON): first the prompt,
     /// then the status once logged in, or a failure.
-    public struct DeviceEvent: Codable, Sendable {
-        public var prompt: DevicePrompt?
-        public var status: TokenStatus?
-        public var failure: Failure?
+    package struct DeviceEvent: Codable, Sendable {
+        package var prompt: DevicePrompt?
+        package var status: TokenStatus?
+        package var failure: Failure?
 
-        public init(prompt: DevicePrompt? = nil, status: TokenStatus? = nil, failure: Failure? = nil) {
+        package init(prompt: DevicePrompt? = nil, status: TokenStatus? = nil, failure: Failure? = nil) {
             self.prompt = prompt
             self.status = status
             self.failure = failure
         }
     }
 
-    public static func encode(_ value: some Encodable) -> Data {
+    package static func encode(_ value: some Encodable) -> Data {
         // Every message type encodes; a failure here is a programming error caught by the tests.
         (try? TokenStatus.encoder().encode(value)) ?? Data(#"{"error":"internal","message":"cannot encode"}"#.utf8)
     }

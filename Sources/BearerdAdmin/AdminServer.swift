@@ -14,14 +14,14 @@ import Glibc
 /// (and root) may use — mode 0600 from the moment it appears, and each connection's peer
 /// checked with `SO_PEERCRED`. `bearerd login`, `logout`, `status` and `token` talk to it, so
 /// that one process alone ever refreshes the session.
-public struct AdminServer: Service {
+package struct AdminServer: Service {
     private let path: String
     private let api: AdminAPI
     private let group: any EventLoopGroup
     private let logger: Logger
     private let onReady: @Sendable () -> Void
 
-    public init(
+    package init(
         path: String,
         api: AdminAPI,
         group: any EventLoopGroup,
@@ -35,7 +35,7 @@ public struct AdminServer: Service {
         self.onReady = onReady
     }
 
-    public func run() async throws {
+    package func run() async throws {
         try UnixSocketFile.checkReplaceable(self.path, key: "admin.socket")
         let temporary = UnixSocketFile.temporaryPath(for: self.path)
         let server: AdminHTTP.Accepted
@@ -79,5 +79,5 @@ public struct AdminServer: Service {
 
 extension AdminServer: CustomStringConvertible {
     /// What service-lifecycle logs: the name and socket, not a dump of the API behind it.
-    public var description: String { "AdminServer(\(self.path))" }
+    package var description: String { "AdminServer(\(self.path))" }
 }

@@ -9,14 +9,14 @@ import ServiceLifecycle
 /// `metrics.listen`: `/metrics` (Prometheus), `/health` and `/ready` on a loopback TCP address,
 /// for a scraper that cannot use the admin socket. Nothing else is served there: no token, no
 /// login, no status.
-public struct MetricsServer: Service {
+package struct MetricsServer: Service {
     private let host: String
     private let port: Int
     private let api: AdminAPI
     private let group: any EventLoopGroup
     private let logger: Logger
 
-    public init(host: String, port: Int, api: AdminAPI, group: any EventLoopGroup, logger: Logger) {
+    package init(host: String, port: Int, api: AdminAPI, group: any EventLoopGroup, logger: Logger) {
         self.host = host
         self.port = port
         self.api = api
@@ -31,7 +31,7 @@ public struct MetricsServer: Service {
     /// …and every connection after this long, so that a drip-feeding client cannot keep one.
     static let lifetime = TimeAmount.seconds(60)
 
-    public func run() async throws {
+    package func run() async throws {
         let server: AdminHTTP.Accepted
         let open = NIOLockedValueBox(0)
         let logger = self.logger
@@ -90,5 +90,5 @@ private final class CloseOnIdle: ChannelInboundHandler {
 
 extension MetricsServer: CustomStringConvertible {
     /// What service-lifecycle logs.
-    public var description: String { "MetricsServer(\(self.host):\(self.port))" }
+    package var description: String { "MetricsServer(\(self.host):\(self.port))" }
 }

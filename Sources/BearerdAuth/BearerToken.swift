@@ -2,26 +2,26 @@
 ///
 /// Its `description` is redacted, so interpolating a token into a log line or an error message
 /// never prints it.
-public struct BearerToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct BearerToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The raw token. Read it only to put it on the wire.
-    public let value: String
+    package let value: String
     /// `Bearer <value>`, built once so the data path does not concatenate per request.
-    public let authorizationHeaderValue: String
+    package let authorizationHeaderValue: String
 
     /// Wraps a raw token.
-    public init(_ value: String) {
+    package init(_ value: String) {
         self.value = value
         self.authorizationHeaderValue = "Bearer " + value
     }
 
     /// Always redacted.
-    public var description: String { "BearerToken(redacted, \(self.value.utf8.count) bytes)" }
+    package var description: String { "BearerToken(redacted, \(self.value.utf8.count) bytes)" }
     /// Always redacted.
-    public var debugDescription: String { self.description }
+    package var debugDescription: String { self.description }
 
     /// Whether `value` can be sent in an HTTP header: RFC 6750 `b64token` characters only, so a
     /// token can never smuggle a CR/LF or another header into the upstream request.
-    public static func isValidTokenValue(_ value: String) -> Bool {
+    package static func isValidTokenValue(_ value: String) -> Bool {
         guard !value.isEmpty else { return false }
         return value.utf8.allSatisfy { byte in
             switch byte {

@@ -1,7 +1,7 @@
 /// How bearerd proves to the token server which client it is (`auth.client_auth`, RFC 6749
 /// §2.3 and OAuth 2.0 Token Endpoint Authentication Methods). Shared by the config, which reads
 /// it, and the token source, which uses it, so that neither compares strings.
-public enum ClientAuthentication: String, Sendable, CaseIterable {
+package enum ClientAuthentication: String, Sendable, CaseIterable {
     /// The client id and secret in HTTP Basic (RFC 6749 §2.3.1).
     case clientSecretBasic = "client_secret_basic"
     /// The client id and secret in the form body (RFC 6749 §2.3.1).
@@ -14,5 +14,5 @@ public enum ClientAuthentication: String, Sendable, CaseIterable {
     case none
 
     /// Whether it sends the client secret (`auth.client_secret_file` is required).
-    public var sendsSecret: Bool { self == .clientSecretBasic || self == .clientSecretPost }
+    package var sendsSecret: Bool { self == .clientSecretBasic || self == .clientSecretPost }
 }

@@ -1,8 +1,8 @@
 /// The body of a JSON string literal (RFC 8259 §7): quotes, backslashes and control characters
 /// escaped; the caller adds the quotes. Shared by bearerd's JSON answers and the JSON token
 /// source's body templates.
-public enum JSONEscaping {
-    public static func escaped(_ text: String) -> String {
+package enum JSONEscaping {
+    package static func escaped(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

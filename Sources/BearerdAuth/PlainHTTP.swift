@@ -1,8 +1,8 @@
 /// Plain `http://` carries the token, the client secret and the refresh token readable by
 /// anyone on the path, so bearerd uses it only to this machine, unless `allow_insecure_http`.
-public enum PlainHTTP {
+package enum PlainHTTP {
     /// Whether `host` (a URL's host, brackets allowed) can only be this machine.
-    public static func isLoopback(host: String) -> Bool {
+    package static func isLoopback(host: String) -> Bool {
         var host = host.lowercased()
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
@@ -13,7 +13,7 @@ public enum PlainHTTP {
 
     /// Why `url` may not be used, or `nil`: an `http://` URL to a host other than this machine,
     /// when insecure http is not allowed.
-    public static func refusal(url: String, allowInsecure: Bool) -> String? {
+    package static func refusal(url: String, allowInsecure: Bool) -> String? {
         guard !allowInsecure, url.lowercased().hasPrefix("http://") else { return nil }
         let rest = url.dropFirst("http://".count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }

@@ -8,28 +8,28 @@ import Synchronization
 ///
 /// The file holds the token alone; surrounding white space is ignored. When the upstream rejects
 /// the token, the file is read again, so replacing the file fixes a revoked key without a restart.
-public final class StaticTokenProvider: TokenProvider {
+package final class StaticTokenProvider: TokenProvider {
     private let path: String
     private let logger: Logger
     private let current: Mutex<BearerToken>
 
     /// Reads the token from `path`.
     /// - Throws: ``TokenUnavailableError`` naming the file when it cannot be read or holds no valid token.
-    public init(path: String, logger: Logger) throws {
+    package init(path: String, logger: Logger) throws {
         self.path = path
         self.logger = logger
         self.current = Mutex(try Self.read(path: path))
     }
 
-    public func currentToken() -> BearerToken? {
+    package func currentToken() -> BearerToken? {
         self.current.withLock { $0 }
     }
 
-    public func token() async throws -> BearerToken {
+    package func token() async throws -> BearerToken {
         self.current.withLock { $0 }
     }
 
-    public func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
+    package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
         do {
             let fresh = try Self.read(path: self.path)
             let replaced = self.current.withLock { current -> Bool in

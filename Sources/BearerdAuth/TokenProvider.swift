@@ -4,7 +4,7 @@
 /// ``token()`` only when that returns `nil`, so a provider that keeps a valid token ready makes
 /// no request wait. When the upstream answers 401 to a request sent with some token, the proxy
 /// reports it through ``upstreamRejected(_:)``.
-public protocol TokenProvider: Sendable {
+package protocol TokenProvider: Sendable {
     /// A token that is valid now, or `nil` if getting one means waiting. Must not block.
     func currentToken() -> BearerToken?
 
@@ -22,5 +22,5 @@ public protocol TokenProvider: Sendable {
 }
 
 extension TokenProvider {
-    public func secondsUntilNextAttempt() -> Int? { nil }
+    package func secondsUntilNextAttempt() -> Int? { nil }
 }

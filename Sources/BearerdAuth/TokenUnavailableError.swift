@@ -1,9 +1,9 @@
 /// No token can be had right now. Its message tells the user what to do; it never holds a token.
-public struct TokenUnavailableError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct TokenUnavailableError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which failure it is, for code to compare (`error.code == .notLoggedIn`). A struct over a
     /// private enum, as swift-service-lifecycle's `ServiceGroupError.Code`: a new kind is not a
     /// breaking change for an exhaustive `switch` elsewhere.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: Hashable, Sendable {
             case notLoggedIn
             case tokenServerUnavailable
@@ -13,15 +13,15 @@ public struct TokenUnavailableError: Error, Sendable, Hashable, CustomStringConv
         private let kind: Kind
 
         /// There is no session: someone has to log in.
-        public static let notLoggedIn = Code(kind: .notLoggedIn)
+        package static let notLoggedIn = Code(kind: .notLoggedIn)
         /// The token server cannot be reached or fails; retrying later may succeed.
-        public static let tokenServerUnavailable = Code(kind: .tokenServerUnavailable)
+        package static let tokenServerUnavailable = Code(kind: .tokenServerUnavailable)
         /// The configured token source cannot give a token.
-        public static let tokenSourceFailed = Code(kind: .tokenSourceFailed)
+        package static let tokenSourceFailed = Code(kind: .tokenSourceFailed)
 
         /// The short machine-readable name: the `error` field of the proxy's and the admin
         /// socket's JSON answers.
-        public var description: String {
+        package var description: String {
             switch self.kind {
             case .notLoggedIn: "not_logged_in"
             case .tokenServerUnavailable: "token_server_unavailable"
@@ -31,29 +31,29 @@ public struct TokenUnavailableError: Error, Sendable, Hashable, CustomStringConv
     }
 
     /// Which failure it is.
-    public let code: Code
+    package let code: Code
     /// What happened and what to do next, fit for a user.
-    public let message: String
+    package let message: String
     /// Seconds after which a retry may succeed, sent to clients as `Retry-After`.
-    public let retryAfterSeconds: Int?
+    package let retryAfterSeconds: Int?
 
     /// A short machine-readable name, used as the `error` field of the proxy's JSON answers.
-    public var errorName: String { self.code.description }
+    package var errorName: String { self.code.description }
 
     /// There is no user session: someone has to log in.
-    public static func notLoggedIn(_ message: String = "no token: run `bearerd login`") -> Self {
+    package static func notLoggedIn(_ message: String = "no token: run `bearerd login`") -> Self {
         Self(code: .notLoggedIn, message: message, retryAfterSeconds: nil)
     }
 
     /// The token server cannot be reached or fails; retrying later may succeed.
-    public static func tokenServerUnavailable(_ message: String, retryAfterSeconds: Int?) -> Self {
+    package static func tokenServerUnavailable(_ message: String, retryAfterSeconds: Int?) -> Self {
         Self(code: .tokenServerUnavailable, message: message, retryAfterSeconds: retryAfterSeconds)
     }
 
     /// The configured token source cannot give a token (for example an unreadable token file).
-    public static func tokenSourceFailed(_ message: String) -> Self {
+    package static func tokenSourceFailed(_ message: String) -> Self {
         Self(code: .tokenSourceFailed, message: message, retryAfterSeconds: nil)
     }
 
-    public var description: String { self.message }
+    package var description: String { self.message }
 }

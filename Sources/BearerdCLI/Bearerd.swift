@@ -1,8 +1,8 @@
 import ArgumentParser
 
 /// The `bearerd` command line.
-public struct Bearerd: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+package struct Bearerd: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "bearerd",
         abstract: "A localhost proxy that adds a valid OAuth bearer token to every request to one API.",
         discussion: """
@@ -16,11 +16,11 @@ public struct Bearerd: AsyncParsableCommand {
         ]
     )
 
-    public init() {}
+    package init() {}
 }
 
 /// The version printed by `bearerd version` and `--version`.
-public enum BearerdVersion {
+package enum BearerdVersion {
     /// Semantic version of this build.
-    public static let string = "0.1.0"
+    package static let string = "0.1.0"
 }

@@ -14,7 +14,7 @@ import NIOSSL
 /// With a client certificate (`auth.tls_cert_file`), a renewed certificate is taken up at the
 /// next request: the files are looked at before each one, and a client with the new certificate
 /// replaces the old.
-public struct HTTPClientTokenTransport: TokenTransport {
+package struct HTTPClientTokenTransport: TokenTransport {
     /// Answers larger than this are an error; token responses are a few KiB.
     static let maxBody = 1 << 20
 
@@ -28,7 +28,7 @@ public struct HTTPClientTokenTransport: TokenTransport {
     ///   - timeout: for each whole request, its body included (`auth.request_timeout`).
     ///   - connectTimeout: for connecting, tried once (`auth.connect_timeout`).
     /// - Throws: ``ClientCertificateError`` when the certificate or its key cannot be used.
-    public init(
+    package init(
         caFile: String?,
         clientCertificate: ClientCertificateFiles? = nil,
         timeout: Duration,
@@ -46,7 +46,7 @@ public struct HTTPClientTokenTransport: TokenTransport {
 
     /// Sends `request` and collects the answer, all within `timeout`: a server that sends its
     /// head and then drips the body cannot keep the refresh in flight.
-    public func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
+    package func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         let timeout = self.timeout
         return try await withThrowingTaskGroup(of: TokenHTTPResponse.self) { group in
             group.addTask {
@@ -82,7 +82,7 @@ public struct HTTPClientTokenTransport: TokenTransport {
     }
 
     /// Closes the client's connections; call once, when the daemon stops.
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         try await self.clients.shutdown()
     }
 }

@@ -3,15 +3,15 @@ import Synchronization
 
 /// The log level every bearerd logger reads, so that `log.level` changes on reload. Read on
 /// every log call (the access log's included), so it is one atomic load.
-public final class LogLevelSetting: Sendable {
+package final class LogLevelSetting: Sendable {
     private static let levels = Logger.Level.allCases
     private let index: Atomic<Int>
 
-    public init(_ level: Logger.Level) {
+    package init(_ level: Logger.Level) {
         self.index = Atomic(Self.levels.firstIndex(of: level) ?? 0)
     }
 
-    public var value: Logger.Level {
+    package var value: Logger.Level {
         get { Self.levels[self.index.load(ordering: .relaxed)] }
         set { self.index.store(Self.levels.firstIndex(of: newValue) ?? 0, ordering: .relaxed) }
     }

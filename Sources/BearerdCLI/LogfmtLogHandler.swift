@@ -5,35 +5,35 @@ import Logging
 ///
 /// Under systemd (`JOURNAL_STREAM` set) each line starts with its syslog priority (`<6>`), so
 /// journald records the level, and the timestamp is left to journald.
-public struct LogfmtLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
+package struct LogfmtLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
     private let label: String
     private let journald: Bool
     private let level: LogLevelSetting
 
     /// A handler for `label` at `level`.
-    public init(label: String, level: Logger.Level, journald: Bool) {
+    package init(label: String, level: Logger.Level, journald: Bool) {
         self.init(label: label, level: LogLevelSetting(level), journald: journald)
     }
 
     /// A handler whose level follows `level`, which a reload changes for every logger at once.
-    public init(label: String, level: LogLevelSetting, journald: Bool) {
+    package init(label: String, level: LogLevelSetting, journald: Bool) {
         self.label = label
         self.level = level
         self.journald = journald
     }
 
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { self.level.value }
         set { self.level.value = newValue }
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { self.metadata[key] }
         set { self.metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var line = ""
         line.reserveCapacity(160)
         if self.journald {

@@ -2,9 +2,9 @@ import BearerdAuth
 
 extension BearerdConfiguration {
     /// `auth.*`: where the token comes from, and the token engine's timing.
-    public struct Auth: Sendable {
+    package struct Auth: Sendable {
         /// Which kind of token source the keys describe.
-        public enum Source: Sendable {
+        package enum Source: Sendable {
             /// `auth.static_token_file`, resolved to an absolute path.
             case staticFile(String)
             case oauth2(OAuth2)
@@ -12,58 +12,58 @@ extension BearerdConfiguration {
         }
 
         /// `auth.token_url` / `auth.issuer` and the client.
-        public struct OAuth2: Sendable {
-            public var tokenURL: String?
-            public var issuer: String?
-            public var clientID: String
+        package struct OAuth2: Sendable {
+            package var tokenURL: String?
+            package var issuer: String?
+            package var clientID: String
             /// `auth.client_secret_file`, resolved.
-            public var clientSecretFile: String?
+            package var clientSecretFile: String?
             /// `auth.client_auth`.
-            public var clientAuthentication: ClientAuthentication
+            package var clientAuthentication: ClientAuthentication
             /// `auth.client_key_file`, resolved: the PEM private key that signs `private_key_jwt`
             /// assertions.
-            public var clientKeyFile: String?
+            package var clientKeyFile: String?
             /// `auth.client_key_id`: the `kid` the token server knows the key by.
-            public var clientKeyID: String?
+            package var clientKeyID: String?
             /// `auth.client_assertion_alg`: `RS256`, `PS256` or `ES256` (by default RS256 for an
             /// RSA key, ES256 for an EC key).
-            public var clientAssertionAlgorithm: String?
+            package var clientAssertionAlgorithm: String?
             /// `auth.client_assertion_audience`: `endpoint` (the default: the URL each request
             /// goes to), `issuer`, or a fixed URL.
-            public var clientAssertionAudience: String
-            public var scopes: [String]
+            package var clientAssertionAudience: String
+            package var scopes: [String]
             /// `auth.extra_params` as name/value pairs.
-            public var extraParameters: [Pair]
+            package var extraParameters: [Pair]
             /// `auth.client_credentials`: the client itself may get a token.
-            public var clientCredentials: Bool
+            package var clientCredentials: Bool
             /// `auth.revocation_url`: RFC 7009 endpoint for `bearerd logout` (else discovered).
-            public var revocationURL: String?
+            package var revocationURL: String?
             /// `auth.device_authorization_url`: RFC 8628 endpoint for `bearerd login --device`
             /// (else discovered).
-            public var deviceAuthorizationURL: String?
+            package var deviceAuthorizationURL: String?
         }
 
         /// `auth.json.*`: a custom JSON token API.
-        public struct JSON: Sendable {
-            public var loginURL: String?
-            public var refreshURL: String
-            public var contentType: String
-            public var headers: [Pair]
-            public var loginBody: String
-            public var refreshBody: String
-            public var accessTokenPointer: String
-            public var refreshTokenPointer: String?
-            public var expiresInPointer: String?
-            public var expiresAtPointer: String?
+        package struct JSON: Sendable {
+            package var loginURL: String?
+            package var refreshURL: String
+            package var contentType: String
+            package var headers: [Pair]
+            package var loginBody: String
+            package var refreshBody: String
+            package var accessTokenPointer: String
+            package var refreshTokenPointer: String?
+            package var expiresInPointer: String?
+            package var expiresAtPointer: String?
             /// `auth.json.logout_url` and its body template, for `bearerd logout`.
-            public var logoutURL: String?
-            public var logoutBody: String
+            package var logoutURL: String?
+            package var logoutBody: String
         }
 
         /// `auth.verify.*`: how an access token is checked before it is used.
-        public struct Verify: Sendable, Equatable {
+        package struct Verify: Sendable, Equatable {
             /// Where the issuer's signing keys are.
-            public enum Keys: Sendable, Equatable {
+            package enum Keys: Sendable, Equatable {
                 /// `auth.verify.jwks_uri`: a URL.
                 case jwks(String)
                 /// `auth.verify.jwks_uri: discover`: the `jwks_uri` of auth.issuer's metadata.
@@ -72,13 +72,13 @@ extension BearerdConfiguration {
                 case secret(String)
             }
 
-            public var keys: Keys
+            package var keys: Keys
             /// `auth.verify.issuer`: the `iss` required (default `auth.issuer`).
-            public var issuer: String?
+            package var issuer: String?
             /// `auth.verify.audience`: a value `aud` must hold.
-            public var audience: String?
+            package var audience: String?
 
-            public init(keys: Keys, issuer: String?, audience: String?) {
+            package init(keys: Keys, issuer: String?, audience: String?) {
                 self.keys = keys
                 self.issuer = issuer
                 self.audience = audience
@@ -86,11 +86,11 @@ extension BearerdConfiguration {
         }
 
         /// A name and a value (`audience=https://api`, `X-Amz-Target: …`).
-        public struct Pair: Sendable, Equatable {
-            public var name: String
-            public var value: String
+        package struct Pair: Sendable, Equatable {
+            package var name: String
+            package var value: String
 
-            public init(name: String, value: String) {
+            package init(name: String, value: String) {
                 self.name = name
                 self.value = value
             }
@@ -98,31 +98,31 @@ extension BearerdConfiguration {
 
         /// `allow_insecure_http` (top level): plain http to another machine is allowed for the
         /// token URLs and the endpoints discovery finds.
-        public var allowInsecureHTTP: Bool
-        public var source: Source
+        package var allowInsecureHTTP: Bool
+        package var source: Source
         /// `auth.refresh_token_file`: seeds an empty store with a refresh token.
-        public var refreshTokenFile: String?
+        package var refreshTokenFile: String?
         /// `auth.ca_file`: PEM bundle trusted for the token endpoint.
-        public var caFile: String?
+        package var caFile: String?
         /// `auth.tls_cert_file` and `auth.tls_key_file`, resolved: the client certificate (and its
         /// key) presented to the token endpoint (RFC 8705); re-read when the files change.
-        public var tlsClientCertificate: ClientCertificateFiles?
+        package var tlsClientCertificate: ClientCertificateFiles?
         /// `auth.verify.*`: access tokens checked before use; `nil` when not configured.
-        public var verify: Verify?
+        package var verify: Verify?
         /// `auth.dpop`: access tokens bound to a key bearerd holds (RFC 9449), each request
         /// sent with a proof of it.
-        public var dpop: Bool
+        package var dpop: Bool
         /// `auth.request_timeout`: each whole token request, its body included.
-        public var requestTimeout: Duration
+        package var requestTimeout: Duration
         /// `auth.connect_timeout`: connecting to the token endpoint (no retries).
-        public var connectTimeout: Duration
-        public var leeway: Duration
-        public var refreshMargin: Duration
-        public var defaultLifetime: Duration
-        public var maxRefreshesPerMinute: Int
+        package var connectTimeout: Duration
+        package var leeway: Duration
+        package var refreshMargin: Duration
+        package var defaultLifetime: Duration
+        package var maxRefreshesPerMinute: Int
 
         /// The static token file, when that is the source.
-        public var staticTokenFile: String? {
+        package var staticTokenFile: String? {
             if case .staticFile(let path) = self.source { return path }
             return nil
         }

@@ -2,9 +2,9 @@ import Foundation
 
 extension BearerdConfiguration.Store {
     /// `store.postgres.*`: a fleet of bearerd shares one session through a PostgreSQL row.
-    public struct Postgres: Sendable, Equatable {
+    package struct Postgres: Sendable, Equatable {
         /// `store.postgres.sslmode`, as libpq names them.
-        public enum TLSMode: String, Sendable, CaseIterable {
+        package enum TLSMode: String, Sendable, CaseIterable {
             case disable
             /// Encrypted, the server's certificate not checked.
             case require
@@ -14,24 +14,24 @@ extension BearerdConfiguration.Store {
 
         /// `store.postgres.url_file`, resolved: `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (a
         /// secret, so a file or a systemd credential, never the config).
-        public var urlFile: String
+        package var urlFile: String
         /// `store.postgres.sslmode`; by default `verify-full`, or `disable` for a loopback host or
         /// a unix socket.
-        public var tls: TLSMode?
+        package var tls: TLSMode?
         /// `store.postgres.ca_file`, resolved.
-        public var caFile: String?
+        package var caFile: String?
         /// `store.postgres.table` (default `bearerd_sessions`), created if missing.
-        public var table: String
+        package var table: String
         /// `store.postgres.host_name`: how the row names this host (default: the host name).
-        public var hostName: String
+        package var hostName: String
         /// `store.postgres.lock_timeout`: the longest wait for the fleet's refresh lock.
-        public var lockTimeout: Duration
+        package var lockTimeout: Duration
         /// `store.postgres.poll_interval`: how often the row is read in case a notification was lost.
-        public var pollInterval: Duration
+        package var pollInterval: Duration
         /// `store.postgres.connect_timeout`.
-        public var connectTimeout: Duration
+        package var connectTimeout: Duration
 
-        public init(
+        package init(
             urlFile: String,
             tls: TLSMode? = nil,
             caFile: String? = nil,
@@ -53,7 +53,7 @@ extension BearerdConfiguration.Store {
 
         /// A table name bearerd writes into SQL: lowercase letters, digits and `_`, starting with a
         /// letter or `_`, optionally after a schema name of the same kind.
-        public static func isValidTable(_ name: String) -> Bool {
+        package static func isValidTable(_ name: String) -> Bool {
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
             guard (1...2).contains(parts.count) else { return false }
             return parts.allSatisfy { part in

@@ -12,16 +12,16 @@ import Foundation
 ///   dot or a slash), invalid UTF-8, and `;` path parameters unless they are allowed.
 ///
 /// The form is idempotent: parsing `target` again gives the same value.
-public struct CanonicalTarget: Sendable, Hashable {
+package struct CanonicalTarget: Sendable, Hashable {
     /// `path?query` as it is forwarded (before the upstream's base path is put in front).
-    public let target: String
+    package let target: String
     /// How many bytes of `target` are the path.
     private let pathLength: Int
 
     /// The path: starts with `/`, never holds `//`, `.` or `..` segments.
-    public var path: String { String(Substring(self.target.utf8.prefix(self.pathLength))) }
+    package var path: String { String(Substring(self.target.utf8.prefix(self.pathLength))) }
     /// The query without its `?`, or `nil` when there was no `?`.
-    public var query: String? {
+    package var query: String? {
         self.pathLength < self.target.utf8.count
             ? String(Substring(self.target.utf8.dropFirst(self.pathLength + 1))) : nil
     }
@@ -37,15 +37,15 @@ public struct CanonicalTarget: Sendable, Hashable {
     }
 
     /// Why a target has no single meaning; the reason is written for the client.
-    public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
-        public let reason: String
-        public var description: String { self.reason }
+    package struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
+        package let reason: String
+        package var description: String { self.reason }
         init(_ reason: String) { self.reason = reason }
     }
 
     /// Parses an origin-form target (`/path?query`).
     /// - Parameter allowPathParams: whether `;` may appear in the path (`proxy.allow_path_params`).
-    public static func parse(_ target: String, allowPathParams: Bool) -> Result<CanonicalTarget, Refusal> {
+    package static func parse(_ target: String, allowPathParams: Bool) -> Result<CanonicalTarget, Refusal> {
         if let pathLength = Self.canonicalPathLength(target) {
             return .success(CanonicalTarget(canonical: target, pathLength: pathLength))
         }

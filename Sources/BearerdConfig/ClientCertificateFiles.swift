@@ -7,16 +7,16 @@ import Darwin
 /// A client certificate and its private key, as two PEM files (`auth.tls_cert_file` and
 /// `auth.tls_key_file`, `upstream.client_cert_file` and `upstream.client_key_file`). The files are
 /// read when a TLS context is made, so a renewed certificate is taken up without a restart.
-public struct ClientCertificateFiles: Sendable, Equatable, Hashable {
+package struct ClientCertificateFiles: Sendable, Equatable, Hashable {
     /// The certificate chain, leaf first.
-    public var certificateFile: String
+    package var certificateFile: String
     /// The private key: a secret, so mode 0600 or stricter.
-    public var keyFile: String
+    package var keyFile: String
     /// The config keys, for messages.
-    public var certificateKey: String
-    public var keyKey: String
+    package var certificateKey: String
+    package var keyKey: String
 
-    public init(certificateFile: String, keyFile: String, certificateKey: String, keyKey: String) {
+    package init(certificateFile: String, keyFile: String, certificateKey: String, keyKey: String) {
         self.certificateFile = certificateFile
         self.keyFile = keyFile
         self.certificateKey = certificateKey
@@ -25,7 +25,7 @@ public struct ClientCertificateFiles: Sendable, Equatable, Hashable {
 
     /// What identifies both files' current contents: a renewal that replaces either (a new inode,
     /// size or modification time) gives a new stamp.
-    public func stamp() -> [Int] {
+    package func stamp() -> [Int] {
         [self.certificateFile, self.keyFile].flatMap { path -> [Int] in
             var info = stat()
             guard stat(path, &info) == 0 else { return [-1] }

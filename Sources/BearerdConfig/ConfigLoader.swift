@@ -8,24 +8,24 @@ import Yams
 /// The file is parsed once with Yams to find unknown keys and wrong shapes; its values then feed
 /// a swift-configuration `ConfigReader` under the environment provider, so `upstream.url` can be
 /// overridden by `BEARERD_UPSTREAM_URL`.
-public struct ConfigLoader: Sendable {
+package struct ConfigLoader: Sendable {
     /// Where `serve` and `check-config` look without `--config`.
-    public static let defaultPath = "/etc/bearerd/bearerd.yaml"
+    package static let defaultPath = "/etc/bearerd/bearerd.yaml"
 
     /// Every key the config file may set, dotted (`upstream.url`), sorted.
-    public static var knownKeys: [String] { ConfigSchema.keys.keys.sorted() }
+    package static var knownKeys: [String] { ConfigSchema.keys.keys.sorted() }
 
     /// The process environment (or a test's), for overrides and `$CREDENTIALS_DIRECTORY`.
-    public var environment: [String: String]
+    package var environment: [String: String]
 
     /// Creates a loader over an environment.
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
     }
 
     /// Loads and validates the file at `path`.
     /// - Throws: ``ConfigError`` listing every problem.
-    public func load(path: String) throws(ConfigError) -> BearerdConfiguration {
+    package func load(path: String) throws(ConfigError) -> BearerdConfiguration {
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
@@ -41,7 +41,7 @@ public struct ConfigLoader: Sendable {
     }
 
     /// Loads and validates YAML text; relative file names resolve against `baseDirectory`.
-    public func load(yaml: String, source: String, baseDirectory: String) throws(ConfigError) -> BearerdConfiguration {
+    package func load(yaml: String, source: String, baseDirectory: String) throws(ConfigError) -> BearerdConfiguration {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml, .basic)

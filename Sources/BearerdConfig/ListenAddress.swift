@@ -6,7 +6,7 @@ import Darwin
 
 /// Where bearerd accepts connections: `127.0.0.1:PORT`, `[::1]:PORT`, `localhost:PORT` or
 /// `unix:/ABSOLUTE/PATH`.
-public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
+package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// A TCP address; `host` is an IP literal (IPv6 without brackets).
     case tcp(host: String, port: Int)
     /// A unix domain socket.
@@ -14,7 +14,7 @@ public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses one `listen` entry.
     /// - Returns: the address, or a message saying what form is expected.
-    public static func parse(_ text: String) -> Result<ListenAddress, ConfigIssueMessage> {
+    package static func parse(_ text: String) -> Result<ListenAddress, ConfigIssueMessage> {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst("unix:".count))
             guard path.hasPrefix("/") else {
@@ -48,7 +48,7 @@ public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether only processes on this machine can reach the address.
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         switch self {
         case .unix: return true
         case .tcp(let host, _):
@@ -57,7 +57,7 @@ public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unix(let path): "unix:\(path)"
         case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
@@ -76,16 +76,16 @@ public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A message explaining why a value was refused.
-public struct ConfigIssueMessage: Error, Sendable, Hashable, ExpressibleByStringInterpolation,
+package struct ConfigIssueMessage: Error, Sendable, Hashable, ExpressibleByStringInterpolation,
     CustomStringConvertible
 {
     /// The text.
-    public var text: String
+    package var text: String
     /// Creates a message.
-    public init(stringLiteral value: String) { self.text = value }
+    package init(stringLiteral value: String) { self.text = value }
     /// Creates a message.
-    public init(stringInterpolation: DefaultStringInterpolation) {
+    package init(stringInterpolation: DefaultStringInterpolation) {
         self.text = String(stringInterpolation: stringInterpolation)
     }
-    public var description: String { self.text }
+    package var description: String { self.text }
 }

@@ -5,9 +5,9 @@ import Darwin
 #endif
 
 /// Checks that a file holding a secret exists, is a regular file and is not readable by others.
-public enum SecretFileCheck {
+package enum SecretFileCheck {
     /// What is wrong with the secret file at `path`, or `nil` if it is fine.
-    public static func problem(path: String) -> String? {
+    package static func problem(path: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0 else {
             return "cannot find \(path): create it (mode 0600) or fix the path"

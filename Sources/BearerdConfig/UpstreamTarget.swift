@@ -1,30 +1,30 @@
 import Foundation
 
 /// The one upstream bearerd forwards to, parsed from `upstream.url`.
-public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
+package struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
     /// `http` or `https`.
-    public enum Scheme: String, Sendable, Hashable {
+    package enum Scheme: String, Sendable, Hashable {
         case http, https
     }
 
     /// The scheme.
-    public var scheme: Scheme
+    package var scheme: Scheme
     /// The host: a DNS name or an IP literal (IPv6 without brackets).
-    public var host: String
+    package var host: String
     /// The port, the scheme's default when the URL names none.
-    public var port: Int
+    package var port: Int
     /// The path prefix, without a trailing slash: `""` or e.g. `/v2`.
-    public var basePath: String
+    package var basePath: String
     /// The `Host` header value sent upstream: the host, with the port when it is not the default.
-    public var hostHeader: String
+    package var hostHeader: String
 
     /// Whether `host` is an IPv4 or IPv6 address rather than a DNS name (no SNI is sent for those).
-    public var hostIsIPAddress: Bool {
+    package var hostIsIPAddress: Bool {
         ListenAddress.isIPv4(self.host) || ListenAddress.isIPv6(self.host)
     }
 
     /// Parses `upstream.url`.
-    public static func parse(_ text: String) -> Result<UpstreamTarget, ConfigIssueMessage> {
+    package static func parse(_ text: String) -> Result<UpstreamTarget, ConfigIssueMessage> {
         guard let components = URLComponents(string: text), let schemeText = components.scheme?.lowercased(),
             let scheme = Scheme(rawValue: schemeText)
         else {
@@ -65,11 +65,11 @@ public struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
 
     /// The request target to send upstream for a client's canonical target: the base path,
     /// then the target, which starts with its one `/`.
-    public func join(_ target: CanonicalTarget) -> String {
+    package func join(_ target: CanonicalTarget) -> String {
         self.basePath + target.target
     }
 
-    public var description: String {
+    package var description: String {
         let defaultPort = self.scheme == .https ? 443 : 80
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         let port = self.port == defaultPort ? "" : ":\(self.port)"

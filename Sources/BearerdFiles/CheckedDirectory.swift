@@ -11,25 +11,25 @@ import Glibc
 /// symlink, not a regular file, has other hard links, or belongs to someone other than root,
 /// this user or the directory's owner. bearerd changes the owner only of a file it just created
 /// with `O_EXCL`.
-public final class CheckedDirectory: Sendable {
+package final class CheckedDirectory: Sendable {
     /// The directory's path, for messages.
-    public let path: String
+    package let path: String
     /// `O_RDONLY | O_DIRECTORY` on the directory.
-    public let descriptor: Int32
+    package let descriptor: Int32
     /// The directory's owner and group.
-    public let owner: uid_t
-    public let group: gid_t
+    package let owner: uid_t
+    package let group: gid_t
     /// Owned by root or this user, and writable by nobody else.
-    public let isTrusted: Bool
+    package let isTrusted: Bool
 
     /// Reads the file at `path` (see ``read(_:limit:)``), opened relative to its checked directory.
-    public static func read(file path: String, limit: Int) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
+    package static func read(file path: String, limit: Int) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
         let (directory, name) = try CheckedDirectory.parent(of: path)
         return try directory.read(name, limit: limit)
     }
 
     /// Opens `path` (symlinks in the path itself are followed: systemd's `StateDirectory=` is one).
-    public init(_ path: String) throws(FileCheckError) {
+    package init(_ path: String) throws(FileCheckError) {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .system("open the directory", path, errno) }
         var info = stat()
@@ -48,13 +48,13 @@ public final class CheckedDirectory: Sendable {
     }
 
     /// The directory part of `path`: `/` for `/x`, `.` for a bare name.
-    public static func directoryName(of path: String) -> String {
+    package static func directoryName(of path: String) -> String {
         let slash = path.lastIndex(of: "/")
         return slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
     }
 
     /// The directory that holds `path`, and the file's name in it.
-    public static func parent(of path: String) throws(FileCheckError) -> (CheckedDirectory, String) {
+    package static func parent(of path: String) throws(FileCheckError) -> (CheckedDirectory, String) {
         let slash = path.lastIndex(of: "/")
         let directory = Self.directoryName(of: path)
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -65,13 +65,13 @@ public final class CheckedDirectory: Sendable {
     deinit { close(self.descriptor) }
 
     /// The full path of `name`, for messages.
-    public func pathOf(_ name: String) -> String {
+    package func pathOf(_ name: String) -> String {
         self.path.hasSuffix("/") ? self.path + name : self.path + "/" + name
     }
 
     /// Opens an existing file with `flags` (no `O_CREAT`), checked as the type describes.
     /// - Returns: the descriptor, or `nil` when there is no such file.
-    public func openExisting(_ name: String, flags: Int32) throws(FileCheckError) -> Int32? {
+    package func openExisting(_ name: String, flags: Int32) throws(FileCheckError) -> Int32? {
         let follow = self.isTrusted ? 0 : O_NOFOLLOW
         let descriptor = openat(self.descriptor, name, flags | follow | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else {
@@ -92,7 +92,7 @@ public final class CheckedDirectory: Sendable {
     /// Creates `name`, which must not exist yet (`O_EXCL`, so never through a symlink), with
     /// `mode`. Root creating it in a directory another user owns gives it to that owner, so the
     /// daemon running as that user can use it.
-    public func create(_ name: String, flags: Int32, mode: mode_t) throws(FileCheckError) -> Int32 {
+    package func create(_ name: String, flags: Int32, mode: mode_t) throws(FileCheckError) -> Int32 {
         let descriptor = openat(
             self.descriptor,
             name,
@@ -111,7 +111,7 @@ public final class CheckedDirectory: Sendable {
 
     /// Reads a whole file of at most `limit` bytes, checked as for ``openExisting(_:flags:)``.
     /// - Returns: the bytes and the file's permission bits, or `nil` when there is no such file.
-    public func read(_ name: String, limit: Int) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
+    package func read(_ name: String, limit: Int) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
         guard let descriptor = try self.openExisting(name, flags: O_RDONLY) else { return nil }
         defer { close(descriptor) }
         var info = stat()
@@ -130,19 +130,19 @@ public final class CheckedDirectory: Sendable {
     }
 
     /// Renames `from` over `to`, both in this directory.
-    public func rename(_ from: String, to: String) throws(FileCheckError) {
+    package func rename(_ from: String, to: String) throws(FileCheckError) {
         guard renameat(self.descriptor, from, self.descriptor, to) == 0 else {
             throw .system("rename into place", self.pathOf(to), errno)
         }
     }
 
     /// Removes `name` (a symlink itself, never what it points at).
-    public func remove(_ name: String) {
+    package func remove(_ name: String) {
         unlinkat(self.descriptor, name, 0)
     }
 
     /// Flushes the directory, so a rename in it survives a power loss.
-    public func sync() throws(FileCheckError) {
+    package func sync() throws(FileCheckError) {
         guard fsync(self.descriptor) == 0 else { throw .system("sync", self.path, errno) }
     }
 

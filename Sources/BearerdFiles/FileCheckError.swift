@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A file bearerd would not open, or could not; the message says which file and what to do.
-public enum FileCheckError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum FileCheckError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A symlink where bearerd opens a file in a directory others may write.
     case symlink(String)
     /// Not a regular file (a directory, a device, a FIFO).
@@ -17,7 +17,7 @@ public enum FileCheckError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A system call failed: what bearerd tried, the path, and `errno`.
     case system(String, String, Int32)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .symlink(let path):
             "\(path) is a symbolic link in a directory others may write; bearerd does not follow it: remove it"
@@ -35,7 +35,7 @@ public enum FileCheckError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// The `errno` of a failed system call, if this is one.
-    public var code: Int32? {
+    package var code: Int32? {
         if case .system(_, _, let code) = self { return code }
         return nil
     }

@@ -6,9 +6,9 @@ import Glibc
 /// be a socket (not a symlink to one), in a directory nobody but its owner may write, and owned
 /// by that directory's owner or by root. Whoever else could have put it there could read
 /// what `bearerd login` sends.
-public enum SocketTrust {
+package enum SocketTrust {
     /// Why the socket at `path` is not to be trusted, or `nil`.
-    public static func problem(_ path: String) -> String? {
+    package static func problem(_ path: String) -> String? {
         var socketInfo = stat()
         guard lstat(path, &socketInfo) == 0 else { return nil }
         guard socketInfo.st_mode & S_IFMT == S_IFSOCK else {

@@ -10,18 +10,18 @@ import ServiceLifecycle
 /// notification was lost (and the manager's own refresh timer reads it under the lock).
 ///
 /// First in the daemon's group, so it stops last: after the token manager has settled.
-public struct FleetService: Service {
+package struct FleetService: Service {
     let store: PostgresSessionStore
     let manager: TokenManager
     let logger: Logger
 
-    public init(store: PostgresSessionStore, manager: TokenManager, logger: Logger) {
+    package init(store: PostgresSessionStore, manager: TokenManager, logger: Logger) {
         self.store = store
         self.manager = manager
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.store.run() }
             group.addTask { await self.listen() }
@@ -74,7 +74,7 @@ public struct FleetService: Service {
     }
 
     /// Reads the row and hands it to the manager, which adopts a newer version.
-    public func sync() async {
+    package func sync() async {
         do {
             let row = try await self.store.read()
             Gauge(label: "bearerd_fleet_store_up").record(1)

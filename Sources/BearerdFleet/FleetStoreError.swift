@@ -2,8 +2,8 @@ import PostgresNIO
 
 /// The fleet's store cannot be used; the message says what to do and never holds a token, a
 /// password or the database URL.
-public struct FleetStoreError: Error, Sendable, CustomStringConvertible {
-    public enum Code: Sendable, Equatable {
+package struct FleetStoreError: Error, Sendable, CustomStringConvertible {
+    package enum Code: Sendable, Equatable {
         /// A `store.postgres.*` setting is wrong.
         case config
         /// The row was sealed with another key or for another profile; nothing was changed.
@@ -16,8 +16,8 @@ public struct FleetStoreError: Error, Sendable, CustomStringConvertible {
         case lockTimeout
     }
 
-    public let code: Code
-    public let description: String
+    package let code: Code
+    package let description: String
 
     static func config(_ key: String, _ message: String) -> Self {
         Self(code: .config, description: "\(key): \(message)")

@@ -6,7 +6,7 @@ import PostgresNIO
 extension PostgresSessionStore {
     /// What `check-config` can say without connecting: whether the URL file and the TLS settings
     /// make a connection's settings.
-    public static func check(_ settings: BearerdConfiguration.Store.Postgres) -> String? {
+    package static func check(_ settings: BearerdConfiguration.Store.Postgres) -> String? {
         do throws(FleetStoreError) {
             _ = try Self.configuration(try PostgresURL.read(settings.urlFile), settings)
             return nil

@@ -12,7 +12,7 @@ import Synchronization
 /// advisory lock per row as the fleet's one refresh lock. The lock belongs to a connection, so it
 /// is held across commits — the refresh-in-flight mark is committed before the refresh token
 /// leaves — and ends with the connection if the host dies.
-public final class PostgresSessionStore: SharedSessionStore {
+package final class PostgresSessionStore: SharedSessionStore {
     let client: PostgresClient
     private let sealer: StoreSealer
     let profile: String
@@ -28,7 +28,7 @@ public final class PostgresSessionStore: SharedSessionStore {
     static let schemaVersion: Int32 = 1
 
     /// Reads `store.postgres.url_file` and the key; connects only once ``run()`` runs.
-    public init(
+    package init(
         _ settings: BearerdConfiguration.Store.Postgres,
         profile: String,
         key: StoreKey,
@@ -59,7 +59,7 @@ public final class PostgresSessionStore: SharedSessionStore {
 
     /// The pool: it must run for the store to answer; it ends when the task is cancelled. A second
     /// caller (a verb's in-process engine and a listener, say) waits for cancellation instead.
-    public func run() async {
+    package func run() async {
         let first = self.running.withLock { running in
             defer { running = true }
             return !running
@@ -73,14 +73,14 @@ public final class PostgresSessionStore: SharedSessionStore {
 
     // MARK: SharedSessionStore
 
-    public func read() async throws -> SharedSession {
+    package func read() async throws -> SharedSession {
         try await self.prepare()
         return try await self.withConnection { connection in
             try await self.answering(connection, "a read of the row") { try await self.read(on: connection) }
         }
     }
 
-    public func withRefreshLock<Result: Sendable>(
+    package func withRefreshLock<Result: Sendable>(
         _ body: @escaping @Sendable (SharedSession, any SharedSessionLease) async throws -> Result
     ) async throws -> Result {
         try await self.prepare()

@@ -4,7 +4,7 @@
 ///
 /// `scripts/fuzz TARGET SECONDS` runs one under libFuzzer with AddressSanitizer; the test suite
 /// runs every committed seed and regression input through them without.
-public enum FuzzTarget: String, CaseIterable, Sendable {
+package enum FuzzTarget: String, CaseIterable, Sendable {
     /// The JWT payload decoder (`exp`, `sub`).
     case jwt
     /// Token endpoint answers: OAuth 2.0 JSON, error bodies, the custom JSON mapping.
@@ -23,7 +23,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Runs the target on one input; says how the input was taken (`issued`, `refused`…), so
     /// that a seed can be checked to reach what it was written for.
     @discardableResult
-    public func run(_ bytes: [UInt8]) -> String {
+    package func run(_ bytes: [UInt8]) -> String {
         switch self {
         case .jwt: JWTTarget.run(bytes)
         case .tokenResponse: TokenResponseTarget.run(bytes)

@@ -5,12 +5,12 @@ import JWTKit
 ///
 /// jwt-kit does the signing: a well-kept JOSE library over swift-crypto, already in the build
 /// through postgres-nio, with RS256, PS256 and ES256 and the key checks (RSA of 2048 bits and more).
-public enum ClientAssertionKey: Sendable {
+package enum ClientAssertionKey: Sendable {
     case rsa(Insecure.RSA.PrivateKey, pss: Bool)
     case ecdsa(ES256PrivateKey)
 
     /// The JWS algorithms bearerd signs assertions with.
-    public enum Algorithm: String, Sendable, CaseIterable {
+    package enum Algorithm: String, Sendable, CaseIterable {
         case rs256 = "RS256"
         case ps256 = "PS256"
         case es256 = "ES256"
@@ -19,7 +19,7 @@ public enum ClientAssertionKey: Sendable {
     /// Reads a PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC). `algorithm` defaults to RS256 for
     /// an RSA key and ES256 for a P-256 key.
     /// - Throws: ``ClientKeyError``, which names the key and never holds the key's text.
-    public init(pem: String, algorithm: Algorithm?, file: String) throws(ClientKeyError) {
+    package init(pem: String, algorithm: Algorithm?, file: String) throws(ClientKeyError) {
         if let key = try? ES256PrivateKey(pem: pem) {
             guard algorithm == nil || algorithm == .es256 else {
                 throw ClientKeyError(
@@ -50,7 +50,7 @@ public enum ClientAssertionKey: Sendable {
     }
 
     /// The algorithm this key signs with.
-    public var algorithm: Algorithm {
+    package var algorithm: Algorithm {
         switch self {
         case .rsa(_, let pss): pss ? .ps256 : .rs256
         case .ecdsa: .es256
@@ -68,8 +68,8 @@ public enum ClientAssertionKey: Sendable {
 }
 
 /// `auth.client_key_file` cannot be used; the message says why and what to do.
-public struct ClientKeyError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct ClientKeyError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
     init(_ description: String) {
         self.description = "auth.client_key_file: " + description

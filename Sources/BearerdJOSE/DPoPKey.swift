@@ -11,7 +11,7 @@ import Synchronization
 /// The protected header (`typ`, `alg`, the public `jwk`) is the same for every proof of a key,
 /// so it is encoded once; a proof costs a small JSON payload, one SHA-256 of the access token
 /// when it changed, and one signature.
-public final class DPoPKey: DPoPProver, ProofKey {
+package final class DPoPKey: DPoPProver, ProofKey {
     private struct Loaded: Sendable {
         var key: P256.Signing.PrivateKey
         /// base64url of the protected header.
@@ -24,18 +24,18 @@ public final class DPoPKey: DPoPProver, ProofKey {
     private let clock: any TokenClock
 
     /// A new random key.
-    public init(clock: any TokenClock = SystemTokenClock()) {
+    package init(clock: any TokenClock = SystemTokenClock()) {
         self.clock = clock
         self.loaded = Mutex(Self.load(P256.Signing.PrivateKey()))
     }
 
     // MARK: ProofKey
 
-    public func exported() -> Secret {
+    package func exported() -> Secret {
         Secret(Base64URL.encode(self.loaded.withLock { $0.key.rawRepresentation }))
     }
 
-    public func adopt(_ stored: Secret) -> Bool {
+    package func adopt(_ stored: Secret) -> Bool {
         guard let raw = JWTClaims.base64URLDecoded(Substring(stored.value)), raw.count == 32,
             let key = try? P256.Signing.PrivateKey(rawRepresentation: raw)
         else { return false }
@@ -46,7 +46,7 @@ public final class DPoPKey: DPoPProver, ProofKey {
 
     // MARK: DPoPProver
 
-    public func proof(method: String, url: String, accessToken: BearerToken?, nonce: String?) -> String? {
+    package func proof(method: String, url: String, accessToken: BearerToken?, nonce: String?) -> String? {
         let (key, header, ath) = self.loaded.withLock { loaded -> (P256.Signing.PrivateKey, String, String?) in
             guard let token = accessToken?.value else { return (loaded.key, loaded.header, nil) }
             if let cached = loaded.ath, cached.token == token { return (loaded.key, loaded.header, cached.hash) }

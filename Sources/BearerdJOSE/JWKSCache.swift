@@ -7,7 +7,7 @@ import Synchronization
 /// when a token names a `kid` it does not hold (a key rollover) or when it is older than
 /// `maxAge`. Fetches are bounded: at most one per `minimumInterval`, whatever tokens say, a body
 /// of at most 256 KiB and 100 keys.
-public final class JWKSCache: Sendable {
+package final class JWKSCache: Sendable {
     private struct Loaded {
         var keys: JWTKeyCollection
         /// Each key id with the algorithm its JWK declares, if any.
@@ -25,7 +25,7 @@ public final class JWKSCache: Sendable {
     static let maxKeys = 100
 
     /// Where the set is: `auth.verify.jwks_uri`, or the `jwks_uri` of the issuer's metadata.
-    public enum Location: Sendable {
+    package enum Location: Sendable {
         case url(String)
         case discovered(@Sendable (any TokenTransport) async throws -> String)
     }
@@ -36,7 +36,7 @@ public final class JWKSCache: Sendable {
     private let clock: any TokenClock
     private let state = Mutex(State())
 
-    public init(
+    package init(
         _ location: Location,
         minimumInterval: TimeInterval = 30,
         maxAge: TimeInterval = 3600,

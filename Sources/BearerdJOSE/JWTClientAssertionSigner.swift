@@ -7,10 +7,10 @@ import Synchronization
 /// Signs `private_key_jwt` client assertions with jwt-kit: `iss` = `sub` = the client, the
 /// audience the source asks for, a random `jti`, `iat` now and `exp` a minute later, and the
 /// key's `kid` in the header when one is configured (`auth.client_key_id`).
-public final class JWTClientAssertionSigner: ClientAssertionSigner {
+package final class JWTClientAssertionSigner: ClientAssertionSigner {
     /// How long an assertion is valid: one request's worth, well within a minute (RFC 7523 §3
     /// lets the server refuse a long-lived one).
-    public static let lifetime: TimeInterval = 60
+    package static let lifetime: TimeInterval = 60
 
     private let keys = JWTKeyCollection()
     private let key: ClientAssertionKey
@@ -18,13 +18,13 @@ public final class JWTClientAssertionSigner: ClientAssertionSigner {
     private let clock: any TokenClock
     private let added = Mutex(false)
 
-    public init(key: ClientAssertionKey, keyID: String?, clock: any TokenClock = SystemTokenClock()) {
+    package init(key: ClientAssertionKey, keyID: String?, clock: any TokenClock = SystemTokenClock()) {
         self.key = key
         self.kid = keyID.map { JWKIdentifier(string: $0) }
         self.clock = clock
     }
 
-    public func assertion(clientID: String, audience: String) async throws -> Secret {
+    package func assertion(clientID: String, audience: String) async throws -> Secret {
         if !self.added.withLock({ $0 }) {
             await self.key.add(to: self.keys, kid: self.kid)
             self.added.withLock { $0 = true }
@@ -49,15 +49,15 @@ public final class JWTClientAssertionSigner: ClientAssertionSigner {
 }
 
 /// The claims of a client assertion (RFC 7523 §3).
-public struct ClientAssertionClaims: JWTPayload, Equatable {
-    public var iss: IssuerClaim
-    public var sub: SubjectClaim
-    public var aud: AudienceClaim
-    public var jti: IDClaim
-    public var iat: IssuedAtClaim
-    public var exp: ExpirationClaim
+package struct ClientAssertionClaims: JWTPayload, Equatable {
+    package var iss: IssuerClaim
+    package var sub: SubjectClaim
+    package var aud: AudienceClaim
+    package var jti: IDClaim
+    package var iat: IssuedAtClaim
+    package var exp: ExpirationClaim
 
-    public func verify(using algorithm: some JWTAlgorithm) async throws {
+    package func verify(using algorithm: some JWTAlgorithm) async throws {
         try self.exp.verifyNotExpired()
     }
 }

@@ -5,9 +5,9 @@ import JWTKit
 
 /// `auth.verify`: a JWT access token's signature, checked with jwt-kit against the issuer's JWKS
 /// (or an HS256 secret), and its `iss`, `aud`, `nbf` and `exp` on bearerd's clock.
-public final class JWTTokenVerifier: TokenVerifier {
+package final class JWTTokenVerifier: TokenVerifier {
     /// Where the keys come from.
-    public enum Keys: Sendable {
+    package enum Keys: Sendable {
         /// The issuer's JWKS at this URL (`auth.verify.jwks_uri`).
         case jwks(JWKSCache)
         /// A secret shared with the issuer (`auth.verify.secret_file`): HS256 only.
@@ -15,15 +15,15 @@ public final class JWTTokenVerifier: TokenVerifier {
     }
 
     /// What a token must say.
-    public struct Expectations: Sendable {
+    package struct Expectations: Sendable {
         /// `iss`, when set (`auth.verify.issuer`, by default `auth.issuer`).
-        public var issuer: String?
+        package var issuer: String?
         /// A value `aud` must hold, when set (`auth.verify.audience`).
-        public var audience: String?
+        package var audience: String?
         /// Clock skew allowed on `nbf` and `exp`.
-        public var leeway: TimeInterval
+        package var leeway: TimeInterval
 
-        public init(issuer: String?, audience: String?, leeway: TimeInterval = 60) {
+        package init(issuer: String?, audience: String?, leeway: TimeInterval = 60) {
             self.issuer = issuer
             self.audience = audience
             self.leeway = leeway
@@ -39,13 +39,13 @@ public final class JWTTokenVerifier: TokenVerifier {
     private let expectations: Expectations
     private let clock: any TokenClock
 
-    public init(keys: Keys, expectations: Expectations, clock: any TokenClock = SystemTokenClock()) {
+    package init(keys: Keys, expectations: Expectations, clock: any TokenClock = SystemTokenClock()) {
         self.keys = keys
         self.expectations = expectations
         self.clock = clock
     }
 
-    public func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenVerificationError) {
+    package func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenVerificationError) {
         let header = try JOSEHeader(compact: token.value)
         let collection: JWTKeyCollection
         switch self.keys {

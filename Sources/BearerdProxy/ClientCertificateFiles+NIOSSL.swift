@@ -12,7 +12,7 @@ extension ClientCertificateFiles {
 
     /// Reads both files (through a checked directory, as every secret) and sets them on `tls`.
     /// - Throws: ``ClientCertificateError``, naming the key at fault and never the key's bytes.
-    public func apply(to tls: inout TLSConfiguration) throws(ClientCertificateError) {
+    package func apply(to tls: inout TLSConfiguration) throws(ClientCertificateError) {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMBytes(try Self.read(self.certificateFile, key: self.certificateKey))
@@ -61,8 +61,8 @@ extension ClientCertificateFiles {
 }
 
 /// A client certificate or its key cannot be used; the message names the config key.
-public struct ClientCertificateError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct ClientCertificateError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
     init(_ description: String) {
         self.description = description

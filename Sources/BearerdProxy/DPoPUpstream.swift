@@ -5,11 +5,11 @@ import Synchronization
 /// `Authorization: DPoP <token>` with a fresh proof for its method and exact target (RFC 9449
 /// §7), carrying the newest `DPoP-Nonce` the upstream sent (§9). One instance serves every event
 /// loop and outlives reloads: the key and the nonce belong to the session, not to a config.
-public final class DPoPUpstream: Sendable {
+package final class DPoPUpstream: Sendable {
     private let prover: any DPoPProver
     private let latestNonce = Mutex<String?>(nil)
 
-    public init(prover: any DPoPProver) {
+    package init(prover: any DPoPProver) {
         self.prover = prover
     }
 

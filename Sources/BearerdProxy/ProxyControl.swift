@@ -3,10 +3,10 @@ import BearerdSockets
 import Synchronization
 
 /// A handle on the running proxy for reloads: ``ProxyServer`` fills it in once it listens.
-public final class ProxyControl: Sendable {
+package final class ProxyControl: Sendable {
     private let listeners = Mutex<ProxyListeners?>(nil)
 
-    public init() {}
+    package init() {}
 
     func attach(_ listeners: ProxyListeners?) {
         self.listeners.withLock { $0 = listeners }
@@ -14,7 +14,7 @@ public final class ProxyControl: Sendable {
 
     /// Serves new connections with `configuration` (upstream, timeouts, limits, listeners).
     /// - Throws: when a new listener cannot be bound; then nothing changed.
-    public func reload(configuration: BearerdConfiguration, settings: ProxySettings) async throws {
+    package func reload(configuration: BearerdConfiguration, settings: ProxySettings) async throws {
         guard let listeners = self.listeners.withLock({ $0 }) else {
             throw ProxySetupError("the proxy is not listening yet")
         }
@@ -27,7 +27,7 @@ public final class ProxyControl: Sendable {
     }
 
     /// The addresses listened on now.
-    public var addresses: [String] {
+    package var addresses: [String] {
         self.listeners.withLock { $0?.addresses.map(\.bearerdDescription) ?? [] }
     }
 }

@@ -14,7 +14,7 @@ struct ProxyRetireEvent: Sendable {}
 /// The bound listening sockets of a running proxy, what new connections are served with, and
 /// their graceful shutdown. A reload swaps the settings and upstream pools for new connections
 /// and binds or closes listeners; connections already open finish on what they started with.
-public final class ProxyListeners: Sendable {
+package final class ProxyListeners: Sendable {
     /// What a new connection is served with: the settings and one upstream pool per event loop.
     final class Generation: Sendable {
         let settings: ProxySettings
@@ -95,7 +95,7 @@ public final class ProxyListeners: Sendable {
     private let waitingClients = NIOLockedValueBox<WaitingClients?>(nil)
 
     /// The addresses actually bound (a port 0 in the config shows its real port here).
-    public var addresses: [SocketAddress] { self.state.withLockedValue { $0.addresses } }
+    package var addresses: [SocketAddress] { self.state.withLockedValue { $0.addresses } }
 
     private init(generation: Generation, tokens: any TokenProvider, group: any EventLoopGroup, logger: Logger) {
         self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
@@ -111,7 +111,7 @@ public final class ProxyListeners: Sendable {
     /// Binds every address in `listen` — or, under socket activation, serves the listening
     /// sockets systemd `passed` instead — and starts serving.
     /// - Throws: ``ProxySetupError`` or the bind error; whatever was bound is closed again.
-    public static func bind(
+    package static func bind(
         listen: [ListenAddress],
         passed: [Int32] = [],
         allowRemote: Bool = false,
@@ -175,7 +175,7 @@ public final class ProxyListeners: Sendable {
     /// Serves new connections with `settings` (a new upstream, timeouts, limits) and on
     /// `listen`: new addresses are bound first, then the ones no longer listed stop accepting
     /// and drain. A bind that fails changes nothing. Sockets systemd passed are kept as they are.
-    public func reload(
+    package func reload(
         settings: ProxySettings,
         listen: [ListenAddress],
         socketMode: UInt32,
@@ -333,7 +333,7 @@ public final class ProxyListeners: Sendable {
     /// connections still open are closed when the event loop group shuts down.
     /// - Returns: whether every connection finished within `grace`.
     @discardableResult
-    public func shutdown(grace: Duration) async -> Bool {
+    package func shutdown(grace: Duration) async -> Bool {
         self.waitingClients.withLockedValue { $0?.stop() }
         let (listeners, retired, generation) = self.state.withLockedValue { ($0.listeners, $0.retired, $0.generation) }
         for path in listeners.compactMap(\.unixPath) { UnixSocketFile.remove(path) }

@@ -3,7 +3,7 @@ import NIOCore
 
 /// The proxy's metrics (swift-metrics; the daemon exports them to Prometheus). Each series is
 /// made once: looking one up per request would cost more than counting.
-public final class ProxyMetrics: Sendable {
+package final class ProxyMetrics: Sendable {
     /// `bearerd_requests_total{class="1xx"…"5xx"}`; index 0 counts exchanges with no status
     /// (the client left before an answer).
     private let requests: [Counter]
@@ -18,7 +18,7 @@ public final class ProxyMetrics: Sendable {
     /// Connections answered 503 at the limit (`proxy.at_connection_limit: refuse`).
     private let refused = Counter(label: "bearerd_client_connections_refused_total")
 
-    public init() {
+    package init() {
         self.requests = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"].map {
             Counter(label: "bearerd_requests_total", dimensions: [("class", $0)])
         }

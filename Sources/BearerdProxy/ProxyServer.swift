@@ -8,7 +8,7 @@ import ServiceLifecycle
 
 /// The proxy as a long-running `Service`: binds the listeners, serves until graceful shutdown
 /// (SIGTERM/SIGINT through the `ServiceGroup`), then drains for up to `shutdown_grace`.
-public struct ProxyServer: Service {
+package struct ProxyServer: Service {
     private let configuration: BearerdConfiguration
     private let settings: ProxySettings
     private let tokens: any TokenProvider
@@ -20,7 +20,7 @@ public struct ProxyServer: Service {
 
     /// Creates the service; nothing is bound until ``run()``. With `passed` (socket activation),
     /// those listening sockets are served instead of the config's `listen` addresses.
-    public init(
+    package init(
         configuration: BearerdConfiguration,
         settings: ProxySettings,
         tokens: any TokenProvider,
@@ -40,7 +40,7 @@ public struct ProxyServer: Service {
         self.onListening = onListening
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let listeners = try await ProxyListeners.bind(
             listen: self.configuration.listen,
             passed: self.passed,
@@ -71,5 +71,5 @@ public struct ProxyServer: Service {
 
 extension ProxyServer: CustomStringConvertible {
     /// What service-lifecycle logs: the name, not a dump of the configuration.
-    public var description: String { "ProxyServer(upstream: \(self.settings.target))" }
+    package var description: String { "ProxyServer(upstream: \(self.settings.target))" }
 }

@@ -7,27 +7,27 @@ import NIOHTTP1
 import NIOSSL
 
 /// What the data path needs from the configuration, converted once to NIO's types.
-public struct ProxySettings: Sendable {
+package struct ProxySettings: Sendable {
     /// The upstream.
-    public var target: UpstreamTarget
+    package var target: UpstreamTarget
     /// TLS for an https upstream (and its client certificate); `nil` for http.
-    public var tls: UpstreamTLS?
+    package var tls: UpstreamTLS?
     /// SNI and certificate name for an https upstream.
-    public var serverName: String?
+    package var serverName: String?
     /// What to do with a client's own `Authorization` header.
-    public var clientAuthorization: ClientAuthorizationPolicy
+    package var clientAuthorization: ClientAuthorizationPolicy
     /// Whether to add `X-Forwarded-For`, `-Proto`, `-Host` and `Forwarded`.
-    public var forwardedHeaders: Bool
+    package var forwardedHeaders: Bool
     /// Whether method, path and client-address override headers pass (`proxy.pass_override_headers`).
-    public var passOverrideHeaders: Bool
+    package var passOverrideHeaders: Bool
     /// Largest request body in bytes, or `nil`.
-    public var maxRequestBody: Int?
+    package var maxRequestBody: Int?
     /// Largest total size of request headers in bytes.
-    public var maxHeaderSize: Int
+    package var maxHeaderSize: Int
     /// Longest request target in bytes (`proxy.max_request_line`).
-    public var maxRequestLine: Int
+    package var maxRequestLine: Int
     /// Most header fields in a request (`proxy.max_header_count`).
-    public var maxHeaderCount: Int
+    package var maxHeaderCount: Int
     /// The three limits a request head is parsed under.
     package var requestLimits: RequestLimits {
         RequestLimits(
@@ -37,41 +37,41 @@ public struct ProxySettings: Sendable {
         )
     }
     /// Open client connections over all listeners (`proxy.max_connections`).
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// At the limit, accept and answer 503 rather than leave clients in the accept queue.
-    public var refuseAtConnectionLimit: Bool
+    package var refuseAtConnectionLimit: Bool
     /// How long a client connection may sit idle between requests.
-    public var clientIdleTimeout: TimeAmount
+    package var clientIdleTimeout: TimeAmount
     /// From a request's first byte to the end of its head.
-    public var headerTimeout: TimeAmount
+    package var headerTimeout: TimeAmount
     /// Longest pause in a request body while bearerd reads it.
-    public var bodyTimeout: TimeAmount
+    package var bodyTimeout: TimeAmount
     /// Longest a request waits for a token being refreshed (`proxy.token_wait`).
-    public var tokenWait: TimeAmount
+    package var tokenWait: TimeAmount
     /// Longest a client may leave a response unread (`proxy.send_timeout`).
-    public var sendTimeout: TimeAmount
+    package var sendTimeout: TimeAmount
     /// Longest pause in a response body from the upstream (`upstream.read_timeout`).
-    public var readTimeout: TimeAmount
+    package var readTimeout: TimeAmount
     /// TCP connect timeout to the upstream.
-    public var connectTimeout: TimeAmount
+    package var connectTimeout: TimeAmount
     /// From the end of a request to the response head.
-    public var responseTimeout: TimeAmount
+    package var responseTimeout: TimeAmount
     /// How long a pooled upstream connection may sit unused.
-    public var upstreamIdleTimeout: TimeAmount
+    package var upstreamIdleTimeout: TimeAmount
     /// Pooled upstream connections kept per event loop.
-    public var maxIdleConnections: Int
+    package var maxIdleConnections: Int
     /// Request bodies up to this size are kept, so a request can be retried after a 401.
-    public var retryBodyLimit: Int
+    package var retryBodyLimit: Int
     /// The most bytes of request bodies kept for retries over all connections at once; beyond
     /// it a request is forwarded without a copy, and a 401 to it passes to the client.
-    public static let retryBufferTotal = 32 << 20
+    package static let retryBufferTotal = 32 << 20
     /// Methods retried after a 401 (upper case).
-    public var retryMethods: Set<String>
+    package var retryMethods: Set<String>
     /// Protocols a request may switch to (`proxy.allow_upgrades`, lower case).
-    public var allowUpgrades: Set<String>
+    package var allowUpgrades: Set<String>
     /// Refuse requests a web page sent (`proxy.browser_guard`), except from `allowedOrigins`.
-    public var browserGuard: Bool
-    public var allowedOrigins: Set<String>
+    package var browserGuard: Bool
+    package var allowedOrigins: Set<String>
     /// The DNS-rebinding guard (`proxy.rebinding_guard`), or `nil` when it is off.
     var hostGuard: HostGuard?
     /// The shared secret TCP callers must send in `clientKeyHeader` (`proxy.client_key_file`).
@@ -84,17 +84,17 @@ public struct ProxySettings: Sendable {
     var socketAllowUIDs: Set<UInt32>
     var socketAllowGIDs: Set<UInt32>
     /// `auth.dpop`: DPoP-bound tokens and their proofs; set by the daemon, kept across reloads.
-    public var dpop: DPoPUpstream?
+    package var dpop: DPoPUpstream?
     /// `scheme://host[:port]` and the base path of the upstream: the start of each proof's `htu`.
     let htuPrefix: String
     /// Whether to log one line per request.
-    public var accessLog: Bool
+    package var accessLog: Bool
     /// Whether access lines include the query string.
-    public var accessLogQuery: Bool
+    package var accessLogQuery: Bool
 
     /// Derives the settings from a validated configuration.
     /// - Throws: ``ProxySetupError`` when the TLS configuration cannot be built (for example an unreadable CA file).
-    public init(configuration: BearerdConfiguration) throws {
+    package init(configuration: BearerdConfiguration) throws {
         let upstream = configuration.upstream
         self.target = upstream.target
         self.htuPrefix = "\(upstream.target.scheme.rawValue)://\(upstream.target.hostHeader)\(upstream.target.basePath)"
@@ -161,9 +161,9 @@ public struct ProxySettings: Sendable {
 }
 
 /// The proxy cannot start; the message says why and what to change.
-public struct ProxySetupError: Error, Sendable, CustomStringConvertible {
+package struct ProxySetupError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { self.message }
+    package var message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { self.message }
 }

@@ -9,7 +9,7 @@ import Synchronization
 /// a second, when a new upstream connection is made: a renewed certificate is presented from then
 /// on without a reload, and a pair that does not load yet (the certificate renewed, its key not
 /// yet) keeps the previous context until both agree.
-public final class UpstreamTLS: Sendable {
+package final class UpstreamTLS: Sendable {
     private struct State {
         var context: NIOSSLContext
         var stamp: [Int]

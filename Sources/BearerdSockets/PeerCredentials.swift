@@ -5,16 +5,17 @@ import Glibc
 #endif
 
 /// Who is on the other end of a unix socket connection (`SO_PEERCRED`, from the kernel).
-public enum PeerCredentials {
+package enum PeerCredentials {
     /// Whether the peer runs as this process's user or as root (the admin socket). The socket's
     /// mode already says so; this holds even if the mode or the directory is later made wider.
-    public static func isOwnerOrRoot(_ channel: any Channel) -> EventLoopFuture<Bool> {
+    package static func isOwnerOrRoot(_ channel: any Channel) -> EventLoopFuture<Bool> {
         Self.check(channel) { $0.uid == 0 || $0.uid == getuid() }
     }
 
     /// Whether the peer's uid is in `uids` or its primary gid in `gids` (the proxy's
     /// `socket_allow_uids` / `socket_allow_gids`).
-    public static func isListed(_ channel: any Channel, uids: Set<UInt32>, gids: Set<UInt32>) -> EventLoopFuture<Bool> {
+    package static func isListed(_ channel: any Channel, uids: Set<UInt32>, gids: Set<UInt32>) -> EventLoopFuture<Bool>
+    {
         Self.check(channel) { uids.contains($0.uid) || gids.contains($0.gid) }
     }
 

@@ -8,10 +8,10 @@ import Darwin
 #endif
 
 /// File-system steps around a listening unix socket (the proxy's, and the admin socket).
-public enum UnixSocketFile {
+package enum UnixSocketFile {
     /// A name next to `path` to bind first, so mode and group are set before the socket appears
     /// under its real name (no window in which it has a wider mode).
-    public static func temporaryPath(for path: String) -> String {
+    package static func temporaryPath(for path: String) -> String {
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         let directory = path[..<slash]
         let name = path[path.index(after: slash)...].prefix(40)
@@ -20,7 +20,7 @@ public enum UnixSocketFile {
 
     /// Refuses to take over a path that is not a socket, or a socket another process still
     /// serves. `key` is the config key the path came from.
-    public static func checkReplaceable(_ path: String, key: String = "listen") throws {
+    package static func checkReplaceable(_ path: String, key: String = "listen") throws {
         if let problem = Self.placementProblem(path, key: key) { throw SocketSetupError(problem) }
         if Self.isServed(path) {
             throw SocketSetupError(
@@ -32,7 +32,7 @@ public enum UnixSocketFile {
     /// Why a socket may not be created at `path`, without asking who serves one there: a file
     /// that is not a socket stands there, or the directory may be written and emptied by every
     /// user (no sticky bit), so the socket could be swapped under bearerd.
-    public static func placementProblem(_ path: String, key: String) -> String? {
+    package static func placementProblem(_ path: String, key: String) -> String? {
         let directory = CheckedDirectory.directoryName(of: path)
         var info = stat()
         if stat(directory, &info) == 0, info.st_mode & 0o002 != 0, info.st_mode & S_ISVTX == 0 {
@@ -46,7 +46,7 @@ public enum UnixSocketFile {
     }
 
     /// Sets mode and group on the bound temporary socket, then renames it into place.
-    public static func publish(
+    package static func publish(
         temporary: String,
         final path: String,
         mode: UInt32,
@@ -73,19 +73,19 @@ public enum UnixSocketFile {
     }
 
     /// Removes the socket file at shutdown.
-    public static func remove(_ path: String) {
+    package static func remove(_ path: String) {
         var info = stat()
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
     }
 
     /// Whether a process accepts connections on the socket at `path`.
-    public static func isServed(_ path: String) -> Bool {
+    package static func isServed(_ path: String) -> Bool {
         Self.connectError(path) == 0
     }
 
     /// 0 when a connection to the socket at `path` succeeds, else the `errno` of the attempt
     /// (`ENOENT`: no socket; `ECONNREFUSED`: nobody listens; `EACCES`: not allowed).
-    public static func connectError(_ path: String) -> Int32 {
+    package static func connectError(_ path: String) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return errno }
         defer { close(descriptor) }

@@ -12,8 +12,8 @@ import Glibc
 ///
 /// A wrong key is an error that leaves the file alone. A damaged or truncated file is moved aside
 /// to `NAME.corrupt-TIMESTAMP`, never deleted, and the store reads as empty (not logged in).
-public final class EncryptedTokenStore: TokenStore {
-    public let path: String
+package final class EncryptedTokenStore: TokenStore {
+    package let path: String
     private let profile: String
     private let sealer: StoreSealer
     private let lock: StoreLock
@@ -22,7 +22,7 @@ public final class EncryptedTokenStore: TokenStore {
     private let name: String
 
     /// Opens (and locks) the store at `path`; the file itself may not exist yet.
-    public init(path: String, key: StoreKey, profile: String = "default") throws(StoreError) {
+    package init(path: String, key: StoreKey, profile: String = "default") throws(StoreError) {
         self.path = path
         self.profile = profile
         do throws(FileCheckError) {
@@ -39,7 +39,7 @@ public final class EncryptedTokenStore: TokenStore {
     /// The largest store file bearerd reads: a few tokens and their metadata, sealed.
     static let maxFileSize = 1 << 20
 
-    public func load() throws -> StoredTokens? {
+    package func load() throws -> StoredTokens? {
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
             contents = try self.directory.read(self.name, limit: Self.maxFileSize)
@@ -69,7 +69,7 @@ public final class EncryptedTokenStore: TokenStore {
         }
     }
 
-    public func save(_ tokens: StoredTokens) throws {
+    package func save(_ tokens: StoredTokens) throws {
         try AtomicFile.write(try self.sealer.seal(tokens), to: self.name, in: self.directory)
     }
 

@@ -7,16 +7,16 @@ import Glibc
 
 /// What `serve` would find wrong with the token store, found without changing anything: no
 /// lock is taken, nothing is written, a damaged file is not moved aside (`check-config`).
-public enum StoreCheck {
+package enum StoreCheck {
     /// What was found: errors stop `serve`; notes do not.
-    public struct Findings: Sendable {
-        public var errors: [String] = []
-        public var notes: [String] = []
+    package struct Findings: Sendable {
+        package var errors: [String] = []
+        package var notes: [String] = []
 
-        public init() {}
+        package init() {}
     }
 
-    public static func findings(path: String, key: StoreKey, profile: String) -> Findings {
+    package static func findings(path: String, key: StoreKey, profile: String) -> Findings {
         var findings = Findings()
         do throws(StoreError) {
             var material = try key.material()

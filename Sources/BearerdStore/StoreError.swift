@@ -1,8 +1,8 @@
 /// The token store cannot be used; the message says what to do. Never holds a key or a token.
-public struct StoreError: Error, Sendable, CustomStringConvertible {
+package struct StoreError: Error, Sendable, CustomStringConvertible {
     /// Which failure it is, for code to compare (`error.code == .inUse`). A struct over a
     /// private enum, as swift-service-lifecycle's `ServiceGroupError.Code`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: Hashable, Sendable {
             case wrongKey, corrupted, permissions, inUse, io, key, crypto
         }
@@ -10,21 +10,21 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         private let kind: Kind
 
         /// The key does not open the store.
-        public static let wrongKey = Code(kind: .wrongKey)
+        package static let wrongKey = Code(kind: .wrongKey)
         /// The store file is damaged.
-        public static let corrupted = Code(kind: .corrupted)
+        package static let corrupted = Code(kind: .corrupted)
         /// A file's owner or mode is not safe.
-        public static let permissions = Code(kind: .permissions)
+        package static let permissions = Code(kind: .permissions)
         /// Another bearerd holds the store's lock.
-        public static let inUse = Code(kind: .inUse)
+        package static let inUse = Code(kind: .inUse)
         /// A read or write failed.
-        public static let io = Code(kind: .io)
+        package static let io = Code(kind: .io)
         /// The key file or passphrase cannot be used.
-        public static let key = Code(kind: .key)
+        package static let key = Code(kind: .key)
         /// libcrypto failed.
-        public static let crypto = Code(kind: .crypto)
+        package static let crypto = Code(kind: .crypto)
 
-        public var description: String {
+        package var description: String {
             switch self.kind {
             case .wrongKey: "wrong_key"
             case .corrupted: "corrupted"
@@ -37,12 +37,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    public let code: Code
-    public let description: String
+    package let code: Code
+    package let description: String
     /// The store file the error is about, when the error is about one.
-    public let path: String?
+    package let path: String?
     /// The process holding the store's lock (``Code/inUse``), when its lock file names one.
-    public let holderPID: Int?
+    package let holderPID: Int?
 
     init(code: Code, description: String, path: String? = nil, holderPID: Int? = nil) {
         self.code = code
@@ -82,7 +82,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// "the token store PATH is in use by another bearerd (pid N)": what an ``Code/inUse`` error
     /// is about, for a caller that explains it in its own words.
-    public var holder: String? {
+    package var holder: String? {
         guard self.code == .inUse, let path = self.path else { return nil }
         return Self.heldBy(path, self.holderPID)
     }

@@ -3,9 +3,9 @@ import BearerdTokens
 /// Reads a store file's bytes into tokens, apart from the file system and where the key comes
 /// from, so that the fuzzers can feed it any bytes: every way a file can be wrong is an error
 /// here, never a trap.
-public enum StoreFile {
+package enum StoreFile {
     /// Why a file's bytes give no tokens.
-    public enum ReadError: Error, Sendable {
+    package enum ReadError: Error, Sendable {
         /// Not a store, cut short, changed, or unreadable once decrypted.
         case damaged(String)
         /// Sealed with another key (the key check says so; the file is fine).
@@ -17,7 +17,7 @@ public enum StoreFile {
     }
 
     /// The tokens in `file`, sealed for `profile` with the key `key` gives for its header.
-    public static func read(
+    package static func read(
         _ file: [UInt8],
         profile: String,
         key: (StoreFormat) throws(StoreError) -> [UInt8]
@@ -47,12 +47,12 @@ public enum StoreFile {
     }
 
     /// The tokens in a decrypted payload, or `nil` when it is not one.
-    public static func decodePayload(_ plaintext: [UInt8]) -> StoredTokens? {
+    package static func decodePayload(_ plaintext: [UInt8]) -> StoredTokens? {
         StorePayload.decode(plaintext)
     }
 
     /// A decrypted payload for `tokens`.
-    public static func encodePayload(_ tokens: StoredTokens) throws -> [UInt8] {
+    package static func encodePayload(_ tokens: StoredTokens) throws -> [UInt8] {
         try StorePayload.encode(tokens)
     }
 }

@@ -6,7 +6,7 @@
 /// Everything before the nonce is the header, authenticated as GCM's additional data, so a
 /// changed byte anywhere is caught. The key check (SHA-256 of a label and the key, cut to 16
 /// bytes) tells a wrong key from a damaged file, so a wrong key never moves a good store aside.
-public struct StoreFormat: Equatable, Sendable {
+package struct StoreFormat: Equatable, Sendable {
     enum KDF: UInt8, Sendable {
         case key = 0
         case scrypt = 1

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Where the store's key comes from.
-public enum StoreKey: Sendable {
+package enum StoreKey: Sendable {
     /// 32 random bytes (`store.key_file`; a systemd credential is such a file in
     /// `$CREDENTIALS_DIRECTORY`). `bearerd keygen` writes one.
     case keyFile(String)
@@ -81,7 +81,7 @@ public enum StoreKey: Sendable {
     }
 
     /// Writes a new random key to `path` with mode 0400; refuses to replace an existing file.
-    public static func generate(to path: String) throws(StoreError) {
+    package static func generate(to path: String) throws(StoreError) {
         var key = try StoreCipher.randomBytes(StoreCipher.keyLength)
         defer { StoreCipher.wipe(&key) }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)

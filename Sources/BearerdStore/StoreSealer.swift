@@ -4,7 +4,7 @@ import Synchronization
 /// Seals tokens into the store format (``StoreFormat``) and opens them again, with the store key:
 /// the file store and the fleet's row hold the same bytes, so PostgreSQL and its backups never see
 /// a token. scrypt (a passphrase) runs once per salt, not per write.
-public final class StoreSealer: Sendable {
+package final class StoreSealer: Sendable {
     private let key: StoreKey
     private let profile: String
     /// Where the sealed bytes live, for messages: a path, or the fleet's table and row.
@@ -13,7 +13,7 @@ public final class StoreSealer: Sendable {
     private let derived = Mutex<(salt: [UInt8], key: [UInt8])?>(nil)
 
     /// Checks that the key can be read now.
-    public init(key: StoreKey, profile: String, place: String) throws(StoreError) {
+    package init(key: StoreKey, profile: String, place: String) throws(StoreError) {
         self.key = key
         self.profile = profile
         self.place = place
@@ -22,7 +22,7 @@ public final class StoreSealer: Sendable {
     }
 
     /// The sealed bytes for `tokens`: header, nonce, ciphertext and tag.
-    public func seal(_ tokens: StoredTokens) throws -> [UInt8] {
+    package func seal(_ tokens: StoredTokens) throws -> [UInt8] {
         var plaintext = try StorePayload.encode(tokens)
         defer { StoreCipher.wipe(&plaintext) }
         let (format, material) = try self.formatForWriting()
@@ -34,14 +34,14 @@ public final class StoreSealer: Sendable {
     }
 
     /// The tokens sealed in `bytes`, or why there are none.
-    public func open(_ bytes: [UInt8]) throws(StoreFile.ReadError) -> StoredTokens {
+    package func open(_ bytes: [UInt8]) throws(StoreFile.ReadError) -> StoredTokens {
         try StoreFile.read(bytes, profile: self.profile) { format throws(StoreError) in
             try self.key(for: format)
         }
     }
 
     /// The error for bytes sealed with another key.
-    public var wrongKey: StoreError { .wrongKey(self.place) }
+    package var wrongKey: StoreError { .wrongKey(self.place) }
 
     /// The key for bytes written with `format`.
     private func key(for format: StoreFormat) throws(StoreError) -> [UInt8] {

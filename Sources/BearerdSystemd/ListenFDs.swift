@@ -4,21 +4,21 @@ import Glibc
 
 /// Sockets systemd passed at start (`sd_listen_fds(3)`): descriptors 3 … 3+LISTEN_FDS-1 when
 /// `LISTEN_PID` is this process, named by `LISTEN_FDNAMES`.
-public struct ListenFDs: Sendable, Equatable {
-    public struct Passed: Sendable, Equatable {
-        public var descriptor: Int32
+package struct ListenFDs: Sendable, Equatable {
+    package struct Passed: Sendable, Equatable {
+        package var descriptor: Int32
         /// `FileDescriptorName=` of the socket unit, or "unknown".
-        public var name: String
+        package var name: String
     }
 
-    public var sockets: [Passed]
+    package var sockets: [Passed]
 
     /// The first passed descriptor (`SD_LISTEN_FDS_START`).
-    public static let start: Int32 = 3
+    package static let start: Int32 = 3
 
     /// Reads the variables; `nil` when nothing was passed to this process. The descriptors are
     /// marked close-on-exec, as `sd_listen_fds` does.
-    public init?(environment: [String: String], processID: Int32) {
+    package init?(environment: [String: String], processID: Int32) {
         guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == processID,
             let count = environment["LISTEN_FDS"].flatMap(Int32.init), count > 0, count < 1024
         else { return nil }
@@ -34,7 +34,7 @@ public struct ListenFDs: Sendable, Equatable {
     }
 
     /// Whether `descriptor` is a listening stream socket (what `serve` can accept on).
-    public static func isListeningStream(_ descriptor: Int32) -> Bool {
+    package static func isListeningStream(_ descriptor: Int32) -> Bool {
         var type: Int32 = 0
         var listening: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)

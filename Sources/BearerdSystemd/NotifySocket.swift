@@ -6,11 +6,11 @@ import Glibc
 
 /// systemd's notification socket (`sd_notify(3)`): `$NOTIFY_SOCKET`, a unix datagram socket,
 /// a path or (with a leading `@`) a name in the abstract namespace.
-public struct NotifySocket: Sendable {
-    public let path: String
+package struct NotifySocket: Sendable {
+    package let path: String
 
     /// The socket systemd named, or `nil` when bearerd does not run under `Type=notify`.
-    public init?(environment: [String: String]) {
+    package init?(environment: [String: String]) {
         guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty,
             path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108
         else { return nil }
@@ -19,7 +19,7 @@ public struct NotifySocket: Sendable {
 
     /// Sends one message (`KEY=VALUE` lines). Returns whether the datagram left.
     @discardableResult
-    public func send(_ message: String) -> Bool {
+    package func send(_ message: String) -> Bool {
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
@@ -44,7 +44,7 @@ public struct NotifySocket: Sendable {
     }
 
     /// `CLOCK_MONOTONIC` in microseconds, for `MONOTONIC_USEC=` with `RELOADING=1`.
-    public static func monotonicMicroseconds() -> UInt64 {
+    package static func monotonicMicroseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000

@@ -2,7 +2,7 @@ import Synchronization
 
 /// Becomes ready once every named part has said so (the proxy's listeners, the admin socket):
 /// what `READY=1` waits for.
-public final class Readiness: Sendable {
+package final class Readiness: Sendable {
     private struct State {
         var missing: Set<String>
         var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
@@ -11,12 +11,12 @@ public final class Readiness: Sendable {
 
     private let state: Mutex<State>
 
-    public init(parts: Set<String>) {
+    package init(parts: Set<String>) {
         self.state = Mutex(State(missing: parts))
     }
 
     /// `part` is up.
-    public func mark(_ part: String) {
+    package func mark(_ part: String) {
         let waiters = self.state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.missing.remove(part)
             guard state.missing.isEmpty else { return [] }
@@ -27,7 +27,7 @@ public final class Readiness: Sendable {
     }
 
     /// Returns `true` once every part is up, or `false` if the task is cancelled first.
-    public func wait() async -> Bool {
+    package func wait() async -> Bool {
         let id = self.state.withLock { state in
             state.nextID += 1
             return state.nextID

@@ -9,9 +9,9 @@ import ServiceLifecycle
 /// A `WATCHDOG=1` vouches for the daemon, not for this task: each is sent only after `alive`
 /// says the parts that serve requests still run (every event loop answered), so a daemon whose
 /// loop is stuck stops pinging and systemd restarts it.
-public struct SystemdNotifyService: Service {
+package struct SystemdNotifyService: Service {
     /// What a reload tells this service.
-    public enum ReloadEvent: Sendable {
+    package enum ReloadEvent: Sendable {
         case started
         case finished
     }
@@ -30,7 +30,7 @@ public struct SystemdNotifyService: Service {
     ///   - alive: asked before each `WATCHDOG=1`, with how long it may take to answer; `false`
     ///     skips that ping.
     ///   - status: the `STATUS=` text, asked for at readiness and then every `statusInterval`.
-    public init(
+    package init(
         environment: [String: String],
         processID: Int32,
         readiness: Readiness,
@@ -57,7 +57,7 @@ public struct SystemdNotifyService: Service {
         }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         guard let socket = self.socket else {
             try? await gracefulShutdown()
             return
@@ -118,5 +118,5 @@ public struct SystemdNotifyService: Service {
 
 extension SystemdNotifyService: CustomStringConvertible {
     /// What service-lifecycle logs: the name, not a dump of its state.
-    public var description: String { "SystemdNotifyService" }
+    package var description: String { "SystemdNotifyService" }
 }

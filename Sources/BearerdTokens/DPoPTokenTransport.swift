@@ -6,19 +6,19 @@ import Synchronization
 /// a fresh DPoP proof (RFC 9449 §5). A server that answers `use_dpop_nonce` with a `DPoP-Nonce`
 /// gets the request once more with that nonce (§8); the newest nonce each server sent is used
 /// from then on. Discovery and key sets (GET) go without a proof.
-public final class DPoPTokenTransport: TokenTransport {
+package final class DPoPTokenTransport: TokenTransport {
     private let base: any TokenTransport
     private let prover: any DPoPProver
     /// The newest `DPoP-Nonce` per server origin; a handful of origins at most.
     private let nonces = Mutex<[String: String]>([:])
     private static let maxOrigins = 8
 
-    public init(_ base: any TokenTransport, prover: any DPoPProver) {
+    package init(_ base: any TokenTransport, prover: any DPoPProver) {
         self.base = base
         self.prover = prover
     }
 
-    public func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
+    package func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         guard request.method == "POST", let target = Self.split(request.url) else {
             return try await self.base.send(request)
         }

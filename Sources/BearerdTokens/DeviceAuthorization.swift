@@ -2,12 +2,12 @@ import BearerdAuth
 import Foundation
 
 /// What the person at the keyboard needs to approve a device login (RFC 8628 §3.3).
-public struct DevicePrompt: Sendable, Codable, Equatable {
-    public var userCode: String
-    public var verificationURI: String
-    public var verificationURIComplete: String?
+package struct DevicePrompt: Sendable, Codable, Equatable {
+    package var userCode: String
+    package var verificationURI: String
+    package var verificationURIComplete: String?
     /// Seconds the code stays valid.
-    public var expiresIn: Int
+    package var expiresIn: Int
 
     enum CodingKeys: String, CodingKey {
         case userCode = "user_code"

@@ -127,6 +127,6 @@ enum Discovery {
 
 /// No metadata document could even be asked for (the issuer is down or unreachable): retried
 /// like any unreachable token server, unlike a configuration error.
-public struct DiscoveryUnreachable: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct DiscoveryUnreachable: Error, Sendable, CustomStringConvertible {
+    package let description: String
 }

@@ -2,18 +2,18 @@ import BearerdAuth
 import Foundation
 
 /// What a token endpoint issued.
-public struct IssuedTokens: Sendable {
-    public var accessToken: BearerToken
+package struct IssuedTokens: Sendable {
+    package var accessToken: BearerToken
     /// A new refresh token, when the server sent one (rotation); `nil` keeps the old one.
-    public var refreshToken: Secret?
+    package var refreshToken: Secret?
     /// `expires_in`: lifetime counted from when the response arrived.
-    public var lifetime: Duration?
+    package var lifetime: Duration?
     /// An absolute expiry the response gave (custom JSON APIs' `expiresAt`).
-    public var expiresAt: Date?
+    package var expiresAt: Date?
     /// The scope granted, when the response named it (RFC 6749 §5.1 `scope`).
-    public var scope: String?
+    package var scope: String?
 
-    public init(
+    package init(
         accessToken: BearerToken,
         refreshToken: Secret?,
         lifetime: Duration?,
@@ -29,7 +29,7 @@ public struct IssuedTokens: Sendable {
 }
 
 /// How a token endpoint's answer is taken.
-public enum TokenOutcome: Sendable {
+package enum TokenOutcome: Sendable {
     case issued(IssuedTokens, serverDate: Date?)
     /// A 4xx other than 408 and 429: the credentials sent are no good. The only outcome that
     /// wipes stored tokens.
@@ -42,18 +42,18 @@ public enum TokenOutcome: Sendable {
 }
 
 /// A 2xx body that does not hold what it should.
-public struct TokenBodyError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct TokenBodyError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
-    public init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }
 
 /// Sorts a token endpoint's answer into a ``TokenOutcome`` (RFC 6749 §5.1, §5.2), whatever the
 /// body of an error looks like: RFC 6749 JSON, other JSON, text, or nothing.
-public enum TokenResponseClassifier {
-    public static func classify(
+package enum TokenResponseClassifier {
+    package static func classify(
         _ response: TokenHTTPResponse,
         now: Date,
         parse: ([UInt8]) throws -> IssuedTokens

@@ -7,28 +7,28 @@ import Foundation
 /// Request bodies are templates: `{{username}}`, `{{password}}` and `{{refresh_token}}` are
 /// replaced by the values, JSON-escaped (the template supplies the quotes). Tokens and expiry
 /// are found in the answer by RFC 6901 JSON pointers.
-public struct JSONSource: TokenSource {
+package struct JSONSource: TokenSource {
     /// A JSON API's session ends at its own logout URL.
-    public var revocationKey: String { "auth.json.logout_url" }
+    package var revocationKey: String { "auth.json.logout_url" }
 
-    public struct Settings: Sendable {
-        public var loginURL: String?
-        public var refreshURL: String
-        public var contentType: String
-        public var headers: [(String, String)]
-        public var loginBody: String
-        public var refreshBody: String
-        public var accessTokenPointer: String
-        public var refreshTokenPointer: String?
+    package struct Settings: Sendable {
+        package var loginURL: String?
+        package var refreshURL: String
+        package var contentType: String
+        package var headers: [(String, String)]
+        package var loginBody: String
+        package var refreshBody: String
+        package var accessTokenPointer: String
+        package var refreshTokenPointer: String?
         /// Seconds from the response (`expires_in`-like).
-        public var expiresInPointer: String?
+        package var expiresInPointer: String?
         /// An absolute expiry: RFC 3339, or seconds (or milliseconds) since 1970.
-        public var expiresAtPointer: String?
+        package var expiresAtPointer: String?
         /// The API's logout, and its body template (`{{refresh_token}}`, `{{access_token}}`).
-        public var logoutURL: String?
-        public var logoutBody: String
+        package var logoutURL: String?
+        package var logoutBody: String
 
-        public init(
+        package init(
             loginURL: String? = nil,
             refreshURL: String,
             contentType: String = "application/json",
@@ -59,24 +59,25 @@ public struct JSONSource: TokenSource {
 
     let settings: Settings
 
-    public init(settings: Settings) {
+    package init(settings: Settings) {
         self.settings = settings
     }
 
-    public var hasClientGrant: Bool { false }
+    package var hasClientGrant: Bool { false }
 
-    public func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
+    {
         self.request(
             self.settings.refreshURL,
             Self.fill(self.settings.refreshBody, ["refresh_token": refreshToken.value])
         )
     }
 
-    public func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
         throw TokenSourceError("a JSON token API has no client token")
     }
 
-    public func passwordRequest(
+    package func passwordRequest(
         username: String,
         password: Secret,
         transport: any TokenTransport
@@ -92,7 +93,7 @@ public struct JSONSource: TokenSource {
         )
     }
 
-    public func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
+    package func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
         guard let document = JSONValue.parse(body) else { throw TokenBodyError("not JSON") }
         guard let access = document.at(pointer: self.settings.accessTokenPointer)?.stringValue, !access.isEmpty else {
             throw TokenBodyError("no access token at \(self.settings.accessTokenPointer)")
@@ -129,7 +130,7 @@ public struct JSONSource: TokenSource {
     /// end the session at the first refresh, in silence: it is an error that names the pointer
     /// and the keys the answer has (never their values). An API that issues none says so with
     /// `auth.json.refresh_token: none`.
-    public func parseLogin(_ body: [UInt8]) throws -> IssuedTokens {
+    package func parseLogin(_ body: [UInt8]) throws -> IssuedTokens {
         let issued = try self.parseIssued(body)
         if let pointer = self.settings.refreshTokenPointer, issued.refreshToken == nil {
             let keys = JSONValue.parse(body).map { Self.pointers(in: $0) } ?? []
@@ -154,7 +155,7 @@ public struct JSONSource: TokenSource {
         }
     }
 
-    public func revocationRequest(
+    package func revocationRequest(
         refreshToken: Secret?,
         accessToken: BearerToken?,
         transport: any TokenTransport
@@ -166,13 +167,14 @@ public struct JSONSource: TokenSource {
         return self.request(url, Self.fill(self.settings.logoutBody, values))
     }
 
-    public func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
         throw TokenSourceError(
             "a JSON token API has no device login: run `bearerd login` with a user name and password instead"
         )
     }
 
-    public func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
+    {
         throw TokenSourceError("a JSON token API has no device login")
     }
 

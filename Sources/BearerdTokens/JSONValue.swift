@@ -1,7 +1,7 @@
 import Foundation
 
 /// A parsed JSON document, for token responses whose shape is only known at run time.
-public enum JSONValue: Sendable, Equatable, Decodable {
+package enum JSONValue: Sendable, Equatable, Decodable {
     case null
     case bool(Bool)
     case number(Double)
@@ -9,7 +9,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -27,17 +27,17 @@ public enum JSONValue: Sendable, Equatable, Decodable {
     }
 
     /// Parses `bytes`; `nil` when they are not JSON.
-    public static func parse(_ bytes: [UInt8]) -> JSONValue? {
+    package static func parse(_ bytes: [UInt8]) -> JSONValue? {
         try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
 
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }
         return nil
     }
 
     /// The value at an RFC 6901 JSON pointer (`/session/token`); `""` is the whole document.
-    public func at(pointer: String) -> JSONValue? {
+    package func at(pointer: String) -> JSONValue? {
         guard !pointer.isEmpty else { return self }
         guard pointer.hasPrefix("/") else { return nil }
         var current = self
@@ -57,7 +57,7 @@ public enum JSONValue: Sendable, Equatable, Decodable {
         return current
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }

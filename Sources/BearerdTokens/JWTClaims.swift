@@ -5,15 +5,15 @@ import Foundation
 /// The signature is not checked: bearerd is not the token's audience and never trusts a claim
 /// for anything but its own refresh timing. A token that is not a JWS compact serialisation
 /// with a JSON payload is opaque, which is not an error.
-public enum JWTClaims {
+package enum JWTClaims {
     /// `exp` in seconds since 1970, or `nil` for an opaque token or one without a numeric `exp`.
-    public static func expiry(of token: String) -> Double? {
+    package static func expiry(of token: String) -> Double? {
         guard let exp = Self.claims(of: token)?.exp, exp.isFinite, exp > 0 else { return nil }
         return exp
     }
 
     /// `sub`, when the token is a JWT that has one made of printable characters (at most 256).
-    public static func subject(of token: String) -> String? {
+    package static func subject(of token: String) -> String? {
         guard let sub = Self.claims(of: token)?.sub, !sub.isEmpty, sub.utf8.count <= 256,
             sub.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
         else { return nil }

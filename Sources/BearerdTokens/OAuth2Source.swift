@@ -6,40 +6,40 @@ import Synchronization
 /// and device code (RFC 8628) grants, and revocation (RFC 7009); client authentication by HTTP
 /// Basic, form fields, a signed assertion (`private_key_jwt`), a client certificate
 /// (`tls_client_auth`, presented by the transport), or none (public client).
-public final class OAuth2Source: TokenSource {
-    public enum Endpoint: Sendable, Equatable {
+package final class OAuth2Source: TokenSource {
+    package enum Endpoint: Sendable, Equatable {
         case tokenURL(String)
         /// Found by discovery (OpenID Connect Discovery or RFC 8414) on first use.
         case issuer(String)
     }
 
     /// `auth.client_auth` (``BearerdAuth/ClientAuthentication``).
-    public typealias ClientAuthentication = BearerdAuth.ClientAuthentication
+    package typealias ClientAuthentication = BearerdAuth.ClientAuthentication
 
-    public struct Settings: Sendable {
-        public var endpoint: Endpoint
-        public var clientID: String
-        public var clientSecret: Secret?
-        public var clientAuthentication: ClientAuthentication
-        public var scopes: [String]
+    package struct Settings: Sendable {
+        package var endpoint: Endpoint
+        package var clientID: String
+        package var clientSecret: Secret?
+        package var clientAuthentication: ClientAuthentication
+        package var scopes: [String]
         /// Extra form fields sent with every grant (`audience`, `resource`).
-        public var extraParameters: [(String, String)]
+        package var extraParameters: [(String, String)]
         /// Whether the client itself may get a token (client_credentials).
-        public var clientCredentials: Bool
+        package var clientCredentials: Bool
         /// RFC 7009 revocation endpoint; discovered with an issuer when not set.
-        public var revocationURL: String?
+        package var revocationURL: String?
         /// RFC 8628 device authorization endpoint; discovered with an issuer when not set.
-        public var deviceAuthorizationURL: String?
+        package var deviceAuthorizationURL: String?
         /// Whether discovered endpoints may be plain http to another machine (`allow_insecure_http`).
-        public var allowInsecureHTTP: Bool
+        package var allowInsecureHTTP: Bool
         /// Signs the assertion of ``ClientAuthentication/privateKeyJWT``.
-        public var assertionSigner: (any ClientAssertionSigner)?
+        package var assertionSigner: (any ClientAssertionSigner)?
         /// The `aud` of each assertion.
-        public var assertionAudience: ClientAssertionAudience
+        package var assertionAudience: ClientAssertionAudience
         /// `auth.dpop`: the tokens issued must be DPoP-bound (the transport sends the proofs).
-        public var dpop: Bool
+        package var dpop: Bool
 
-        public init(
+        package init(
             endpoint: Endpoint,
             clientID: String,
             clientSecret: Secret? = nil,
@@ -73,13 +73,13 @@ public final class OAuth2Source: TokenSource {
     private let settings: Settings
     private let discovered = Mutex<ServerMetadata?>(nil)
 
-    public init(settings: Settings) {
+    package init(settings: Settings) {
         self.settings = settings
     }
 
-    public var hasClientGrant: Bool { self.settings.clientCredentials }
+    package var hasClientGrant: Bool { self.settings.clientCredentials }
 
-    public var credentialKeys: String {
+    package var credentialKeys: String {
         switch self.settings.clientAuthentication {
         case .clientSecretBasic, .clientSecretPost:
             "auth.client_id, auth.client_secret_file and auth.client_auth"
@@ -92,15 +92,16 @@ public final class OAuth2Source: TokenSource {
         }
     }
 
-    public func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
+    {
         try await self.request([("grant_type", "refresh_token"), ("refresh_token", refreshToken.value)], transport)
     }
 
-    public func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
         try await self.request([("grant_type", "client_credentials")], transport)
     }
 
-    public func passwordRequest(
+    package func passwordRequest(
         username: String,
         password: Secret,
         transport: any TokenTransport
@@ -113,11 +114,11 @@ public final class OAuth2Source: TokenSource {
         )
     }
 
-    public func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
+    package func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
         try OAuth2TokenResponse.parse(body, dpop: self.settings.dpop)
     }
 
-    public func revocationRequest(
+    package func revocationRequest(
         refreshToken: Secret?,
         accessToken: BearerToken?,
         transport: any TokenTransport
@@ -139,7 +140,7 @@ public final class OAuth2Source: TokenSource {
         return try await self.request(url, fields, withScope: false)
     }
 
-    public func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
         var url = self.settings.deviceAuthorizationURL
         if url == nil, case .issuer(let issuer) = self.settings.endpoint {
             url = try await self.metadata(issuer, transport).deviceAuthorizationEndpoint
@@ -152,7 +153,8 @@ public final class OAuth2Source: TokenSource {
         return try await self.request(url, [], withScope: true)
     }
 
-    public func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest {
+    package func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
+    {
         try await self.request(
             [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"), ("device_code", deviceCode.value)],
             transport
@@ -207,7 +209,7 @@ public final class OAuth2Source: TokenSource {
     }
 
     /// The issuer's JWKS, as its metadata names it (`auth.verify.jwks_uri: discover`).
-    public func discoveredJWKSURI(transport: any TokenTransport) async throws -> String {
+    package func discoveredJWKSURI(transport: any TokenTransport) async throws -> String {
         guard case .issuer(let issuer) = self.settings.endpoint else {
             throw TokenSourceError("auth.verify.jwks_uri: discover needs auth.issuer")
         }
@@ -238,7 +240,7 @@ public final class OAuth2Source: TokenSource {
     /// named it; empty when the token endpoint is configured rather than discovered.
     /// - Throws: ``TokenSourceError`` for a configuration problem, ``DiscoveryUnreachable``
     ///   when the issuer could not be asked.
-    public func discoveredEndpoints(
+    package func discoveredEndpoints(
         transport: any TokenTransport
     ) async throws -> [(
         endpoint: String, url: String, document: String

@@ -1,25 +1,25 @@
 import Foundation
 
 /// The timing rules of the token engine, in one place so they read as a table.
-public struct RefreshPolicy: Sendable {
+package struct RefreshPolicy: Sendable {
     /// A token this close to its expiry counts as expired (`auth.leeway`), at most a quarter of
     /// its lifetime (so short-lived tokens stay usable and are refreshed before that point).
-    public var leeway: Duration = .seconds(30)
+    package var leeway: Duration = .seconds(30)
     /// Lifetime of a token whose response says nothing about it (`auth.default_lifetime`).
-    public var defaultLifetime: Duration = .seconds(3600)
+    package var defaultLifetime: Duration = .seconds(3600)
     /// The proactive refresh happens this long before expiry at least (`auth.refresh_margin`)…
-    public var minimumMargin: Duration = .seconds(60)
+    package var minimumMargin: Duration = .seconds(60)
     /// …or 10 % of the lifetime if that is more, never more than half of it; ± this fraction.
-    public var jitter: Double = 0.1
+    package var jitter: Double = 0.1
     /// Backoff after a failed refresh: full jitter, doubling from `backoffBase` to `backoffCap`.
-    public var backoffBase: Duration = .seconds(1)
-    public var backoffCap: Duration = .seconds(300)
+    package var backoffBase: Duration = .seconds(1)
+    package var backoffCap: Duration = .seconds(300)
     /// At most this many refresh attempts in any minute (`auth.max_refreshes_per_minute`).
-    public var maxRefreshesPerMinute: Int = 30
+    package var maxRefreshesPerMinute: Int = 30
     /// A token server clock further off than this corrects JWT `exp` (and warns once).
-    public var skewTolerance: Duration = .seconds(5)
+    package var skewTolerance: Duration = .seconds(5)
 
-    public init() {}
+    package init() {}
 
     /// When to refresh a token that expires at `expiresAt` and was received at `receivedAt`;
     /// `random` is uniform in 0..<1.

@@ -2,15 +2,15 @@ import Foundation
 
 /// The session a fleet of bearerd shares, as one row holds it: its tokens and a version that
 /// grows with every change of them, so a host can tell a newer session from the one it has.
-public struct SharedSession: Sendable, Equatable {
+package struct SharedSession: Sendable, Equatable {
     /// 0 while nothing was ever written.
-    public var version: Int64
-    public var tokens: StoredTokens?
+    package var version: Int64
+    package var tokens: StoredTokens?
     /// The host that wrote this version (a host name, never a token).
-    public var writtenBy: String?
-    public var writtenAt: Date?
+    package var writtenBy: String?
+    package var writtenAt: Date?
 
-    public init(version: Int64, tokens: StoredTokens?, writtenBy: String? = nil, writtenAt: Date? = nil) {
+    package init(version: Int64, tokens: StoredTokens?, writtenBy: String? = nil, writtenAt: Date? = nil) {
         self.version = version
         self.tokens = tokens
         self.writtenBy = writtenBy
@@ -19,7 +19,7 @@ public struct SharedSession: Sendable, Equatable {
 }
 
 /// What a host may do while it holds the fleet's refresh lock.
-public protocol SharedSessionLease: Sendable {
+package protocol SharedSessionLease: Sendable {
     /// Writes `tokens` into the row. `announce`: a new version, above `floor` too, told to every
     /// host; otherwise (the refresh-in-flight mark) the version stays and nobody is told. Returns
     /// the version.
@@ -27,14 +27,14 @@ public protocol SharedSessionLease: Sendable {
 }
 
 extension SharedSessionLease {
-    public func write(_ tokens: StoredTokens, announce: Bool) async throws -> Int64 {
+    package func write(_ tokens: StoredTokens, announce: Bool) async throws -> Int64 {
         try await self.write(tokens, announce: announce, floor: 0)
     }
 }
 
 /// A store several bearerd share (``TokenManager`` in fleet mode): every change of the session is
 /// made while holding the fleet's one refresh lock, after reading the row again under it.
-public protocol SharedSessionStore: Sendable {
+package protocol SharedSessionStore: Sendable {
     /// The row as it is now, without the lock.
     func read() async throws -> SharedSession
     /// Runs `body` holding the fleet's refresh lock, with the row as read under it. The lock ends

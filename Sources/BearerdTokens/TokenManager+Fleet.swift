@@ -190,7 +190,7 @@ extension TokenManager {
 
     /// A version another host wrote (a notification, or the poll). Ignored while a refresh is in
     /// flight here: that refresh reads the row under the lock.
-    public func adoptShared(_ row: SharedSession) {
+    package func adoptShared(_ row: SharedSession) {
         guard self.fleet != nil else { return }
         self.fleetProblem = nil
         if case .refreshing = self.state { return }
@@ -201,7 +201,7 @@ extension TokenManager {
     }
 
     /// The fleet's store cannot be reached (from the listener); shown by `status`.
-    public func sharedStoreUnavailable(_ why: String) {
+    package func sharedStoreUnavailable(_ why: String) {
         self.fleetProblem = why
     }
 

@@ -3,13 +3,13 @@ import Foundation
 import Logging
 
 /// How `bearerd logout` went.
-public struct LogoutResult: Sendable, Codable, Equatable {
+package struct LogoutResult: Sendable, Codable, Equatable {
     /// Whether there was a user session to end.
-    public var loggedOut: Bool
+    package var loggedOut: Bool
     /// Whether the token server confirmed the revocation.
-    public var revoked: Bool
+    package var revoked: Bool
     /// What happened, for a person.
-    public var detail: String
+    package var detail: String
 
     enum CodingKeys: String, CodingKey {
         case loggedOut = "logged_out"
@@ -21,13 +21,13 @@ public struct LogoutResult: Sendable, Codable, Equatable {
 extension TokenManager {
     /// Logs in with the password grant (or a JSON API's sign-in), through the same critical
     /// section as refreshes. A refusal keeps the session in hand.
-    public func logIn(username: String, password: Secret) async throws(LoginError) {
+    package func logIn(username: String, password: Secret) async throws(LoginError) {
         try await self.logIn(.password(username: username, password: password))
     }
 
     /// Logs in with a refresh token from elsewhere (`--refresh-token-stdin`): it is exchanged at
     /// once, so a bad one is refused now and the one stored is the server's fresh answer.
-    public func logIn(refreshToken: Secret) async throws(LoginError) {
+    package func logIn(refreshToken: Secret) async throws(LoginError) {
         try await self.logIn(.importedRefreshToken(refreshToken))
     }
 
@@ -43,7 +43,7 @@ extension TokenManager {
     /// `prompt` (for the person to enter at the server's page), then polls at the server's
     /// interval — five seconds slower after each `slow_down` — until the person approves,
     /// refuses, or the code expires. Cancelling the task stops the polling.
-    public func logInWithDevice(prompt: @Sendable (DevicePrompt) async -> Void) async throws(LoginError) {
+    package func logInWithDevice(prompt: @Sendable (DevicePrompt) async -> Void) async throws(LoginError) {
         let authorization: DeviceAuthorization
         do {
             let request = try await self.source.deviceAuthorizationRequest(transport: self.transport)
@@ -133,7 +133,7 @@ extension TokenManager {
     /// Ends the user's session: the tokens are dropped here first (a crash afterwards cannot
     /// bring them back), then revoked at the server (RFC 7009, or the API's logout). The client
     /// token stays.
-    public func logOut() async -> LogoutResult {
+    package func logOut() async -> LogoutResult {
         while case .refreshing(_, let task) = self.state { _ = await task.value }
         guard let session = self.currentSession, session.kind == .user else {
             return LogoutResult(loggedOut: false, revoked: false, detail: "not logged in: nothing to log out")

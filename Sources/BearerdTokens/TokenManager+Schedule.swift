@@ -3,7 +3,7 @@ import Foundation
 extension TokenManager {
     /// Runs the proactive refresh timer until the task is cancelled: sleeps until the next
     /// refresh or retry is due, or until the state changes, then looks again.
-    public func runScheduler() async {
+    package func runScheduler() async {
         while !Task.isCancelled {
             let (deadline, generation) = self.schedule()
             let clock = self.clock
@@ -53,7 +53,7 @@ extension TokenManager {
     /// Returns once no refresh is in flight: at shutdown, the token client is closed only after
     /// the answer to a refresh token already sent has been stored (a rotated refresh token lost
     /// here would log the session out).
-    public func settle() async {
+    package func settle() async {
         while case .refreshing(_, let task) = self.state {
             _ = await task.value
         }

@@ -10,7 +10,7 @@ import Synchronization
 /// expired) or forced (the upstream answered 401) — is the `.refreshing` state, which holds the
 /// one task that talks to the token endpoint; every caller that needs a token meanwhile awaits
 /// that task. So a refresh token is sent once, whatever the number of callers.
-public actor TokenManager: TokenProvider {
+package actor TokenManager: TokenProvider {
     /// How one exchange with the token endpoint ended, for the caller that asked for it.
     enum ExchangeResult: Sendable {
         case issued
@@ -108,7 +108,7 @@ public actor TokenManager: TokenProvider {
 
     /// Starts from the store: the user's session, else `seed` (`auth.refresh_token_file`) when
     /// there is no store yet, else the client token (with a client grant).
-    public init(
+    package init(
         source: any TokenSource,
         transport: any TokenTransport,
         store: any TokenStore,
@@ -188,24 +188,24 @@ public actor TokenManager: TokenProvider {
     }
 
     /// New timing rules (a reload): they apply from the next token the server issues.
-    public func update(policy: RefreshPolicy) {
+    package func update(policy: RefreshPolicy) {
         self.policy = policy
     }
 
     // MARK: TokenProvider
 
-    public nonisolated func currentToken() -> BearerToken? {
+    package nonisolated func currentToken() -> BearerToken? {
         guard let (token, usableUntil) = self.snapshot.withLock({ $0 }) else { return nil }
         return self.clock.now < usableUntil ? token : nil
     }
 
-    public nonisolated func secondsUntilNextAttempt() -> Int? {
+    package nonisolated func secondsUntilNextAttempt() -> Int? {
         guard let next = self.nextAttempt.withLock({ $0 }) else { return nil }
         let wait = next.timeIntervalSince(self.clock.now)
         return wait.isFinite ? max(1, Int(min(wait, RefreshPolicy.longestLifetime).rounded(.up))) : nil
     }
 
-    public func token() async throws -> BearerToken {
+    package func token() async throws -> BearerToken {
         var lastReason: String?
         for _ in 0..<4 {
             let now = self.clock.now
@@ -239,7 +239,7 @@ public actor TokenManager: TokenProvider {
     /// the upstream's answer to the request, and any caller could otherwise spin the refresh
     /// token (and trip the breaker) by calling a path that always answers 401.
     /// Returns the token to retry with, if there is a new one.
-    public func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
+    package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
         if let current = self.currentSession?.access, current != token {
             return self.currentToken()
         }

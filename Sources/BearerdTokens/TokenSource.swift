@@ -2,7 +2,7 @@ import BearerdAuth
 
 /// Knows one token API: builds its requests and reads its successful answers. Errors are
 /// classified the same way for every source (``TokenResponseClassifier``).
-public protocol TokenSource: Sendable {
+package protocol TokenSource: Sendable {
     /// Whether a token can be had without a user (OAuth2 `client_credentials`).
     var hasClientGrant: Bool { get }
 
@@ -49,18 +49,18 @@ public protocol TokenSource: Sendable {
 }
 
 extension TokenSource {
-    public var revocationKey: String { "auth.revocation_url" }
+    package var revocationKey: String { "auth.revocation_url" }
 
-    public var credentialKeys: String { "auth.client_id, auth.client_secret_file and auth.client_auth" }
+    package var credentialKeys: String { "auth.client_id, auth.client_secret_file and auth.client_auth" }
 
-    public func parseLogin(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
+    package func parseLogin(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
 }
 
 /// A token source cannot even build its request (for example, discovery failed).
-public struct TokenSourceError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct TokenSourceError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
-    public init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }

@@ -3,43 +3,43 @@ import Foundation
 
 /// What `bearerd status` shows: the state of the session and of its refreshes. It holds no
 /// token, by construction: no field can carry one.
-public struct TokenStatus: Sendable, Codable, Equatable {
+package struct TokenStatus: Sendable, Codable, Equatable {
     /// Where the session is; written as `ready`, `refreshing`, `waiting`, `logged_out` or
     /// `static` in JSON.
-    public var state: State
+    package var state: State
     /// `user` or `client`, when there is a session.
-    public var session: String?
+    package var session: String?
     /// The access token's `sub`, when it is a JWT.
-    public var subject: String?
-    public var scope: String?
-    public var expiresAt: Date?
-    public var nextRefreshAt: Date?
-    public var lastRefreshAt: Date?
-    public var lastRefreshGrant: String?
+    package var subject: String?
+    package var scope: String?
+    package var expiresAt: Date?
+    package var nextRefreshAt: Date?
+    package var lastRefreshAt: Date?
+    package var lastRefreshGrant: String?
     /// `ok`, `rejected (CODE)` or `failed: WHY`.
-    public var lastRefreshResult: String?
-    public var failuresInARow: Int
+    package var lastRefreshResult: String?
+    package var failuresInARow: Int
     /// Why there is no token, or why refreshes fail.
-    public var detail: String?
+    package var detail: String?
     /// Whether the last change is not on disk yet (the store could not be written).
-    public var storeBehind: Bool
+    package var storeBehind: Bool
     /// When this status was taken: times left are counted from here.
-    public var now: Date
+    package var now: Date
     /// Whether a daemon answered (filled in by the CLI).
-    public var daemon: String?
+    package var daemon: String?
     /// The fleet's shared session (`store.backend: postgres`).
-    public var fleet: FleetStatus?
+    package var fleet: FleetStatus?
 
     /// The fleet's row as this host last saw it. A host name, never a token.
-    public struct FleetStatus: Sendable, Codable, Equatable {
+    package struct FleetStatus: Sendable, Codable, Equatable {
         /// The row version the session in hand came from.
-        public var version: Int64?
+        package var version: Int64?
         /// The host that wrote that version.
-        public var writtenBy: String?
+        package var writtenBy: String?
         /// Why the store cannot be used right now; `nil` while it answers.
-        public var problem: String?
+        package var problem: String?
         /// Whether tokens issued here are not in the row yet.
-        public var behind: Bool
+        package var behind: Bool
 
         enum CodingKeys: String, CodingKey {
             case version, problem, behind
@@ -48,7 +48,7 @@ public struct TokenStatus: Sendable, Codable, Equatable {
     }
 
     /// Where the session is.
-    public enum State: String, Sendable, Codable, Equatable {
+    package enum State: String, Sendable, Codable, Equatable {
         /// A valid token is in hand.
         case ready
         /// A refresh is under way.
@@ -61,10 +61,10 @@ public struct TokenStatus: Sendable, Codable, Equatable {
         case `static`
 
         /// For people: `logged out`.
-        public var text: String { self.rawValue.replacingOccurrences(of: "_", with: " ") }
+        package var text: String { self.rawValue.replacingOccurrences(of: "_", with: " ") }
     }
 
-    public init(state: State, failuresInARow: Int = 0, storeBehind: Bool = false, now: Date) {
+    package init(state: State, failuresInARow: Int = 0, storeBehind: Bool = false, now: Date) {
         self.state = state
         self.failuresInARow = failuresInARow
         self.storeBehind = storeBehind
@@ -83,19 +83,19 @@ public struct TokenStatus: Sendable, Codable, Equatable {
     }
 
     /// Seconds until the access token expires (negative once it has).
-    public var expiresIn: Int? {
+    package var expiresIn: Int? {
         self.expiresAt.map { Int($0.timeIntervalSince(self.now).rounded(.down)) }
     }
 
     /// JSON with RFC 3339 times, as the admin socket and `status --json` write it.
-    public static func encoder() -> JSONEncoder {
+    package static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         return encoder
     }
 
-    public static func decoder() -> JSONDecoder {
+    package static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return decoder
@@ -103,7 +103,7 @@ public struct TokenStatus: Sendable, Codable, Equatable {
 }
 
 extension TokenManager {
-    public func status() -> TokenStatus {
+    package func status() -> TokenStatus {
         let now = self.clock.now
         var status = TokenStatus(
             state: .ready,

@@ -3,21 +3,21 @@ import Foundation
 import Synchronization
 
 /// One session's tokens, as kept across restarts.
-public struct StoredSession: Sendable, Equatable {
-    public var refreshToken: Secret?
-    public var accessToken: BearerToken?
-    public var accessExpiresAt: Date?
+package struct StoredSession: Sendable, Equatable {
+    package var refreshToken: Secret?
+    package var accessToken: BearerToken?
+    package var accessExpiresAt: Date?
     /// The scope the server granted, when it said.
-    public var scope: String?
+    package var scope: String?
     /// When the access token arrived: with the expiry, its lifetime, which sets the margins.
-    public var receivedAt: Date?
+    package var receivedAt: Date?
     /// Set, and on disk, before the refresh token is sent; cleared by the answer. Found set at
     /// start, it means bearerd stopped with a refresh in flight: the server may have rotated the
     /// refresh token already, so the refresh is repeated at once, while a server's grace period
     /// for the previous refresh token (DOT, Auth0, Okta) still honours it.
-    public var refreshSentAt: Date?
+    package var refreshSentAt: Date?
 
-    public init(
+    package init(
         refreshToken: Secret? = nil,
         accessToken: BearerToken? = nil,
         accessExpiresAt: Date? = nil,
@@ -38,20 +38,20 @@ public struct StoredSession: Sendable, Equatable {
 
 /// Everything the store holds: the user's session and the client's own token
 /// (`client_credentials`), kept apart so that `bearerd logout` wipes the one and keeps the other.
-public struct StoredTokens: Sendable, Equatable {
-    public var user: StoredSession?
-    public var client: StoredSession?
+package struct StoredTokens: Sendable, Equatable {
+    package var user: StoredSession?
+    package var client: StoredSession?
     /// The DPoP key (`auth.dpop`) the sessions' tokens are bound to; it outlives a logout.
-    public var dpopKey: Secret?
+    package var dpopKey: Secret?
 
-    public init(user: StoredSession? = nil, client: StoredSession? = nil, dpopKey: Secret? = nil) {
+    package init(user: StoredSession? = nil, client: StoredSession? = nil, dpopKey: Secret? = nil) {
         self.user = user
         self.client = client
         self.dpopKey = dpopKey
     }
 
     /// A user session alone.
-    public init(refreshToken: Secret?, accessToken: BearerToken? = nil, accessExpiresAt: Date? = nil) {
+    package init(refreshToken: Secret?, accessToken: BearerToken? = nil, accessExpiresAt: Date? = nil) {
         self.init(
             user: StoredSession(refreshToken: refreshToken, accessToken: accessToken, accessExpiresAt: accessExpiresAt)
         )
@@ -60,19 +60,19 @@ public struct StoredTokens: Sendable, Equatable {
 
 /// Where tokens are kept. The token engine saves the whole content after every change: a
 /// refresh, a login, a logout, or a rejection by the token server (which drops the user part).
-public protocol TokenStore: Sendable {
+package protocol TokenStore: Sendable {
     func load() throws -> StoredTokens?
     func save(_ tokens: StoredTokens) throws
 }
 
 /// Keeps tokens in memory only: a restart starts again from `auth.refresh_token_file`.
-public final class MemoryTokenStore: TokenStore {
+package final class MemoryTokenStore: TokenStore {
     private let tokens: Mutex<StoredTokens?>
 
-    public init(_ tokens: StoredTokens? = nil) {
+    package init(_ tokens: StoredTokens? = nil) {
         self.tokens = Mutex(tokens)
     }
 
-    public func load() throws -> StoredTokens? { self.tokens.withLock { $0 } }
-    public func save(_ tokens: StoredTokens) throws { self.tokens.withLock { $0 = tokens } }
+    package func load() throws -> StoredTokens? { self.tokens.withLock { $0 } }
+    package func save(_ tokens: StoredTokens) throws { self.tokens.withLock { $0 = tokens } }
 }

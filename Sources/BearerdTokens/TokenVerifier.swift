@@ -3,7 +3,7 @@ import BearerdAuth
 /// Checks an access token before bearerd uses it (`auth.verify`): its signature against the
 /// issuer's keys and its claims. A token that fails is never injected; the refresh that brought
 /// it counts as failed, and `status` says why.
-public protocol TokenVerifier: Sendable {
+package protocol TokenVerifier: Sendable {
     /// Returns when `token` may be used; throws ``TokenVerificationError`` saying why not.
     /// `transport` reaches the issuer (its JWKS).
     func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenVerificationError)
@@ -11,10 +11,10 @@ public protocol TokenVerifier: Sendable {
 
 /// Why an access token must not be used. The message names what failed (a claim, a key id, the
 /// signature), never the token.
-public struct TokenVerificationError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct TokenVerificationError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
-    public init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }

@@ -21,6 +21,8 @@ enum Chosen {
     }()
 }
 
+/// libFuzzer's entry point: one input, run through the target BEARERD_FUZZ_TARGET names. Public:
+/// libFuzzer's main, linked into this executable, calls it by its C name.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     _ = Chosen.target.run(count == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: count)))

@@ -6,26 +6,26 @@ import Glibc
 #endif
 
 /// The built `bearerd` binary run as a child process, its output captured.
-public final class BearerdProcess: Sendable {
+package final class BearerdProcess: Sendable {
     private let process: Process
     private let output = CapturedOutput()
     /// For `serve` without a `NOTIFY_SOCKET` of the test's own: where its `READY=1` arrives.
     private let notify: (listener: NotifyListener, directory: TemporaryDirectory)?
 
     /// The `bearerd` executable built next to the test bundle.
-    public static var executable: String {
+    package static var executable: String {
         let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return testBinary.deletingLastPathComponent().appendingPathComponent("bearerd").path
     }
 
     /// Starts `bearerd` with `arguments`; `input`, when given, is its standard input.
-    public convenience init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
+    package convenience init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
         try self.init(program: Self.executable, arguments, environment: environment, input: input)
     }
 
     /// Starts `program`, which runs `bearerd` in some way of its own (a launcher that passes it
     /// sockets, say).
-    public init(
+    package init(
         program: String,
         _ arguments: [String],
         environment: [String: String] = [:],
@@ -74,7 +74,7 @@ public final class BearerdProcess: Sendable {
     /// Waits until the daemon says `READY=1` on the notify socket it was given (listening, with
     /// the store loaded and the admin socket up), as systemd would, and until its listening
     /// line has been read; throws if it exits first.
-    public func waitUntilReady(_ limit: Duration = .seconds(15)) async throws {
+    package func waitUntilReady(_ limit: Duration = .seconds(15)) async throws {
         guard let listener = self.notify?.listener else {
             throw TestClientError("this bearerd has the test's own NOTIFY_SOCKET: watch that one")
         }
@@ -90,29 +90,29 @@ public final class BearerdProcess: Sendable {
     }
 
     /// Everything written to standard output so far.
-    public var stdout: String { self.output.text.stdout }
+    package var stdout: String { self.output.text.stdout }
     /// Everything written to standard error so far.
-    public var stderr: String { self.output.text.stderr }
+    package var stderr: String { self.output.text.stderr }
     /// The port of the proxy's first TCP listener, from its `listening` log line.
-    public var proxyPort: Int? { self.number(after: "addresses=127.0.0.1:") }
+    package var proxyPort: Int? { self.number(after: "addresses=127.0.0.1:") }
 
     /// The number that follows `marker` in standard error (a port a log line names).
-    public func number(after marker: String) -> Int? {
+    package func number(after marker: String) -> Int? {
         let text = self.stderr
         guard let range = text.range(of: marker) else { return nil }
         return Int(text[range.upperBound...].prefix { $0.isNumber })
     }
 
     /// The process id.
-    public var pid: Int32 { self.process.processIdentifier }
+    package var pid: Int32 { self.process.processIdentifier }
 
     /// Sends a signal.
-    public func signal(_ signal: Int32) {
+    package func signal(_ signal: Int32) {
         kill(self.process.processIdentifier, signal)
     }
 
     /// Waits for the process to exit (killing it after `limit`) and returns its exit status.
-    public func wait(limit: Duration = .seconds(20)) async throws -> Int32 {
+    package func wait(limit: Duration = .seconds(20)) async throws -> Int32 {
         let clock = ContinuousClock()
         let deadline = clock.now + limit
         while self.process.isRunning {
@@ -128,7 +128,7 @@ public final class BearerdProcess: Sendable {
     }
 
     /// Runs `bearerd` to completion.
-    public static func run(
+    package static func run(
         _ arguments: [String],
         environment: [String: String] = [:],
         input: String? = nil

@@ -7,7 +7,7 @@ import Synchronization
 /// refresh_token (rotating, with reuse refused), client_credentials and device code grants
 /// (RFC 8628, approved at the second poll), and RFC 7009 revocation. User alice / alice-pass.
 /// Tokens are `fake-access-N` and `fake-refresh-N`.
-public final class FakeOAuthServer: Sendable {
+package final class FakeOAuthServer: Sendable {
     struct State {
         var issued = 0
         var liveRefresh: Set<String> = []
@@ -22,15 +22,15 @@ public final class FakeOAuthServer: Sendable {
 
     private let server: TestUpstream
     private let holder: Holder
-    public var port: Int { self.server.port }
-    public var base: String { "http://127.0.0.1:\(self.server.port)" }
+    package var port: Int { self.server.port }
+    package var base: String { "http://127.0.0.1:\(self.server.port)" }
 
     /// Tokens revoked at `/revoke`.
-    public var revoked: [String] { self.holder.state.withLock { $0.revoked } }
+    package var revoked: [String] { self.holder.state.withLock { $0.revoked } }
     /// The grant types asked for at `/token`, in order.
-    public var grants: [String] { self.holder.state.withLock { $0.grants } }
+    package var grants: [String] { self.holder.state.withLock { $0.grants } }
     /// The last access token issued.
-    public var lastAccessToken: String? {
+    package var lastAccessToken: String? {
         self.holder.state.withLock { $0.issued == 0 ? nil : "fake-access-\($0.issued)" }
     }
 
@@ -39,7 +39,7 @@ public final class FakeOAuthServer: Sendable {
         self.holder = holder
     }
 
-    public static func start(group: any EventLoopGroup, lifetime: Int = 3600) async throws -> FakeOAuthServer {
+    package static func start(group: any EventLoopGroup, lifetime: Int = 3600) async throws -> FakeOAuthServer {
         let holder = Holder()
         let server = try await TestUpstream.start(group: group) { request in
             holder.state.withLock { Self.answer(request, state: &$0, lifetime: lifetime) }
@@ -47,7 +47,7 @@ public final class FakeOAuthServer: Sendable {
         return FakeOAuthServer(server: server, holder: holder)
     }
 
-    public func stop() async {
+    package func stop() async {
         await self.server.stop()
     }
 

@@ -4,24 +4,24 @@ import Synchronization
 
 /// A token endpoint in memory: records every request and answers with `respond`, which may
 /// wait (to hold a refresh in flight) or throw (a network error).
-public final class FakeTokenEndpoint: TokenTransport {
-    public typealias Respond = @Sendable (TokenHTTPRequest, Int) async throws -> TokenHTTPResponse
+package final class FakeTokenEndpoint: TokenTransport {
+    package typealias Respond = @Sendable (TokenHTTPRequest, Int) async throws -> TokenHTTPResponse
 
     private let recorded = Mutex<[TokenHTTPRequest]>([])
     private let respond: Mutex<Respond>
 
-    public init(_ respond: @escaping Respond) {
+    package init(_ respond: @escaping Respond) {
         self.respond = Mutex(respond)
     }
 
     /// Answers from now on with `respond`.
-    public func answer(_ respond: @escaping Respond) {
+    package func answer(_ respond: @escaping Respond) {
         self.respond.withLock { $0 = respond }
     }
 
-    public var requests: [TokenHTTPRequest] { self.recorded.withLock { $0 } }
+    package var requests: [TokenHTTPRequest] { self.recorded.withLock { $0 } }
 
-    public func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
+    package func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         let index = self.recorded.withLock { recorded in
             recorded.append(request)
             return recorded.count - 1
@@ -31,7 +31,7 @@ public final class FakeTokenEndpoint: TokenTransport {
     }
 
     /// A JSON answer.
-    public static func json(_ text: String, status: Int = 200, headers: [(String, String)] = []) -> TokenHTTPResponse {
+    package static func json(_ text: String, status: Int = 200, headers: [(String, String)] = []) -> TokenHTTPResponse {
         TokenHTTPResponse(
             status: status,
             headers: [("content-type", "application/json")] + headers,
@@ -40,7 +40,7 @@ public final class FakeTokenEndpoint: TokenTransport {
     }
 
     /// An RFC 6749 token response.
-    public static func tokens(
+    package static func tokens(
         access: String,
         refresh: String? = nil,
         expiresIn: Int? = 3600,
@@ -53,7 +53,7 @@ public final class FakeTokenEndpoint: TokenTransport {
     }
 
     /// The form fields of a request body.
-    public static func form(_ request: TokenHTTPRequest) -> [String: String] {
+    package static func form(_ request: TokenHTTPRequest) -> [String: String] {
         let text = String(decoding: request.body ?? [], as: UTF8.self)
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {
@@ -67,18 +67,18 @@ public final class FakeTokenEndpoint: TokenTransport {
 }
 
 /// A door tasks wait at until a test opens it.
-public actor Gate {
+package actor Gate {
     private var isOpen = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    public init() {}
+    package init() {}
 
-    public func wait() async {
+    package func wait() async {
         if self.isOpen { return }
         await withCheckedContinuation { self.waiters.append($0) }
     }
 
-    public func open() {
+    package func open() {
         self.isOpen = true
         for waiter in self.waiters { waiter.resume() }
         self.waiters.removeAll()

@@ -2,18 +2,18 @@ import Foundation
 
 /// authlib's OAuth 2.0 server on 127.0.0.1 with `private_key_jwt` and `tls_client_auth`, started
 /// by the project's `scripts/idp-server`. Clients: jwt-client, mtls-client, secret-client.
-public struct IdentityProvider: Sendable {
-    public let port: Int
-    public let directory: TemporaryDirectory
-    public let https: Bool
+package struct IdentityProvider: Sendable {
+    package let port: Int
+    package let directory: TemporaryDirectory
+    package let https: Bool
 
-    public var baseURL: String { "\(self.https ? "https" : "http")://127.0.0.1:\(self.port)" }
-    public var tokenURL: String { self.baseURL + "/oauth/token" }
+    package var baseURL: String { "\(self.https ? "https" : "http")://127.0.0.1:\(self.port)" }
+    package var tokenURL: String { self.baseURL + "/oauth/token" }
 
     /// Starts it on a free port with `ttl`-second access tokens. `clientKeys`: the public keys
     /// jwt-client may sign with; `tls`: serve https and ask for client certificates chained to
     /// `tls.ca`, where mtls-client's must carry `subject`.
-    public static func start(
+    package static func start(
         ttl: Int,
         clientKeys: String? = nil,
         tls: (certificate: String, key: String, ca: String, subject: String)? = nil,
@@ -31,12 +31,12 @@ public struct IdentityProvider: Sendable {
         return IdentityProvider(port: port, directory: directory, https: tls != nil)
     }
 
-    public func stop() async throws {
+    package func stop() async throws {
         try await ProjectScript.run("scripts/idp-server", ["stop", "--dir", self.directory.path + "/idp"])
     }
 
     /// One line per token request: `<grant> <ok|status> <auth method> <client cert sha256|->`.
-    public var marks: [String] {
+    package var marks: [String] {
         let text = (try? String(contentsOfFile: self.directory.path + "/idp/marks", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").map(String.init)
     }

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// A clock that moves only when a test says so; sleepers wake when it passes their deadline.
-public final class ManualTokenClock: TokenClock {
+package final class ManualTokenClock: TokenClock {
     private struct Sleeper {
         var id: Int
         var deadline: Date
@@ -18,16 +18,16 @@ public final class ManualTokenClock: TokenClock {
 
     private let state: Mutex<State>
 
-    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+    package init(now: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
         self.state = Mutex(State(now: now))
     }
 
-    public var now: Date { self.state.withLock { $0.now } }
+    package var now: Date { self.state.withLock { $0.now } }
 
     /// How many tasks are sleeping on this clock.
-    public var sleeperCount: Int { self.state.withLock { $0.sleepers.count } }
+    package var sleeperCount: Int { self.state.withLock { $0.sleepers.count } }
 
-    public func sleep(until deadline: Date) async throws {
+    package func sleep(until deadline: Date) async throws {
         let id = self.state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -56,15 +56,15 @@ public final class ManualTokenClock: TokenClock {
     }
 
     /// The earliest deadline a task sleeps until.
-    public var nextDeadline: Date? { self.state.withLock { $0.sleepers.map(\.deadline).min() } }
+    package var nextDeadline: Date? { self.state.withLock { $0.sleepers.map(\.deadline).min() } }
 
     /// Moves time forward and wakes every sleeper whose deadline has come.
-    public func advance(by duration: Duration) {
+    package func advance(by duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self.advance(to: self.now.addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18))
     }
 
-    public func advance(to date: Date) {
+    package func advance(to date: Date) {
         let due = self.state.withLock { state -> [Sleeper] in
             state.now = max(state.now, date)
             let now = state.now
@@ -76,7 +76,7 @@ public final class ManualTokenClock: TokenClock {
     }
 
     /// Waits (without sleeping on real time) until `count` tasks sleep on this clock.
-    public func waitForSleepers(_ count: Int = 1) async throws {
+    package func waitForSleepers(_ count: Int = 1) async throws {
         for _ in 0..<100_000 {
             if self.sleeperCount >= count { return }
             await Task.yield()

@@ -7,8 +7,8 @@ import Glibc
 
 /// A fake systemd notification socket: a unix datagram socket that records what bearerd sends
 /// to `$NOTIFY_SOCKET`.
-public final class NotifyListener: Sendable {
-    public let path: String
+package final class NotifyListener: Sendable {
+    package let path: String
     private let box = Box()
 
     final class Box: Sendable {
@@ -16,7 +16,7 @@ public final class NotifyListener: Sendable {
         let open = Atomic<Bool>(true)
     }
 
-    public init(directory: String) throws {
+    package init(directory: String) throws {
         self.path = directory + "/notify.sock"
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         guard descriptor >= 0 else { throw TestClientError("socket: \(errno)") }
@@ -51,5 +51,5 @@ public final class NotifyListener: Sendable {
     }
 
     /// Every message so far, in order.
-    public var messages: [String] { self.box.messages.withLock { $0 } }
+    package var messages: [String] { self.box.messages.withLock { $0 } }
 }

@@ -3,17 +3,17 @@ import NIOCore
 import NIOHTTP1
 
 /// django-oauth-toolkit on 127.0.0.1, started by the project's `scripts/oauth-server`.
-public struct OAuthServer: Sendable {
-    public let port: Int
-    public let ttl: Int
+package struct OAuthServer: Sendable {
+    package let port: Int
+    package let ttl: Int
     /// Script options beyond port and TTL (`--grace`, `--token-delay`, `--token-marks`).
-    public let options: [String]
+    package let options: [String]
 
-    public var baseURL: String { "http://127.0.0.1:\(self.port)" }
-    public var tokenURL: String { self.baseURL + "/o/token/" }
+    package var baseURL: String { "http://127.0.0.1:\(self.port)" }
+    package var tokenURL: String { self.baseURL + "/o/token/" }
 
     /// Starts it on a free port with access tokens that live `ttl` seconds.
-    public static func start(ttl: Int, options: [String] = []) async throws -> OAuthServer {
+    package static func start(ttl: Int, options: [String] = []) async throws -> OAuthServer {
         let port = try RefusingPort().port  // free now; released when the value goes
         let server = OAuthServer(port: port, ttl: ttl, options: options)
         try await server.start()
@@ -21,24 +21,24 @@ public struct OAuthServer: Sendable {
     }
 
     /// The same server (port, database, issued tokens) with other script options, not started.
-    public func with(options: [String]) -> OAuthServer {
+    package func with(options: [String]) -> OAuthServer {
         OAuthServer(port: self.port, ttl: self.ttl, options: options)
     }
 
     /// Starts it (again: the database, and so every issued token, is kept).
-    public func start() async throws {
+    package func start() async throws {
         try await ProjectScript.run(
             "scripts/oauth-server",
             ["start", "--port", String(self.port), "--ttl", String(self.ttl)] + self.options
         )
     }
 
-    public func stop() async throws {
+    package func stop() async throws {
         try await ProjectScript.run("scripts/oauth-server", ["stop", "--port", String(self.port)])
     }
 
     /// Logs alice in with the password grant and returns the refresh token.
-    public func passwordLogin(group: any EventLoopGroup) async throws -> String {
+    package func passwordLogin(group: any EventLoopGroup) async throws -> String {
         let response = try await TestHTTPClient.withConnection(to: .tcp(port: self.port), group: group) { client in
             try await client.send(
                 .POST,

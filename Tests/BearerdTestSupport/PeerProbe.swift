@@ -1,11 +1,11 @@
 import Foundation
 
 /// Connects to a unix socket as another user, to test `SO_PEERCRED` checks.
-public enum PeerProbe {
+package enum PeerProbe {
     /// How many bytes a `GET /v1/status` on the unix socket `socket` gets back when sent by a
     /// process running as `uid` (the caller must be root to take another uid); "0" when the
     /// connection is closed unanswered.
-    public static func answerBytes(to socket: String, asUID uid: Int) throws -> String {
+    package static func answerBytes(to socket: String, asUID uid: Int) throws -> String {
         let script = """
             import os, socket
             os.setgid(\(uid)); os.setuid(\(uid))

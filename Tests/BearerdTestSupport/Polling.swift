@@ -1,6 +1,6 @@
 /// Polls `condition` until it holds; throws after `limit`. For what a test cannot await
 /// directly: a child process's output, a file another process writes.
-public func waitUntil(
+package func waitUntil(
     _ limit: Duration = .seconds(15),
     every interval: Duration = .milliseconds(10),
     _ condition: () async -> Bool

@@ -3,15 +3,15 @@ import Foundation
 /// A PostgreSQL server of the test's own on 127.0.0.1 (Debian's package, through
 /// `scripts/postgres`): a fresh data directory and a free port, role `bearerd` with a password,
 /// database `bearerd`. ``stop()`` at the end; the directory goes with the object.
-public final class PostgresServer: Sendable {
-    public let port: Int
+package final class PostgresServer: Sendable {
+    package let port: Int
     let directory: TemporaryDirectory
     let maxConnections: Int
     /// The certificate it serves TLS with, if any.
-    public let certificates: TestCertificates?
+    package let certificates: TestCertificates?
 
     /// `postgres://bearerd:bearerd-pass@127.0.0.1:PORT/bearerd`
-    public var url: String { "postgres://bearerd:bearerd-pass@127.0.0.1:\(self.port)/bearerd" }
+    package var url: String { "postgres://bearerd:bearerd-pass@127.0.0.1:\(self.port)/bearerd" }
 
     private init(port: Int, directory: TemporaryDirectory, maxConnections: Int, certificates: TestCertificates?) {
         self.port = port
@@ -21,7 +21,7 @@ public final class PostgresServer: Sendable {
     }
 
     /// Starts one; `tls`: with `ssl=on` and a certificate for 127.0.0.1 from a CA of its own.
-    public static func start(maxConnections: Int = 200, tls: Bool = false) async throws -> PostgresServer {
+    package static func start(maxConnections: Int = 200, tls: Bool = false) async throws -> PostgresServer {
         let server = PostgresServer(
             port: try RefusingPort().port,
             directory: try TemporaryDirectory(),
@@ -33,7 +33,7 @@ public final class PostgresServer: Sendable {
     }
 
     /// Starts it (again: the data are kept).
-    public func start() async throws {
+    package func start() async throws {
         try await ProjectScript.run(
             "scripts/postgres",
             [
@@ -44,7 +44,7 @@ public final class PostgresServer: Sendable {
     }
 
     /// Stops it: `immediate` as a crash would, without a checkpoint.
-    public func stop(immediate: Bool = false) async throws {
+    package func stop(immediate: Bool = false) async throws {
         try await ProjectScript.run(
             "scripts/postgres",
             ["stop", "--dir", self.directory.path] + (immediate ? ["--immediate"] : [])
@@ -53,13 +53,13 @@ public final class PostgresServer: Sendable {
 
     /// Stops (SIGSTOP) or resumes the server and its backends: a database that stops answering
     /// without closing its connections, as behind a network partition.
-    public func pause(_ paused: Bool = true) async throws {
+    package func pause(_ paused: Bool = true) async throws {
         try await ProjectScript.run("scripts/postgres", [paused ? "pause" : "resume", "--dir", self.directory.path])
     }
 
     /// Runs `sql` as the superuser in the database `bearerd`; returns psql's unaligned output.
     @discardableResult
-    public func sql(_ sql: String) throws -> String {
+    package func sql(_ sql: String) throws -> String {
         let process = Process()
         process.executableURL = ProjectScript.repository.appendingPathComponent("scripts/postgres")
         process.arguments = ["psql", "--dir", self.directory.path, "--port", "\(self.port)", "-c", sql]
@@ -75,7 +75,7 @@ public final class PostgresServer: Sendable {
     }
 
     /// Writes the URL file a config names (`store.postgres.url_file`), mode 0400.
-    public func writeURL(in directory: TemporaryDirectory, name: String = "postgres.url") throws -> String {
+    package func writeURL(in directory: TemporaryDirectory, name: String = "postgres.url") throws -> String {
         try directory.write(self.url + "\n", to: name, mode: 0o400)
     }
 }

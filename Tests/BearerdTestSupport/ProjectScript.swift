@@ -1,16 +1,16 @@
 import Foundation
 
 /// The project's own scripts (`scripts/oauth-server`, `scripts/postgres`), as the tests run them.
-public enum ProjectScript {
+package enum ProjectScript {
     /// The repository's root.
-    public static var repository: URL {
+    package static var repository: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
     }
 
     /// Runs `script` (a path from the repository's root) with its output in a file: the server it starts daemonizes and may keep
     /// inherited descriptors, so a pipe would never reach its end.
-    public static func run(_ script: String, _ arguments: [String]) async throws {
+    package static func run(_ script: String, _ arguments: [String]) async throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent(
             "project-script-\(UUID().uuidString).log"
         )

@@ -10,28 +10,28 @@ import NIOPosix
 import NIOSSL
 
 /// A running proxy in front of a ``TestUpstream``, everything in-process on port 0.
-public struct ProxyFixture: Sendable {
+package struct ProxyFixture: Sendable {
     /// The upstream the proxy forwards to.
-    public let upstream: TestUpstream
+    package let upstream: TestUpstream
     /// The proxy's listeners.
-    public let listeners: ProxyListeners
+    package let listeners: ProxyListeners
     /// The event loop group everything runs on.
-    public let group: any EventLoopGroup
+    package let group: any EventLoopGroup
     /// Every log line the proxy wrote.
-    public let logs: InMemoryLogHandler
+    package let logs: InMemoryLogHandler
     /// The configuration the proxy runs with.
-    public let configuration: BearerdConfiguration
+    package let configuration: BearerdConfiguration
 
     /// The first TCP listener's port.
-    public var port: Int { self.listeners.addresses.first { $0.port != nil }!.port! }
+    package var port: Int { self.listeners.addresses.first { $0.port != nil }!.port! }
 
     /// The token the fixture's static token file holds.
-    public static let token = "fixture-token-7d2f9a41c0e8b35566"
+    package static let token = "fixture-token-7d2f9a41c0e8b35566"
 
     /// Starts an upstream and a proxy configured by `yaml` (top-level keys other than `listen`,
     /// `upstream` and `auth`) and `upstreamYAML` (keys under `upstream:`), runs `body`, and tears
     /// down. `upstreamURL` replaces the test upstream's URL; `PORT` in it becomes its port.
-    public static func with<Result: Sendable>(
+    package static func with<Result: Sendable>(
         yaml: String = "",
         upstreamYAML: String = "",
         listen: [String] = ["127.0.0.1:0"],
@@ -113,7 +113,7 @@ public struct ProxyFixture: Sendable {
     }
 
     /// Every log line as text, metadata included, for searching.
-    public var logText: String {
+    package var logText: String {
         self.logs.entries.map { entry in
             "\(entry.level) \(entry.message) \(entry.metadata.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))"
         }.joined(separator: "\n")
@@ -122,7 +122,7 @@ public struct ProxyFixture: Sendable {
 
 extension ProxyFixture {
     /// Sends one request through the proxy on a fresh connection.
-    public func send(
+    package func send(
         _ method: HTTPMethod = .GET,
         _ uri: String,
         headers: HTTPHeaders = [:],
@@ -135,11 +135,11 @@ extension ProxyFixture {
     }
 
     /// `127.0.0.1:PORT`: the proxy's own name, as clients send it in `Host`.
-    public var host: String { "127.0.0.1:\(self.port)" }
+    package var host: String { "127.0.0.1:\(self.port)" }
 
     /// Sends raw bytes to the proxy and returns all it answers until it closes the connection.
     /// `{host}` in `request` becomes ``host``, and `{port}` the proxy's port.
-    public func raw(_ request: String) async throws -> String {
+    package func raw(_ request: String) async throws -> String {
         try await RawClient.exchange(
             port: self.port,
             request.replacingOccurrences(of: "{host}", with: self.host)

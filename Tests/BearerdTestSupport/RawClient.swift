@@ -7,9 +7,9 @@ import Glibc
 
 /// Sends raw bytes and returns everything the server sends back until it closes the connection
 /// (or `limit` passes, which fails the test rather than hanging it).
-public enum RawClient {
+package enum RawClient {
     /// One exchange of raw bytes.
-    public static func exchange(
+    package static func exchange(
         host: String = "127.0.0.1",
         port: Int,
         _ request: String,
@@ -46,12 +46,12 @@ public enum RawClient {
 }
 
 /// A raw connection for conversations: send some bytes, read until a marker, send more.
-public struct RawConnection {
+package struct RawConnection {
     private let inbound: RawInbound
     private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
 
     /// Connects to 127.0.0.1:`port`, runs `body`, closes.
-    public static func with<Result: Sendable>(
+    package static func with<Result: Sendable>(
         port: Int,
         group: any EventLoopGroup,
         _ body: (RawConnection) async throws -> Result
@@ -68,12 +68,12 @@ public struct RawConnection {
     }
 
     /// Sends text as it is.
-    public func send(_ text: String) async throws {
+    package func send(_ text: String) async throws {
         try await self.outbound.write(ByteBuffer(string: text))
     }
 
     /// Reads until the received text contains `marker` (or the connection closes); returns all of it.
-    public func read(until marker: String) async throws -> String {
+    package func read(until marker: String) async throws -> String {
         var received = ""
         while !received.contains(marker), let buffer = try await self.inbound.next() {
             received += String(buffer: buffer)
@@ -90,13 +90,13 @@ final class RawInbound {
 
 /// A listener on 127.0.0.1 whose accept queue is full, so a new connection's SYN is dropped and
 /// `connect` hangs, as with an unreachable host, without leaving loopback.
-public final class SaturatedListener {
+package final class SaturatedListener {
     /// Its port.
-    public let port: Int
+    package let port: Int
     private var descriptors: [Int32] = []
 
     /// Binds with a backlog of 0 and fills the queue with connections nobody accepts.
-    public init() throws {
+    package init() throws {
         var (listener, address) = try LoopbackSocket.bind()
         guard listen(listener, 0) == 0 else {
             close(listener)
@@ -123,12 +123,12 @@ public final class SaturatedListener {
 
 /// A loopback port that refuses connections (bound, never listening) and that no other test can
 /// take while this lives, unlike a port found free and closed again.
-public final class RefusingPort {
+package final class RefusingPort {
     /// Its port.
-    public let port: Int
+    package let port: Int
     private let descriptor: Int32
 
-    public init() throws {
+    package init() throws {
         let (descriptor, address) = try LoopbackSocket.bind()
         self.descriptor = descriptor
         self.port = Int(UInt16(bigEndian: address.sin_port))
@@ -140,9 +140,9 @@ public final class RefusingPort {
 }
 
 /// Plain sockets on 127.0.0.1, for tests that need what no client library does.
-public enum LoopbackSocket {
+package enum LoopbackSocket {
     /// A TCP connection to 127.0.0.1:`port` that sends nothing (the caller closes it).
-    public static func silentConnection(to port: Int) -> Int32 {
+    package static func silentConnection(to port: Int) -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

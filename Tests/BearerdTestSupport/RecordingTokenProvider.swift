@@ -3,27 +3,27 @@ import Synchronization
 
 /// A token provider for tests: hands out a fixed token (or an error) and records rejections.
 /// With `replacement`, the first rejection of the current token switches to it, as a refresh would.
-public final class RecordingTokenProvider: TokenProvider {
+package final class RecordingTokenProvider: TokenProvider {
     private let state:
         Mutex<(token: BearerToken?, error: TokenUnavailableError?, rejected: [BearerToken], replacement: BearerToken?)>
 
     /// A provider with `token`, or failing with `error` when the token is `nil`.
-    public init(token: String?, error: TokenUnavailableError? = nil, replacement: String? = nil) {
+    package init(token: String?, error: TokenUnavailableError? = nil, replacement: String? = nil) {
         self.state = Mutex((token.map(BearerToken.init), error, [], replacement.map(BearerToken.init)))
     }
 
     /// Tokens the proxy reported as rejected by the upstream.
-    public var rejected: [BearerToken] { self.state.withLock { $0.rejected } }
+    package var rejected: [BearerToken] { self.state.withLock { $0.rejected } }
 
-    public func currentToken() -> BearerToken? { self.state.withLock { $0.token } }
+    package func currentToken() -> BearerToken? { self.state.withLock { $0.token } }
 
-    public func token() async throws -> BearerToken {
+    package func token() async throws -> BearerToken {
         let (token, error) = self.state.withLock { ($0.token, $0.error) }
         if let token { return token }
         throw error ?? .notLoggedIn()
     }
 
-    public func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
+    package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
         self.state.withLock { state in
             state.rejected.append(token)
             guard state.token == token, let replacement = state.replacement else { return nil }

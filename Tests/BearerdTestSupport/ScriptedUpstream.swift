@@ -4,18 +4,18 @@ import Synchronization
 
 /// An upstream on 127.0.0.1:0 that answers each request head it reads with fixed bytes, for
 /// responses a well-behaved HTTP server would never send. Request bodies are not expected.
-public final class ScriptedUpstream: Sendable {
-    public let port: Int
+package final class ScriptedUpstream: Sendable {
+    package let port: Int
     private let channel: any Channel
     private let counts = Counts()
 
     /// Connections accepted so far.
-    public var connectionCount: Int { self.counts.value.withLock { $0.connections } }
+    package var connectionCount: Int { self.counts.value.withLock { $0.connections } }
     /// Request heads read so far.
-    public var requestCount: Int { self.counts.value.withLock { $0.requests } }
+    package var requestCount: Int { self.counts.value.withLock { $0.requests } }
 
     /// Each request head is answered with `response`; the connection then closes if `close`.
-    public init(group: any EventLoopGroup, response: String, close: Bool = false) async throws {
+    package init(group: any EventLoopGroup, response: String, close: Bool = false) async throws {
         let counts = self.counts
         self.channel = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
@@ -30,7 +30,7 @@ public final class ScriptedUpstream: Sendable {
         self.port = self.channel.localAddress!.port!
     }
 
-    public func stop() async {
+    package func stop() async {
         try? await self.channel.close()
     }
 }

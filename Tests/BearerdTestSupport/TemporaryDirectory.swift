@@ -1,12 +1,12 @@
 import Foundation
 
 /// A fresh directory under the system temp dir, removed when the object goes away.
-public final class TemporaryDirectory: Sendable {
+package final class TemporaryDirectory: Sendable {
     /// Its absolute path.
-    public let path: String
+    package let path: String
 
     /// Creates the directory.
-    public init() throws {
+    package init() throws {
         let path = NSTemporaryDirectory() + "bearerd-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         self.path = path
@@ -14,7 +14,7 @@ public final class TemporaryDirectory: Sendable {
 
     /// Writes `text` to `name` inside the directory with `mode`.
     @discardableResult
-    public func write(_ text: String, to name: String, mode: Int = 0o600) throws -> String {
+    package func write(_ text: String, to name: String, mode: Int = 0o600) throws -> String {
         let file = self.path + "/" + name
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: file)
@@ -27,7 +27,7 @@ public final class TemporaryDirectory: Sendable {
 }
 
 /// The resident set size of this process in bytes, from /proc/self/status.
-public func residentSetSize() -> Int {
+package func residentSetSize() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
     for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
         let digits = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0

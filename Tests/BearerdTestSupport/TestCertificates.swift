@@ -2,19 +2,19 @@ import Foundation
 
 /// A throwaway certificate authority and a server certificate it signed, made with the
 /// `openssl` command line tool in a temporary directory.
-public struct TestCertificates: Sendable {
+package struct TestCertificates: Sendable {
     /// The CA certificate (PEM): what a client must trust.
-    public let caFile: String
+    package let caFile: String
     /// The server certificate (PEM).
-    public let certificateFile: String
+    package let certificateFile: String
     /// The server's private key (PEM).
-    public let keyFile: String
+    package let keyFile: String
     private let directory: TemporaryDirectory
     /// The CA's private key (PEM), to sign client certificates with.
-    public var caKeyFile: String { self.directory.path + "/ca.key" }
+    package var caKeyFile: String { self.directory.path + "/ca.key" }
 
     /// Makes a CA and a server certificate for `dnsNames` and `ipAddresses`.
-    public init(dnsNames: [String], ipAddresses: [String] = []) throws {
+    package init(dnsNames: [String], ipAddresses: [String] = []) throws {
         let directory = try TemporaryDirectory()
         self.directory = directory
         let dir = directory.path

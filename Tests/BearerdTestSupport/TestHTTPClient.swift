@@ -3,24 +3,24 @@ import NIOHTTP1
 import NIOPosix
 
 /// A response as the test client received it.
-public struct TestHTTPResponse: Sendable {
+package struct TestHTTPResponse: Sendable {
     /// The head.
-    public var head: HTTPResponseHead
+    package var head: HTTPResponseHead
     /// The body, up to the first 1 MiB.
-    public var body: ByteBuffer
+    package var body: ByteBuffer
     /// All body bytes received.
-    public var bodyBytes: Int
+    package var bodyBytes: Int
 
     /// The status code.
-    public var status: Int { Int(self.head.status.code) }
+    package var status: Int { Int(self.head.status.code) }
     /// The body as text.
-    public var bodyText: String { String(buffer: self.body) }
+    package var bodyText: String { String(buffer: self.body) }
 }
 
 /// A keep-alive HTTP/1.1 client connection for tests, over TCP or a unix socket.
-public struct TestHTTPClient {
+package struct TestHTTPClient {
     /// Where to connect.
-    public enum Target: Sendable {
+    package enum Target: Sendable {
         case tcp(port: Int)
         case unix(path: String)
     }
@@ -28,10 +28,10 @@ public struct TestHTTPClient {
     private let inbound: InboundParts
     private let outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
     /// The `Host` sent when a request gives none: `127.0.0.1:PORT`, or `localhost` on a unix socket.
-    public let host: String
+    package let host: String
 
     /// Opens a connection, runs `body` with it and closes it.
-    public static func withConnection<Result: Sendable>(
+    package static func withConnection<Result: Sendable>(
         to target: Target,
         group: any EventLoopGroup,
         _ body: (TestHTTPClient) async throws -> Result
@@ -64,7 +64,7 @@ public struct TestHTTPClient {
 
     /// Sends a request with a body given as chunks (each written with backpressure) and reads the
     /// response. A `Host` naming the server is added unless `headers` has one.
-    public func send(
+    package func send(
         _ method: HTTPMethod = .GET,
         _ uri: String,
         headers: HTTPHeaders = [:],
@@ -87,7 +87,7 @@ public struct TestHTTPClient {
     }
 
     /// Sends a request whose whole body is `text`.
-    public func send(
+    package func send(
         _ method: HTTPMethod,
         _ uri: String,
         headers: HTTPHeaders = [:],
@@ -99,7 +99,7 @@ public struct TestHTTPClient {
     }
 
     /// Reads one response.
-    public func readResponse(onBodyPart: (ByteBuffer) async throws -> Void = { _ in }) async throws -> TestHTTPResponse
+    package func readResponse(onBodyPart: (ByteBuffer) async throws -> Void = { _ in }) async throws -> TestHTTPResponse
     {
         var head: HTTPResponseHead?
         var body = ByteBuffer()
@@ -121,49 +121,49 @@ public struct TestHTTPClient {
 }
 
 /// An error of the test clients.
-public struct TestClientError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct TestClientError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// No body.
-public struct EmptyBody: AsyncSequence, Sendable {
-    public init() {}
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        public mutating func next() async -> ByteBuffer? { nil }
+package struct EmptyBody: AsyncSequence, Sendable {
+    package init() {}
+    package struct AsyncIterator: AsyncIteratorProtocol {
+        package mutating func next() async -> ByteBuffer? { nil }
     }
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
 }
 
 /// A body of one chunk.
-public struct OneChunk: AsyncSequence, Sendable {
+package struct OneChunk: AsyncSequence, Sendable {
     let buffer: ByteBuffer
-    public init(_ buffer: ByteBuffer) { self.buffer = buffer }
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package init(_ buffer: ByteBuffer) { self.buffer = buffer }
+    package struct AsyncIterator: AsyncIteratorProtocol {
         var buffer: ByteBuffer?
-        public mutating func next() async -> ByteBuffer? {
+        package mutating func next() async -> ByteBuffer? {
             defer { self.buffer = nil }
             return self.buffer
         }
     }
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: self.buffer) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: self.buffer) }
 }
 
 /// `count` bytes in 64 KiB chunks, made on the fly.
-public struct GeneratedBody: AsyncSequence, Sendable {
+package struct GeneratedBody: AsyncSequence, Sendable {
     let count: Int
-    public init(count: Int) { self.count = count }
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package init(count: Int) { self.count = count }
+    package struct AsyncIterator: AsyncIteratorProtocol {
         var left: Int
         static let chunk = ByteBuffer(repeating: UInt8(ascii: "u"), count: 64 * 1024)
-        public mutating func next() async -> ByteBuffer? {
+        package mutating func next() async -> ByteBuffer? {
             guard self.left > 0 else { return nil }
             let size = Swift.min(self.left, Self.chunk.readableBytes)
             self.left -= size
             return Self.chunk.getSlice(at: 0, length: size)
         }
     }
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(left: self.count) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(left: self.count) }
 }
 
 /// Holds the inbound iterator so the client struct can read across calls.

@@ -6,13 +6,13 @@ import Glibc
 #endif
 
 /// Private keys and client certificates made with the `openssl` tool, for client authentication.
-public enum TestKeys {
+package enum TestKeys {
     /// Keys made once per test process and shared by the tests that only read them: making RSA
     /// keys is the costliest thing a unit test here does, and the suites all start at once.
     private static let shared = Mutex<(directory: TemporaryDirectory?, made: Set<String>)>((nil, []))
 
     /// The key `name` of `kind`, made on first use and the same for every caller afterwards.
-    public static func shared(_ kind: String, named name: String) throws -> (privateKey: String, publicKey: String) {
+    package static func shared(_ kind: String, named name: String) throws -> (privateKey: String, publicKey: String) {
         try Self.shared.withLock { state in
             let directory = try state.directory ?? TemporaryDirectory()
             state.directory = directory
@@ -27,7 +27,7 @@ public enum TestKeys {
 
     /// A private key (`rsa:BITS`, `ec` for P-256) and its public key, as PEM files in `directory`.
     @discardableResult
-    public static func make(
+    package static func make(
         _ kind: String,
         named name: String,
         in directory: TemporaryDirectory
@@ -48,7 +48,7 @@ public enum TestKeys {
 
     /// A client certificate for `subject` (`/CN=…`) signed by the CA in `caCertificate`/`caKey`,
     /// with a new key; returns the certificate and key files.
-    public static func clientCertificate(
+    package static func clientCertificate(
         subject: String,
         named name: String,
         caCertificate: String,

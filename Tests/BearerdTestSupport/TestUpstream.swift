@@ -5,20 +5,20 @@ import NIOSSL
 import Synchronization
 
 /// A request as the test upstream received it.
-public struct RecordedRequest: Sendable {
+package struct RecordedRequest: Sendable {
     /// The head, exactly as it arrived.
-    public var head: HTTPRequestHead
+    package var head: HTTPRequestHead
     /// The first 64 KiB of the body.
-    public var body: ByteBuffer
+    package var body: ByteBuffer
     /// All body bytes received.
-    public var bodyBytes: Int
+    package var bodyBytes: Int
 
     /// The body as text.
-    public var bodyText: String { String(buffer: self.body) }
+    package var bodyText: String { String(buffer: self.body) }
 }
 
 /// What the test upstream answers.
-public indirect enum TestResponse: Sendable {
+package indirect enum TestResponse: Sendable {
     /// A complete response.
     case respond(status: HTTPResponseStatus, headers: [(String, String)], body: String)
     /// `bytes` bytes of `x` with Content-Length, written only as fast as the connection takes them.
@@ -29,15 +29,15 @@ public indirect enum TestResponse: Sendable {
     case close
 
     /// A 200 with a text body.
-    public static func ok(_ body: String = "ok", headers: [(String, String)] = []) -> TestResponse {
+    package static func ok(_ body: String = "ok", headers: [(String, String)] = []) -> TestResponse {
         .respond(status: .ok, headers: headers, body: body)
     }
 }
 
 /// An in-process HTTP/1.1 upstream on 127.0.0.1:0 that records what reaches it.
-public final class TestUpstream: Sendable {
+package final class TestUpstream: Sendable {
     /// The bound port.
-    public let port: Int
+    package let port: Int
     private let channel: any Channel
     let state: Mutex<State>
 
@@ -48,11 +48,11 @@ public final class TestUpstream: Sendable {
     }
 
     /// Every request received so far.
-    public var requests: [RecordedRequest] { self.state.withLock { $0.requests } }
+    package var requests: [RecordedRequest] { self.state.withLock { $0.requests } }
     /// Connections accepted so far.
-    public var connectionCount: Int { self.state.withLock { $0.connections } }
+    package var connectionCount: Int { self.state.withLock { $0.connections } }
     /// Body bytes written by `.stream` responses so far.
-    public var streamedBytes: Int { self.state.withLock { $0.streamedBytes } }
+    package var streamedBytes: Int { self.state.withLock { $0.streamedBytes } }
 
     private init(port: Int, channel: any Channel) {
         self.port = port
@@ -61,7 +61,7 @@ public final class TestUpstream: Sendable {
     }
 
     /// Starts an upstream that answers each request with `responder`.
-    public static func start(
+    package static func start(
         group: any EventLoopGroup,
         tls: NIOSSLContext? = nil,
         responder: @escaping @Sendable (RecordedRequest) -> TestResponse = { _ in .ok() }
@@ -84,7 +84,7 @@ public final class TestUpstream: Sendable {
     }
 
     /// Stops accepting; open connections close with the event loop group.
-    public func stop() async {
+    package func stop() async {
         try? await self.channel.close()
     }
 }
@@ -99,11 +99,11 @@ final class StateBox: Sendable {
 }
 
 /// How a ``TestUpstream`` answers, as a value (so fixtures can take it next to a trailing closure).
-public struct Responder: Sendable {
+package struct Responder: Sendable {
     let respond: @Sendable (RecordedRequest) -> TestResponse
 
     /// Answers each request with `respond`.
-    public init(_ respond: @escaping @Sendable (RecordedRequest) -> TestResponse) {
+    package init(_ respond: @escaping @Sendable (RecordedRequest) -> TestResponse) {
         self.respond = respond
     }
 }
