@@ -53,7 +53,7 @@ package final class JWKSCache: Sendable {
         for kid: String?,
         algorithm: String,
         transport: any TokenTransport
-    ) async throws(TokenVerificationError)
+    ) async throws(TokenEngineError)
         -> JWTKeyCollection
     {
         let now = self.clock.now
@@ -65,7 +65,7 @@ package final class JWKSCache: Sendable {
         let unknown = current.map { loaded in kid.map { loaded.algorithms[$0] == nil } ?? false } ?? true
         if (stale || unknown) && mayFetch {
             self.state.withLock { $0.lastFetch = now }
-            do throws(TokenVerificationError) {
+            do throws(TokenEngineError) {
                 current = try await self.fetch(transport, at: now)
                 self.state.withLock { $0.loaded = current }
             } catch {
@@ -74,14 +74,16 @@ package final class JWKSCache: Sendable {
             }
         }
         guard let current else {
-            throw TokenVerificationError("the issuer's JWKS (\(self.url)) has not been fetched yet")
+            throw TokenEngineError.verification("the issuer's JWKS (\(self.url)) has not been fetched yet")
         }
         if let kid {
             guard let declared = current.algorithms[kid] else {
-                throw TokenVerificationError("the issuer's JWKS (\(self.url)) has no key \"\(Printable.bounded(kid))\"")
+                throw TokenEngineError.verification(
+                    "the issuer's JWKS (\(self.url)) has no key \"\(Printable.bounded(kid))\""
+                )
             }
             if let declared, declared != algorithm {
-                throw TokenVerificationError(
+                throw TokenEngineError.verification(
                     "the token is signed \(algorithm), but key \"\(Printable.bounded(kid))\" is for \(declared)"
                 )
             }
@@ -94,7 +96,7 @@ package final class JWKSCache: Sendable {
         self.state.withLock { $0.url } ?? "the jwks_uri of auth.issuer's metadata"
     }
 
-    private func fetch(_ transport: any TokenTransport, at now: Date) async throws(TokenVerificationError) -> Loaded {
+    private func fetch(_ transport: any TokenTransport, at now: Date) async throws(TokenEngineError) -> Loaded {
         let url: String
         switch self.location {
         case .url(let configured):
@@ -103,7 +105,7 @@ package final class JWKSCache: Sendable {
             do {
                 url = try await discover(transport)
             } catch {
-                throw TokenVerificationError("\(error)")
+                throw TokenEngineError.verification("\(error)")
             }
         }
         self.state.withLock { $0.url = url }
@@ -113,16 +115,16 @@ package final class JWKSCache: Sendable {
                 TokenHTTPRequest(method: "GET", url: url, headers: [("accept", "application/json")])
             )
         } catch {
-            throw TokenVerificationError("cannot fetch the issuer's JWKS (\(url)): \(error)")
+            throw TokenEngineError.verification("cannot fetch the issuer's JWKS (\(url)): \(error)")
         }
         guard response.status == 200 else {
-            throw TokenVerificationError("the issuer's JWKS (\(self.url)) answered HTTP \(response.status)")
+            throw TokenEngineError.verification("the issuer's JWKS (\(self.url)) answered HTTP \(response.status)")
         }
         guard response.body.count <= Self.maxBytes,
             let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
             let entries = object["keys"] as? [Any], entries.count <= Self.maxKeys
         else {
-            throw TokenVerificationError(
+            throw TokenEngineError.verification(
                 "the issuer's JWKS (\(self.url)) is not a JSON object with a \"keys\" array of at most \(Self.maxKeys) keys"
             )
         }

@@ -45,13 +45,13 @@ package final class JWTTokenVerifier: TokenVerifier {
         self.clock = clock
     }
 
-    package func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenVerificationError) {
+    package func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenEngineError) {
         let header = try JOSEHeader(compact: token.value)
         let collection: JWTKeyCollection
         switch self.keys {
         case .secret(let secret):
             guard header.alg == "HS256" else {
-                throw TokenVerificationError(
+                throw TokenEngineError.verification(
                     "the token is signed \(Printable.bounded(header.alg)), and auth.verify.secret_file checks HS256 only"
                 )
             }
@@ -59,7 +59,7 @@ package final class JWTTokenVerifier: TokenVerifier {
             await collection.add(hmac: HMACKey(from: secret.value), digestAlgorithm: .sha256)
         case .jwks(let cache):
             guard Self.asymmetric.contains(header.alg) else {
-                throw TokenVerificationError(
+                throw TokenEngineError.verification(
                     "the token is signed \(Printable.bounded(header.alg)), which a JWKS does not verify"
                 )
             }
@@ -69,7 +69,7 @@ package final class JWTTokenVerifier: TokenVerifier {
         do {
             claims = try await collection.verify(token.value, as: AccessTokenClaims.self)
         } catch {
-            throw TokenVerificationError(
+            throw TokenEngineError.verification(
                 "its signature does not verify with the issuer's key\(header.kid.map { " \"\(Printable.bounded($0))\"" } ?? "")"
             )
         }
@@ -82,22 +82,22 @@ package final class JWTTokenVerifier: TokenVerifier {
         abs(seconds) < 1e15 ? String(Int(seconds)) : "\(seconds)"
     }
 
-    private func check(_ claims: AccessTokenClaims) throws(TokenVerificationError) {
+    private func check(_ claims: AccessTokenClaims) throws(TokenEngineError) {
         let now = self.clock.now
         let leeway = self.expectations.leeway
         if let issuer = self.expectations.issuer, claims.iss != issuer {
-            throw TokenVerificationError(
+            throw TokenEngineError.verification(
                 "its iss is \(claims.iss.map { "\"\(Printable.bounded($0))\"" } ?? "missing"), not \"\(issuer)\" (auth.verify.issuer)"
             )
         }
         if let audience = self.expectations.audience, !(claims.aud?.values ?? []).contains(audience) {
-            throw TokenVerificationError("its aud does not name \"\(audience)\" (auth.verify.audience)")
+            throw TokenEngineError.verification("its aud does not name \"\(audience)\" (auth.verify.audience)")
         }
         if let nbf = claims.nbf, nbf > now.timeIntervalSince1970 + leeway {
-            throw TokenVerificationError("it is not valid before \(Self.epoch(nbf)) (nbf), later than now")
+            throw TokenEngineError.verification("it is not valid before \(Self.epoch(nbf)) (nbf), later than now")
         }
         if let exp = claims.exp, exp < now.timeIntervalSince1970 - leeway {
-            throw TokenVerificationError("it expired at \(Self.epoch(exp)) (exp)")
+            throw TokenEngineError.verification("it expired at \(Self.epoch(exp)) (exp)")
         }
     }
 }

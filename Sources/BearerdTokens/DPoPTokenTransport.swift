@@ -37,7 +37,7 @@ package final class DPoPTokenTransport: TokenTransport {
         nonce: String?
     ) async throws -> (answer: TokenHTTPResponse, nonce: String?) {
         guard let proof = self.prover.proof(method: "POST", url: target.htu, accessToken: nil, nonce: nonce) else {
-            throw TokenSourceError("cannot sign a DPoP proof for the token request (auth.dpop)")
+            throw TokenEngineError.source("cannot sign a DPoP proof for the token request (auth.dpop)")
         }
         var signed = request
         signed.headers.append(("DPoP", proof))

@@ -26,26 +26,26 @@ struct DeviceAuthorization: Sendable {
 
     static func parse(_ body: [UInt8]) throws -> DeviceAuthorization {
         guard let object = JSONValue.parse(body), case .object = object else {
-            throw TokenBodyError("not a JSON object")
+            throw TokenEngineError.body("not a JSON object")
         }
         guard let deviceCode = object["device_code"]?.stringValue, !deviceCode.isEmpty else {
-            throw TokenBodyError("no device_code")
+            throw TokenEngineError.body("no device_code")
         }
         guard let userCode = object["user_code"]?.stringValue, Self.printable(userCode, limit: 64) else {
-            throw TokenBodyError("no readable user_code")
+            throw TokenEngineError.body("no readable user_code")
         }
         // `verification_url` is the name some servers (Google) used before the RFC.
         guard let uri = (object["verification_uri"] ?? object["verification_url"])?.stringValue,
             uri.hasPrefix("https://") || uri.hasPrefix("http://"), Self.printable(uri, limit: 2048)
         else {
-            throw TokenBodyError("no verification_uri")
+            throw TokenEngineError.body("no verification_uri")
         }
         let complete = object["verification_uri_complete"]?.stringValue.flatMap {
             ($0.hasPrefix("https://") || $0.hasPrefix("http://")) && Self.printable($0, limit: 2048) ? $0 : nil
         }
         guard let expiresIn = try OAuth2TokenResponse.seconds(object["expires_in"], name: "expires_in"), expiresIn > 0
         else {
-            throw TokenBodyError("no expires_in")
+            throw TokenEngineError.body("no expires_in")
         }
         let interval = try OAuth2TokenResponse.seconds(object["interval"], name: "interval") ?? 5
         return DeviceAuthorization(

@@ -74,7 +74,7 @@ enum Discovery {
             }
             let what =
                 notFound == candidates.count ? "no metadata (every document answered 404)" : "no usable metadata"
-            throw TokenSourceError(
+            throw TokenEngineError.source(
                 "\(what) for auth.issuer \(issuer): \(problems.joined(separator: "; ")); set auth.token_url or check auth.issuer"
             )
         }
@@ -95,7 +95,7 @@ enum Discovery {
             }
         }
         guard !metadata.tokenEndpoint.isEmpty else {
-            throw TokenSourceError(
+            throw TokenEngineError.source(
                 "the metadata of auth.issuer \(issuer) names no token_endpoint; set auth.token_url"
             )
         }
@@ -112,15 +112,17 @@ enum Discovery {
     private static func check(_ endpoint: String, name: String, issuer: String, allowInsecureHTTP: Bool) throws {
         let lowered = endpoint.lowercased()
         guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://"), URL(string: endpoint)?.host != nil else {
-            throw TokenSourceError("the metadata of auth.issuer \(issuer) gives a \(name) that is not an http(s) URL")
+            throw TokenEngineError.source(
+                "the metadata of auth.issuer \(issuer) gives a \(name) that is not an http(s) URL"
+            )
         }
         if issuer.lowercased().hasPrefix("https://") && !lowered.hasPrefix("https://") {
-            throw TokenSourceError(
+            throw TokenEngineError.source(
                 "the metadata of auth.issuer \(issuer), an https issuer, points \(name) at plain http (\(endpoint)); bearerd refuses to send credentials there"
             )
         }
         if let refusal = PlainHTTP.refusal(url: endpoint, allowInsecure: allowInsecureHTTP) {
-            throw TokenSourceError("the \(name) that auth.issuer's metadata gives, \(endpoint), \(refusal)")
+            throw TokenEngineError.source("the \(name) that auth.issuer's metadata gives, \(endpoint), \(refusal)")
         }
     }
 }

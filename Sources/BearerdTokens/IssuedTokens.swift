@@ -41,15 +41,6 @@ package enum TokenOutcome: Sendable {
     case unreadable(reason: String)
 }
 
-/// A 2xx body that does not hold what it should.
-package struct TokenBodyError: Error, Sendable, CustomStringConvertible {
-    package let description: String
-
-    package init(_ description: String) {
-        self.description = description
-    }
-}
-
 /// Sorts a token endpoint's answer into a ``TokenOutcome`` (RFC 6749 §5.1, §5.2), whatever the
 /// body of an error looks like: RFC 6749 JSON, other JSON, text, or nothing.
 package enum TokenResponseClassifier {

@@ -74,7 +74,7 @@ package struct JSONSource: TokenSource {
     }
 
     package func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
-        throw TokenSourceError("a JSON token API has no client token")
+        throw TokenEngineError.source("a JSON token API has no client token")
     }
 
     package func passwordRequest(
@@ -85,7 +85,7 @@ package struct JSONSource: TokenSource {
         -> TokenHTTPRequest
     {
         guard let url = self.settings.loginURL else {
-            throw TokenSourceError("auth.json.login_url is not set: bearerd cannot log in to this API")
+            throw TokenEngineError.source("auth.json.login_url is not set: bearerd cannot log in to this API")
         }
         return self.request(
             url,
@@ -94,17 +94,17 @@ package struct JSONSource: TokenSource {
     }
 
     package func parseIssued(_ body: [UInt8]) throws -> IssuedTokens {
-        guard let document = JSONValue.parse(body) else { throw TokenBodyError("not JSON") }
+        guard let document = JSONValue.parse(body) else { throw TokenEngineError.body("not JSON") }
         guard let access = document.at(pointer: self.settings.accessTokenPointer)?.stringValue, !access.isEmpty else {
-            throw TokenBodyError("no access token at \(self.settings.accessTokenPointer)")
+            throw TokenEngineError.body("no access token at \(self.settings.accessTokenPointer)")
         }
         guard BearerToken.isValidTokenValue(access) else {
-            throw TokenBodyError("an access token with characters a bearer token may not have (RFC 6750)")
+            throw TokenEngineError.body("an access token with characters a bearer token may not have (RFC 6750)")
         }
         var refresh: Secret?
         if let pointer = self.settings.refreshTokenPointer, let value = document.at(pointer: pointer), value != .null {
             guard let value = value.stringValue, !value.isEmpty else {
-                throw TokenBodyError("a refresh token at \(pointer) that is not a string")
+                throw TokenEngineError.body("a refresh token at \(pointer) that is not a string")
             }
             refresh = Secret(value)
         }
@@ -135,7 +135,7 @@ package struct JSONSource: TokenSource {
         if let pointer = self.settings.refreshTokenPointer, issued.refreshToken == nil {
             let keys = JSONValue.parse(body).map { Self.pointers(in: $0) } ?? []
             let shown = keys.isEmpty ? "no keys" : keys.prefix(20).joined(separator: ", ")
-            throw TokenBodyError(
+            throw TokenEngineError.body(
                 "the sign-in answer has no refresh token at \(pointer) (auth.json.refresh_token); it has \(shown). Point auth.json.refresh_token at it, or set it to none if this API issues none"
             )
         }
@@ -168,14 +168,14 @@ package struct JSONSource: TokenSource {
     }
 
     package func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
-        throw TokenSourceError(
+        throw TokenEngineError.source(
             "a JSON token API has no device login: run `bearerd login` with a user name and password instead"
         )
     }
 
     package func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
     {
-        throw TokenSourceError("a JSON token API has no device login")
+        throw TokenEngineError.source("a JSON token API has no device login")
     }
 
     private func request(_ url: String, _ body: String) -> TokenHTTPRequest {
@@ -201,9 +201,9 @@ package struct JSONSource: TokenSource {
         case .string(let text):
             if let date = Timestamp.rfc3339(text) { return date }
             if let seconds = Double(text) { return try Self.date(.number(seconds), pointer: pointer) }
-            throw TokenBodyError("an expiry at \(pointer) that is not RFC 3339 or a number")
+            throw TokenEngineError.body("an expiry at \(pointer) that is not RFC 3339 or a number")
         default:
-            throw TokenBodyError("an expiry at \(pointer) that is not RFC 3339 or a number")
+            throw TokenEngineError.body("an expiry at \(pointer) that is not RFC 3339 or a number")
         }
     }
 }

@@ -146,7 +146,7 @@ package final class OAuth2Source: TokenSource {
             url = try await self.metadata(issuer, transport).deviceAuthorizationEndpoint
         }
         guard let url else {
-            throw TokenSourceError(
+            throw TokenEngineError.source(
                 "the token server names no device authorization endpoint: set auth.device_authorization_url, or log in with a user name and password"
             )
         }
@@ -193,7 +193,7 @@ package final class OAuth2Source: TokenSource {
             fields.append(("client_secret", self.settings.clientSecret?.value ?? ""))
         case .privateKeyJWT:
             guard let signer = self.settings.assertionSigner else {
-                throw TokenSourceError("auth.client_auth: private_key_jwt needs auth.client_key_file")
+                throw TokenEngineError.source("auth.client_auth: private_key_jwt needs auth.client_key_file")
             }
             let assertion = try await signer.assertion(
                 clientID: self.settings.clientID,
@@ -211,10 +211,10 @@ package final class OAuth2Source: TokenSource {
     /// The issuer's JWKS, as its metadata names it (`auth.verify.jwks_uri: discover`).
     package func discoveredJWKSURI(transport: any TokenTransport) async throws -> String {
         guard case .issuer(let issuer) = self.settings.endpoint else {
-            throw TokenSourceError("auth.verify.jwks_uri: discover needs auth.issuer")
+            throw TokenEngineError.source("auth.verify.jwks_uri: discover needs auth.issuer")
         }
         guard let url = try await self.metadata(issuer, transport).jwksURI else {
-            throw TokenSourceError(
+            throw TokenEngineError.source(
                 "the metadata of auth.issuer \(issuer) names no jwks_uri: set auth.verify.jwks_uri to the JWKS URL"
             )
         }
@@ -230,7 +230,7 @@ package final class OAuth2Source: TokenSource {
             return audience
         case .issuer:
             guard case .issuer(let issuer) = self.settings.endpoint else {
-                throw TokenSourceError("auth.client_assertion_audience: issuer needs auth.issuer")
+                throw TokenEngineError.source("auth.client_assertion_audience: issuer needs auth.issuer")
             }
             return issuer
         }
@@ -238,7 +238,7 @@ package final class OAuth2Source: TokenSource {
 
     /// What discovery found, for `check-config`: each endpoint, its URL and the document that
     /// named it; empty when the token endpoint is configured rather than discovered.
-    /// - Throws: ``TokenSourceError`` for a configuration problem, ``DiscoveryUnreachable``
+    /// - Throws: ``TokenEngineError`` for a configuration problem, ``DiscoveryUnreachable``
     ///   when the issuer could not be asked.
     package func discoveredEndpoints(
         transport: any TokenTransport

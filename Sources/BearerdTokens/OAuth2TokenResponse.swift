@@ -6,25 +6,25 @@ enum OAuth2TokenResponse {
     /// `dpop`: the token must be DPoP-bound (`auth.dpop`); otherwise it must be a bearer token.
     static func parse(_ body: [UInt8], dpop: Bool = false) throws -> IssuedTokens {
         guard let object = JSONValue.parse(body), case .object = object else {
-            throw TokenBodyError("not a JSON object")
+            throw TokenEngineError.body("not a JSON object")
         }
         guard let access = object["access_token"]?.stringValue, !access.isEmpty else {
-            throw TokenBodyError("no access_token")
+            throw TokenEngineError.body("no access_token")
         }
         guard BearerToken.isValidTokenValue(access) else {
-            throw TokenBodyError("an access_token with characters a bearer token may not have (RFC 6750)")
+            throw TokenEngineError.body("an access_token with characters a bearer token may not have (RFC 6750)")
         }
         // RFC 6749 §7.1: the type is case-insensitive ("bearer", "Bearer").
         let type = object["token_type"].flatMap { $0 == .null ? nil : ($0.stringValue?.lowercased() ?? "?") }
         if dpop {
             // RFC 9449 §5: a server that ignored the proof issues a bearer token.
             guard type == "dpop" else {
-                throw TokenBodyError(
+                throw TokenEngineError.body(
                     "a token_type of \(type == "bearer" ? "Bearer" : "other than DPoP") while auth.dpop is on: the server did not bind the token to bearerd's key; enable DPoP for this client at the server, or set auth.dpop: false"
                 )
             }
         } else if let type, type != "bearer" {
-            throw TokenBodyError(
+            throw TokenEngineError.body(
                 type == "dpop"
                     ? "a token_type of DPoP: the server binds this client's tokens to a key; set auth.dpop: true"
                     : "a token_type other than Bearer"
@@ -33,7 +33,7 @@ enum OAuth2TokenResponse {
         var refresh: Secret?
         if let value = object["refresh_token"], value != .null {
             guard let value = value.stringValue, !value.isEmpty else {
-                throw TokenBodyError("a refresh_token that is not a string")
+                throw TokenEngineError.body("a refresh_token that is not a string")
             }
             refresh = Secret(value)
         }
@@ -55,7 +55,9 @@ enum OAuth2TokenResponse {
         case .string(let value): number = Double(value.trimmingCharacters(in: .whitespaces))
         default: number = nil
         }
-        guard let number, number.isFinite, number >= 0 else { throw TokenBodyError("an \(name) that is not a number") }
+        guard let number, number.isFinite, number >= 0 else {
+            throw TokenEngineError.body("an \(name) that is not a number")
+        }
         return min(number, RefreshPolicy.longestLifetime)
     }
 }

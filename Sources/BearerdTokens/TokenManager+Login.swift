@@ -21,40 +21,42 @@ package struct LogoutResult: Sendable, Codable, Equatable {
 extension TokenManager {
     /// Logs in with the password grant (or a JSON API's sign-in), through the same critical
     /// section as refreshes. A refusal keeps the session in hand.
-    package func logIn(username: String, password: Secret) async throws(LoginError) {
+    package func logIn(username: String, password: Secret) async throws(TokenEngineError) {
         try await self.logIn(.password(username: username, password: password))
     }
 
     /// Logs in with a refresh token from elsewhere (`--refresh-token-stdin`): it is exchanged at
     /// once, so a bad one is refused now and the one stored is the server's fresh answer.
-    package func logIn(refreshToken: Secret) async throws(LoginError) {
+    package func logIn(refreshToken: Secret) async throws(TokenEngineError) {
         try await self.logIn(.importedRefreshToken(refreshToken))
     }
 
-    private func logIn(_ grant: Grant) async throws(LoginError) {
+    private func logIn(_ grant: Grant) async throws(TokenEngineError) {
         while case .refreshing(_, let task) = self.state { _ = await task.value }
         guard let task = self.start(grant, previous: self.currentSession, reason: "login") else {
-            throw LoginError("login held back: \(self.lastOutcome ?? "too many token requests"); try again in a minute")
+            throw TokenEngineError.login(
+                "login held back: \(self.lastOutcome ?? "too many token requests"); try again in a minute"
+            )
         }
-        if case .failed(let why) = await task.value { throw LoginError(why) }
+        if case .failed(let why) = await task.value { throw TokenEngineError.login(why) }
     }
 
     /// Logs in with the device authorization grant (RFC 8628): asks for a code, hands it to
     /// `prompt` (for the person to enter at the server's page), then polls at the server's
     /// interval — five seconds slower after each `slow_down` — until the person approves,
     /// refuses, or the code expires. Cancelling the task stops the polling.
-    package func logInWithDevice(prompt: @Sendable (DevicePrompt) async -> Void) async throws(LoginError) {
+    package func logInWithDevice(prompt: @Sendable (DevicePrompt) async -> Void) async throws(TokenEngineError) {
         let authorization: DeviceAuthorization
         do {
             let request = try await self.source.deviceAuthorizationRequest(transport: self.transport)
             let response = try await self.transport.send(request)
             guard response.status == 200 else {
                 let code = TokenResponseClassifier.errorCode(response.body).map { " (\($0))" } ?? ""
-                throw TokenSourceError("the device authorization endpoint answered \(response.status)\(code)")
+                throw TokenEngineError.source("the device authorization endpoint answered \(response.status)\(code)")
             }
             authorization = try DeviceAuthorization.parse(response.body)
         } catch {
-            throw LoginError("cannot start a device login: \(error)")
+            throw TokenEngineError.login("cannot start a device login: \(error)")
         }
         await prompt(authorization.prompt)
         let deadline = self.clock.now.addingTimeInterval(TimeInterval(authorization.prompt.expiresIn))
@@ -62,12 +64,14 @@ extension TokenManager {
         while true {
             let next = self.clock.now.addingTimeInterval(TimeInterval(interval))
             guard next < deadline else {
-                throw LoginError("the code expired before it was approved: run `bearerd login --device` again")
+                throw TokenEngineError.login(
+                    "the code expired before it was approved: run `bearerd login --device` again"
+                )
             }
             do {
                 try await self.clock.sleep(until: next)
             } catch {
-                throw LoginError("the device login was cancelled")
+                throw TokenEngineError.login("the device login was cancelled")
             }
             let outcome = await Self.poll(
                 authorization.deviceCode,
@@ -84,7 +88,7 @@ extension TokenManager {
                         transport: self.transport
                     )
                 {
-                    throw LoginError("the access token the token server issued failed auth.verify: \(why)")
+                    throw TokenEngineError.login("the access token the token server issued failed auth.verify: \(why)")
                 }
                 while case .refreshing(_, let task) = self.state { _ = await task.value }
                 self.install(
@@ -102,11 +106,13 @@ extension TokenManager {
             case .rejected(_, "slow_down"):
                 interval += 5
             case .rejected(_, "access_denied"):
-                throw LoginError("the device login was refused at the server")
+                throw TokenEngineError.login("the device login was refused at the server")
             case .rejected(_, "expired_token"):
-                throw LoginError("the code expired before it was approved: run `bearerd login --device` again")
+                throw TokenEngineError.login(
+                    "the code expired before it was approved: run `bearerd login --device` again"
+                )
             case .rejected(let status, let error):
-                throw LoginError("the token server refused the device login (\(error ?? "HTTP \(status)"))")
+                throw TokenEngineError.login("the token server refused the device login (\(error ?? "HTTP \(status)"))")
             case .unavailable(let why, _), .unreadable(let why):
                 // RFC 8628 §3.5: back off on errors that are not answers.
                 interval = min(interval * 2, 60)

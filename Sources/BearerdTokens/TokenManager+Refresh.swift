@@ -109,7 +109,7 @@ extension TokenManager {
                 return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseLogin)
             }
             return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
-        } catch let error as TokenSourceError {
+        } catch let error as TokenEngineError where error.code == .source {
             // Discovery or the source's own setup: the reason names the config key to fix.
             return .unavailable(reason: "\(error)", retryAfter: nil)
         } catch let error as DiscoveryUnreachable {

@@ -12,7 +12,7 @@ extension TokenManager {
         transport: any TokenTransport
     ) async -> String? {
         guard let verifier, case .issued(let issued, _) = outcome else { return nil }
-        do throws(TokenVerificationError) {
+        do throws(TokenEngineError) {
             try await verifier.verify(issued.accessToken, transport: transport)
             return nil
         } catch {

@@ -55,12 +55,3 @@ extension TokenSource {
 
     package func parseLogin(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
 }
-
-/// A token source cannot even build its request (for example, discovery failed).
-package struct TokenSourceError: Error, Sendable, CustomStringConvertible {
-    package let description: String
-
-    package init(_ description: String) {
-        self.description = description
-    }
-}

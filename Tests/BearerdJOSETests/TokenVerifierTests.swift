@@ -78,10 +78,11 @@ struct TokenVerifierTests {
 
     /// The reason `verify` gives, or `nil` when it passes.
     func problem(_ verifier: JWTTokenVerifier, _ token: BearerToken, _ issuer: Issuer) async -> String? {
-        do throws(TokenVerificationError) {
+        do throws(TokenEngineError) {
             try await verifier.verify(token, transport: issuer.endpoint)
             return nil
         } catch {
+            #expect(error.code == .verification)
             return error.description
         }
     }

@@ -59,7 +59,7 @@ struct DPoPTokenTransportTests {
         let answer = try await transport.send(TokenHTTPRequest(url: "https://idp/token"))
         #expect(answer.status == 400)
         #expect(server.requests.count == 2, "one retry only")
-        let outcome = TokenResponseClassifier.classify(answer, now: Date()) { _ in throw TokenBodyError("-") }
+        let outcome = TokenResponseClassifier.classify(answer, now: Date()) { _ in throw TokenEngineError.body("-") }
         guard case .unavailable = outcome else {
             Issue.record("a nonce asked for twice must not wipe the session: \(outcome)")
             return
@@ -79,7 +79,7 @@ struct DPoPTokenTransportTests {
         let bearer = #"{"access_token":"a","token_type":"Bearer","expires_in":60}"#
         let dpop = #"{"access_token":"a","token_type":"DPoP","expires_in":60}"#
         let source = OAuth2Source(settings: .init(endpoint: .tokenURL("https://idp/token"), clientID: "c", dpop: true))
-        #expect(throws: TokenBodyError.self) { try source.parseIssued(Array(bearer.utf8)) }
+        #expect((#expect(throws: TokenEngineError.self) { try source.parseIssued(Array(bearer.utf8)) })?.code == .body)
         #expect((try? source.parseIssued(Array(dpop.utf8)))?.accessToken.value == "a")
         do {
             _ = try source.parseIssued(Array(bearer.utf8))

@@ -28,18 +28,19 @@ struct DeviceLoginTests {
 
     /// Runs the login, moving the manual clock to each sleep's end; returns how it ended, the
     /// prompts shown, and the second of each poll.
-    static func run(_ harness: TokenHarness) async throws -> (Result<Void, LoginError>, [DevicePrompt], [Double]) {
+    static func run(_ harness: TokenHarness) async throws -> (Result<Void, TokenEngineError>, [DevicePrompt], [Double])
+    {
         let prompts = Mutex<[DevicePrompt]>([])
         let done = Mutex(false)
         let login = Task {
             defer { done.withLock { $0 = true } }
             do {
                 try await harness.manager.logInWithDevice { prompt in prompts.withLock { $0.append(prompt) } }
-                return Result<Void, LoginError>.success(())
-            } catch let error as LoginError {
+                return Result<Void, TokenEngineError>.success(())
+            } catch let error as TokenEngineError {
                 return .failure(error)
             } catch {
-                return .failure(LoginError("unexpected: \(error)"))
+                return .failure(TokenEngineError.login("unexpected: \(error)"))
             }
         }
         var polls: [Double] = []
@@ -88,7 +89,7 @@ struct DeviceLoginTests {
         let harness = Self.harness(["authorization_pending", error])
         let (result, _, polls) = try await Self.run(harness)
         #expect(polls == [5, 10])
-        #expect(throws: LoginError.self) { try result.get() }
+        #expect(throws: TokenEngineError.self) { try result.get() }
         if case .failure(let failure) = result { #expect(failure.message.contains(says)) }
         #expect(await harness.manager.status().session == nil, "no user session")
         #expect(try harness.store.load()?.user == nil)

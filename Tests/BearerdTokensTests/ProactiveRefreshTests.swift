@@ -97,7 +97,7 @@ final class FlakyStore: TokenStore {
 
     func save(_ tokens: StoredTokens) throws {
         self.attempts.withLock { $0 += 1 }
-        if self.failing.withLock({ $0 }) { throw TokenBodyError("No space left on device") }
+        if self.failing.withLock({ $0 }) { throw TokenEngineError.body("No space left on device") }
         try self.inner.save(tokens)
     }
 }

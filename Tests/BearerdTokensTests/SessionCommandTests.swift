@@ -184,7 +184,10 @@ struct SessionCommandTests {
         try await harness.manager.logIn(refreshToken: Secret("good-import"))
         #expect(try await harness.manager.token() == BearerToken("imported-access"))
         #expect(try harness.store.load()?.user?.refreshToken == Secret("rotated-0"))
-        await #expect(throws: LoginError.self) { try await harness.manager.logIn(refreshToken: Secret("bad-import")) }
+        let refused = await #expect(throws: TokenEngineError.self) {
+            try await harness.manager.logIn(refreshToken: Secret("bad-import"))
+        }
+        #expect(refused?.code == .login)
         #expect(try await harness.manager.token() == BearerToken("imported-access"))
         #expect(try harness.store.load()?.user?.refreshToken == Secret("rotated-0"), "a refused import wipes nothing")
         #expect(!harness.logText.contains("good-import") && !harness.logText.contains("rotated-0"))

@@ -312,9 +312,10 @@ struct TokenManagerTests {
             return FakeTokenEndpoint.tokens(access: "alice-access", refresh: "alice-refresh")
         }
         await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
-        await #expect(throws: LoginError.self) {
+        let refused = await #expect(throws: TokenEngineError.self) {
             try await harness.manager.logIn(username: "alice", password: Secret("wrong"))
         }
+        #expect(refused?.code == .login && refused?.message.contains("wrong") == false)
         try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
         #expect(try await harness.manager.token() == BearerToken("alice-access"))
         #expect(try harness.store.load()?.user?.refreshToken == Secret("alice-refresh"))

@@ -10,8 +10,8 @@ import Testing
 struct TokenVerificationTests {
     /// Refuses every token that starts with "forged".
     struct PrefixVerifier: TokenVerifier {
-        func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenVerificationError) {
-            if token.value.hasPrefix("forged") { throw TokenVerificationError("its signature does not verify") }
+        func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenEngineError) {
+            if token.value.hasPrefix("forged") { throw TokenEngineError.verification("its signature does not verify") }
         }
     }
 

@@ -1,0 +1,50 @@
+/// The token engine's one error: a login or logout that did not happen, a token source that
+/// cannot build its request, a token endpoint's 2xx body that does not hold what it should, or
+/// an access token that fails `auth.verify`. Its message says what happened and what to do next;
+/// it never holds a token, a refresh token, a password, a code or a key.
+package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Which kind it is, for code to compare (`error.code == .source`). A struct over a private
+    /// enum, as swift-service-lifecycle's `ServiceGroupError.Code`.
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: Hashable, Sendable {
+            case login, source, body, verification
+        }
+
+        private let kind: Kind
+
+        /// A login or logout did not happen.
+        package static let login = Code(kind: .login)
+        /// The token source cannot build its request (for example, discovery failed).
+        package static let source = Code(kind: .source)
+        /// A 2xx body from the token endpoint does not hold what it should.
+        package static let body = Code(kind: .body)
+        /// An access token failed `auth.verify`.
+        package static let verification = Code(kind: .verification)
+
+        package var description: String {
+            switch self.kind {
+            case .login: "login"
+            case .source: "source"
+            case .body: "body"
+            case .verification: "verification"
+            }
+        }
+    }
+
+    /// Which kind it is.
+    package let code: Code
+    /// What happened and what to do next, fit for a user.
+    package let message: String
+
+    package var description: String { self.message }
+
+    /// A login or logout that did not happen.
+    package static func login(_ message: String) -> Self { Self(code: .login, message: message) }
+    /// A token source that cannot build its request.
+    package static func source(_ message: String) -> Self { Self(code: .source, message: message) }
+    /// A token endpoint's 2xx body that does not hold what it should.
+    package static func body(_ message: String) -> Self { Self(code: .body, message: message) }
+    /// An access token that must not be used: names what failed (a claim, a key id, the
+    /// signature), never the token.
+    package static func verification(_ message: String) -> Self { Self(code: .verification, message: message) }
+}
