@@ -313,9 +313,9 @@ struct TokenManagerTests {
         }
         await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
         let refused = await #expect(throws: TokenEngineError.self) {
-            try await harness.manager.logIn(username: "alice", password: Secret("wrong"))
+            try await harness.manager.logIn(username: "alice", password: Secret("not-alices-pass-7731"))
         }
-        #expect(refused?.code == .login && refused?.message.contains("wrong") == false)
+        #expect(refused?.code == .login && refused?.message.contains("7731") == false)
         try await harness.manager.logIn(username: "alice", password: Secret("alice-pass"))
         #expect(try await harness.manager.token() == BearerToken("alice-access"))
         #expect(try harness.store.load()?.user?.refreshToken == Secret("alice-refresh"))
