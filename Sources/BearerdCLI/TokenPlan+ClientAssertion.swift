@@ -11,7 +11,7 @@ extension TokenPlan {
         guard oauth2.clientAuthentication == .privateKeyJWT,
             let path = oauth2.clientKeyFile
         else { return nil }
-        let pem = try Self.readFile(path, what: "auth.client_key_file")
+        let pem = try Self.readFile(path, key: "auth.client_key_file")
         let key: ClientAssertionKey
         do throws(ClientKeyError) {
             key = try ClientAssertionKey(
@@ -20,7 +20,8 @@ extension TokenPlan {
                 file: path
             )
         } catch {
-            throw StartupFailure(report: "\(error)")
+            // Its message names auth.client_key_file already.
+            throw StartupError(keys: ["auth.client_key_file"], report: "\(error)")
         }
         return JWTClientAssertionSigner(key: key, keyID: oauth2.clientKeyID)
     }

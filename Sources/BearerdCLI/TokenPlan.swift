@@ -51,7 +51,9 @@ enum TokenPlan {
 
     static func make(_ auth: BearerdConfiguration.Auth, logger: Logger) throws -> TokenPlan {
         let policy = Self.policy(auth)
-        let seed = try auth.refreshTokenFile.map { try Self.readSecret($0, what: "refresh token") }
+        let seed = try auth.refreshTokenFile.map {
+            try Self.readSecret($0, key: "auth.refresh_token_file", what: "refresh token")
+        }
         let source: any TokenSource
         // `auth.dpop`: a new key, replaced by the store's own when it holds one.
         let dpop = auth.dpop ? DPoPKey() : nil
@@ -65,7 +67,9 @@ enum TokenPlan {
                 settings: .init(
                     endpoint: endpoint,
                     clientID: oauth2.clientID,
-                    clientSecret: try oauth2.clientSecretFile.map { try Self.readSecret($0, what: "client secret") },
+                    clientSecret: try oauth2.clientSecretFile.map {
+                        try Self.readSecret($0, key: "auth.client_secret_file", what: "client secret")
+                    },
                     clientAuthentication: oauth2.clientAuthentication,
                     scopes: oauth2.scopes,
                     extraParameters: oauth2.extraParameters.map { ($0.name, $0.value) },
@@ -111,27 +115,28 @@ enum TokenPlan {
         )
     }
 
-    /// A secret file's content, surrounding white space removed.
-    static func readSecret(_ path: String, what: String) throws -> Secret {
-        let bytes = try Self.readFile(path, what: "the \(what) file")
+    /// A secret file's content, surrounding white space removed; `key` names the file's setting
+    /// and `what` the secret in errors.
+    static func readSecret(_ path: String, key: String, what: String) throws(StartupError) -> Secret {
+        let bytes = try Self.readFile(path, key: key)
         let value = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
-            throw StartupFailure(report: "the \(what) file \(path) must hold the \(what) alone, on one line")
+            throw StartupError(key: key, "\(path) must hold the \(what) alone, on one line")
         }
         return Secret(value)
     }
 
     /// A file's bytes, read through a checked directory (no symlinks or foreign owners where
-    /// others may write), at most 64 KiB; `what` names it in errors.
-    static func readFile(_ path: String, what: String) throws -> [UInt8] {
+    /// others may write), at most 64 KiB; `key` names the setting that names the file.
+    static func readFile(_ path: String, key: String) throws(StartupError) -> [UInt8] {
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: path, limit: 64 << 10)
         } catch {
-            throw StartupFailure(report: "cannot read \(what): \(error)")
+            throw StartupError(key: key, "cannot read it: \(error)")
         }
         guard let contents else {
-            throw StartupFailure(report: "\(what) \(path) does not exist: create it")
+            throw StartupError(key: key, "\(path) does not exist: create it, or correct the path")
         }
         return contents.bytes
     }
