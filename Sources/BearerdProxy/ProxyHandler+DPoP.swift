@@ -23,17 +23,14 @@ extension ProxyHandler {
         return proof
     }
 
-    /// Takes the upstream's `DPoP-Nonce` (RFC 9449 §9) and, when a 401 asks for it
-    /// (`use_dpop_nonce`) and this request went without it, holds the 401 for one retry with the
-    /// same token and the new nonce: within the single retry after a 401, with no refresh.
-    func holdForNonce(_ head: ResponseHead, of exchange: Exchange) -> Bool {
+    /// Takes the upstream's `DPoP-Nonce` (RFC 9449 §9) for the next proofs, and says whether
+    /// this response is a 401 asking for it (`use_dpop_nonce`) while the request went without
+    /// it: ``UpstreamAnswer`` then holds it for one retry with the same token and the new nonce.
+    func takeNonce(_ head: ResponseHead, of exchange: Exchange) -> Bool {
         guard let dpop = self.settings.dpop, let nonce = head.firstValue(of: "dpop-nonce") else { return false }
         dpop.remember(nonce)
-        guard head.status == 401, let token = exchange.token, nonce != exchange.dpopNonce, self.mayRetry(exchange),
-            head.values(of: "www-authenticate").contains(where: { $0.contains("use_dpop_nonce") })
-        else { return false }
-        exchange.held = HeldResponse(head: head, nonceRetryWith: token)
-        return true
+        return head.status == 401 && nonce != exchange.dpopNonce
+            && head.values(of: "www-authenticate").contains(where: { $0.contains("use_dpop_nonce") })
     }
 }
 

@@ -14,15 +14,27 @@ extension ProxyHandler: UpstreamConnectionOwner {
             exchange.deadlines.stopWaitingForResponseHead()
             exchange.responseStatus = HTTPResponseStatus(statusCode: head.status)
             exchange.upstreamKeepAlive = head.keepAlive
-            if self.settings.dpop != nil, self.holdForNonce(head, of: exchange) { return }
-            if head.status == 401, let token = exchange.token, !exchange.rejectionReported {
+            let answer = UpstreamAnswer(
+                status: head.status,
+                sentWithToken: exchange.token != nil,
+                rejectionReported: exchange.rejectionReported,
+                mayRetry: self.mayRetry(exchange),
+                asksForNewNonce: self.settings.dpop != nil && self.takeNonce(head, of: exchange)
+            )
+            switch (answer.action, exchange.token) {
+            case (.holdForNonce, let token?):
+                exchange.held = HeldResponse(head: head, nonceRetryWith: token)
+                return
+            case (.holdForRefresh, let token?):
                 exchange.rejectionReported = true
-                if self.mayRetry(exchange) {
-                    self.hold(head, of: exchange, sentWith: token, context: context)
-                    return
-                }
+                self.hold(head, of: exchange, sentWith: token, context: context)
+                return
+            case (.forward(reportRejection: true), let token?):
+                exchange.rejectionReported = true
                 let tokens = self.tokens
                 context.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in }
+            case (.forward, _), (.holdForNonce, nil), (.holdForRefresh, nil):
+                break
             }
             // This answer goes to the client: no retry can follow, so the kept body goes.
             exchange.dropRetryBody()
