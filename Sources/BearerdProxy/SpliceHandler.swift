@@ -14,7 +14,9 @@ final class SpliceHandler: ChannelDuplexHandler {
 
     /// When a byte last moved, either way; shared by the two ends.
     final class Activity {
-        var last = NIODeadline.now()
+        var last: NIODeadline
+
+        init(since: NIODeadline) { self.last = since }
     }
 
     private var context: ChannelHandlerContext?
@@ -31,9 +33,9 @@ final class SpliceHandler: ChannelDuplexHandler {
         self.idleTimeout = idleTimeout
     }
 
-    /// Joins two new ends.
-    static func pair(idleTimeout: TimeAmount) -> (client: SpliceHandler, upstream: SpliceHandler) {
-        let activity = Activity()
+    /// Joins two new ends; `now`: the event loop's time as they start.
+    static func pair(idleTimeout: TimeAmount, now: NIODeadline) -> (client: SpliceHandler, upstream: SpliceHandler) {
+        let activity = Activity(since: now)
         let client = SpliceHandler(activity: activity, idleTimeout: idleTimeout)
         let upstream = SpliceHandler(activity: activity, idleTimeout: nil)
         client.peer = upstream
@@ -56,7 +58,7 @@ final class SpliceHandler: ChannelDuplexHandler {
     /// Writes bytes the other end read (or the upstream sent right after its 101).
     func send(_ bytes: ByteBuffer, flush: Bool) {
         guard let context, bytes.readableBytes > 0 else { return }
-        self.activity.last = .now()
+        self.activity.last = context.eventLoop.now
         if flush {
             context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
         } else {
@@ -135,7 +137,7 @@ final class SpliceHandler: ChannelDuplexHandler {
     private func checkIdle() {
         guard let context, let idleTimeout = self.idleTimeout else { return }
         let deadline = self.activity.last + idleTimeout
-        if NIODeadline.now() >= deadline {
+        if context.eventLoop.now >= deadline {
             context.close(promise: nil)
         } else {
             self.scheduleIdleCheck(at: deadline)

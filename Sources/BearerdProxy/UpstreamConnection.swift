@@ -94,7 +94,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
     func returnToIdle(idleTimeout: TimeAmount) {
         guard let context else { return }
         if case .closed = self.state { return }
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         self.idleTimeout = idleTimeout
         self.state = .idle(since: now)
         self.parser.reset()
@@ -120,7 +120,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
         self.idleTimer.fired()
         guard case .idle(let since) = self.state, let context else { return }
         let deadline = since + self.idleTimeout
-        if NIODeadline.now() >= deadline {
+        if context.eventLoop.now >= deadline {
             self.close()
         } else {
             self.idleTimer.arm(at: deadline, on: context.eventLoop) { self.idleTimerFired() }
@@ -147,7 +147,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
     // MARK: Channel events
 
     func channelActive(context: ChannelHandlerContext) {
-        if case .connecting = self.state { self.state = .idle(since: .now()) }
+        if case .connecting = self.state { self.state = .idle(since: context.eventLoop.now) }
         context.fireChannelActive()
     }
 

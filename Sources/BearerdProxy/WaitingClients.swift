@@ -57,7 +57,7 @@ final class WaitingClients: Sendable {
         EventLoopFuture.whenAllComplete(samples, on: self.loop).whenSuccess { results in
             let waiting = results.reduce(0) { sum, result in sum + ((try? result.get()) ?? 0) }
             self.metrics.waitingClients(waiting)
-            let now = NIODeadline.now()
+            let now = self.loop.now
             let log = self.report.withLockedValue { report -> Bool in
                 report.count = waiting
                 guard waiting > 0, report.loggedAt.map({ now - $0 >= .seconds(30) }) ?? true else { return false }
