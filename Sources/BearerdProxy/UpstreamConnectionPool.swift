@@ -3,8 +3,6 @@ import BearerdConfig
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOPosix
-import NIOSSL
 
 /// Kept-alive connections to the upstream, one pool per event loop, used only on that loop, so a
 /// client connection and the upstream connection serving it share a thread and never hop. How
@@ -26,11 +24,19 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     /// ``flushUnflushed()`` as one closure made once, so a turn does not allocate one.
     private var flushTask: (@Sendable () -> Void)?
     private var isClosed = false
+    /// Opens new connections (``TCPUpstreamConnector`` unless a test gives another).
+    private let connector: any UpstreamConnector
 
-    init(eventLoop: any EventLoop, settings: ProxySettings, budget: SharedBudget) {
+    init(
+        eventLoop: any EventLoop,
+        settings: ProxySettings,
+        budget: SharedBudget,
+        connector: (any UpstreamConnector)? = nil
+    ) {
         self.eventLoop = eventLoop
         self.settings = settings
         self.budget = budget
+        self.connector = connector ?? TCPUpstreamConnector(settings: settings)
         self.flushTask = { [weak self] in self?.flushUnflushed() }
     }
 
@@ -41,7 +47,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
             self.budget.give()
             if connection.isOpen { return .ready(connection) }
         }
-        return .connecting(self.connect())
+        return .connecting(self.connector.connect(for: self))
     }
 
     /// Gives a connection back after an exchange: pooled if it can carry another request.
@@ -92,35 +98,5 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         self.idle.removeAll()
         self.budget.give(connections.count)
         for connection in connections { connection.close() }
-    }
-
-    private func connect() -> EventLoopFuture<UpstreamConnection> {
-        let settings = self.settings
-        let target = settings.target
-        let sniName: String? = settings.serverName ?? (target.hostIsIPAddress ? nil : target.host)
-        let tlsContext = settings.tls?.context(now: self.eventLoop.now)
-        let bootstrap = ClientBootstrap(group: self.eventLoop)
-            .connectTimeout(settings.connectTimeout)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                do {
-                    let sync = channel.pipeline.syncOperations
-                    if let tls = tlsContext {
-                        try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: sniName))
-                    }
-                    // No HTTP codec handlers: HeaderRewriter writes each request head as bytes (every
-                    // header in it was parsed by RequestParser from the client's request or is our own; the
-                    // token is checked to be RFC 6750 b64token), and UpstreamConnection parses responses.
-                    try sync.addHandler(UpstreamConnection())
-                    return channel.eventLoop.makeSucceededVoidFuture()
-                } catch {
-                    return channel.eventLoop.makeFailedFuture(error)
-                }
-            }
-        return bootstrap.connect(host: target.host, port: target.port).flatMapThrowing { [weak self] channel in
-            let connection = try channel.pipeline.syncOperations.handler(type: UpstreamConnection.self)
-            connection.pool = self
-            return connection
-        }
     }
 }

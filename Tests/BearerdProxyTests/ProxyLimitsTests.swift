@@ -110,7 +110,6 @@ struct ProxyLimitsTests {
     static let slow = """
         proxy:
           header_timeout: 300ms
-          body_timeout: 300ms
         """
 
     @Test func aHeadNotCompleteInTimeGets408AndNothingGoesUpstream() async throws {
@@ -125,53 +124,9 @@ struct ProxyLimitsTests {
         }
     }
 
-    // The drip (slowloris) and idle cases run on a manual clock: ProxyDeadlineTests.
-
-    /// Timeouts for tests that must not trip them: generous, as tests run in parallel.
-    static let lenient = """
-        proxy:
-          header_timeout: 1s
-          body_timeout: 1s
-        """
-
-    @Test func aKeptAliveConnectionIdlesForTheIdleTimeoutNotTheHeaderTimeout() async throws {
-        try await ProxyFixture.with(yaml: Self.lenient) { proxy in
-            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
-                try await connection.send("GET /a HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
-                #expect(try await connection.read(until: "\r\n\r\nok").hasPrefix("HTTP/1.1 200 "))
-                try await Task.sleep(for: .milliseconds(2500))
-                try await connection.send("GET /b HTTP/1.1\r\nHost: \(proxy.host)\r\n\r\n")
-                #expect(try await connection.read(until: "\r\n\r\nok").hasPrefix("HTTP/1.1 200 "))
-            }
-        }
-    }
-
-    @Test func aBodyThatStopsGets408AndTheUpstreamNeverSeesAWholeRequest() async throws {
-        try await ProxyFixture.with(yaml: Self.slow) { proxy in
-            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
-                try await connection.send("POST /x HTTP/1.1\r\nHost: \(proxy.host)\r\nContent-Length: 10\r\n\r\nabc")
-                let answer = try await connection.read(until: "never")
-                #expect(answer.hasPrefix("HTTP/1.1 408 "), "\(answer.prefix(200))")
-                #expect(answer.contains("proxy.body_timeout (300ms)"))
-            }
-            #expect(proxy.upstream.requests.isEmpty)
-        }
-    }
-
-    @Test func aBodyThatKeepsComingIsNotCutOff() async throws {
-        try await ProxyFixture.with(yaml: Self.lenient, responder: Responder { .ok("got \($0.bodyBytes)") }) { proxy in
-            try await RawConnection.with(port: proxy.port, group: proxy.group) { connection in
-                try await connection.send("POST /x HTTP/1.1\r\nHost: \(proxy.host)\r\nContent-Length: 10\r\n\r\n")
-                // 2.5 s in all, a byte every 250 ms: longer than body_timeout, never a pause as long.
-                for _ in 0..<10 {
-                    try await Task.sleep(for: .milliseconds(250))
-                    try await connection.send("z")
-                }
-                let answer = try await connection.read(until: "got 10")
-                #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(200))")
-            }
-        }
-    }
+    // The drip (slowloris) and idle cases run on a manual clock (ProxyDeadlineTests), and so do
+    // a body that stops, a body that keeps coming and a kept-alive connection's idle time, client
+    // to upstream (ExchangeTimingTests), in simulated milliseconds instead of 5 s of sleeping.
 
     /// A client that asks for a large response and never reads it: the exchange used to hold
     /// its slot and an upstream connection forever.
