@@ -118,6 +118,8 @@ final class ReloadService: Service, Sendable {
         merged.auth.connectTimeout = old.auth.connectTimeout
         merged.store = old.store
         merged.admin = old.admin
+        merged.threads = old.threads
+        merged.shutdownGrace = old.shutdownGrace
         return merged
     }
 }

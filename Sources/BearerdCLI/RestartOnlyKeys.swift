@@ -1,9 +1,11 @@
 import BearerdAuth
 import BearerdConfig
 
-/// The settings a reload does not apply to a running daemon: the token source and the store.
-/// The stored tokens were issued by one token server to one client; swapping either under a
-/// running engine would send them where they mean nothing.
+/// The settings a reload does not apply to a running daemon: the token source and the store
+/// (the stored tokens were issued by one token server to one client; swapping either under a
+/// running engine would send them where they mean nothing), and what is made once at start
+/// (the event loops, the admin and metrics listeners, the shutdown's grace). A reload names
+/// each that changed, so none is silently ignored.
 enum RestartOnlyKeys {
     /// Keys whose change makes the stored tokens useless (another server, client or store).
     static let session: Set<String> = [
@@ -32,6 +34,11 @@ enum RestartOnlyKeys {
             "store.profile": configuration.store.profile,
             "store.backend": configuration.store.postgres == nil ? "file" : "postgres",
             "admin.socket": configuration.admin.socket,
+            // Made once at start: the event loops, the metrics listener, and the grace the
+            // shutdown gives (ProxyServer keeps the configuration it started with).
+            "threads": "\(configuration.threads)",
+            "metrics.listen": configuration.admin.metricsListen.map { "\($0)" } ?? "",
+            "shutdown_grace": "\(configuration.shutdownGrace)",
         ]
         if let postgres = configuration.store.postgres {
             // The pool is made once: a reload neither reconnects nor moves the session elsewhere.

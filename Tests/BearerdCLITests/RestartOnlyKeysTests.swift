@@ -58,4 +58,34 @@ struct RestartOnlyKeysTests {
         #expect(found == changed.sorted())
         #expect(found.contains { RestartOnlyKeys.session.contains($0) } == movesTheSession)
     }
+
+    /// `threads`, `metrics.listen` and `shutdown_grace` are made once at start: a reload used to
+    /// neither apply a change to them nor say so. It now names them, as taking effect at the
+    /// next restart (they do not move the session), and keeps comparing against what runs.
+    @Test func whatIsMadeOnceAtStartIsReportedNotIgnored() throws {
+        let directory = try TemporaryDirectory()
+        let running = try Self.configuration(store: "", directory: directory)
+        let key = try directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
+        let new = try ConfigLoader(environment: [:]).load(
+            yaml: """
+                threads: 3
+                shutdown_grace: 5s
+                upstream:
+                  url: https://api.example.com/v2
+                auth:
+                  static_token_file: \(directory.path)/token
+                store:
+                  key_file: \(key)
+                metrics:
+                  listen: 127.0.0.1:9464
+                """,
+            source: "test.yaml",
+            baseDirectory: directory.path
+        )
+        let found = RestartOnlyKeys.changed(from: running, to: new)
+        #expect(found == ["metrics.listen", "shutdown_grace", "threads"])
+        #expect(!found.contains { RestartOnlyKeys.session.contains($0) })
+        let merged = ReloadService.merging(new, keepingSessionOf: running)
+        #expect(RestartOnlyKeys.changed(from: merged, to: new) == found, "still reported at the next reload")
+    }
 }
