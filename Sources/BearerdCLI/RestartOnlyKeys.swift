@@ -7,12 +7,9 @@ import BearerdConfig
 /// (the event loops, the admin and metrics listeners, the shutdown's grace). A reload names
 /// each that changed, so none is silently ignored.
 enum RestartOnlyKeys {
-    /// Keys whose change makes the stored tokens useless (another server, client or store).
-    static let session: Set<String> = [
-        "auth.static_token_file", "auth.token_url", "auth.issuer", "auth.client_id", "auth.json.refresh_url",
-        "auth.json.login_url", "store.path", "store.key_file", "store.passphrase_file", "store.profile",
-        "store.backend", "store.postgres.url_file", "store.postgres.table",
-    ]
+    /// Keys whose change makes the stored tokens useless (another server, client or store):
+    /// those `ConfigSchema` declares `.newSession`.
+    static let session = Set(ConfigSchema.keys(reloading: .newSession))
 
     /// Each restart-only key's value, as text.
     static func values(_ configuration: BearerdConfiguration) -> [String: String] {
@@ -23,7 +20,18 @@ enum RestartOnlyKeys {
             // The files' contents are taken up when they change; their paths at a restart.
             "auth.tls_cert_file": auth.tlsClientCertificate?.certificateFile ?? "",
             "auth.tls_key_file": auth.tlsClientCertificate?.keyFile ?? "",
-            "auth.verify": auth.verify.map { "\($0)" } ?? "",
+            "auth.verify.jwks_uri": auth.verify.map { verify in
+                switch verify.keys {
+                case .jwks(let url): url
+                case .discovered: "discover"
+                case .secret: ""
+                }
+            } ?? "",
+            "auth.verify.secret_file": auth.verify.map { verify in
+                if case .secret(let path) = verify.keys { path } else { "" }
+            } ?? "",
+            "auth.verify.issuer": auth.verify?.issuer ?? "",
+            "auth.verify.audience": auth.verify?.audience ?? "",
             // The key and the proofs are set up once, with the token client.
             "auth.dpop": "\(auth.dpop)",
             "auth.request_timeout": "\(auth.requestTimeout)",
@@ -73,11 +81,15 @@ enum RestartOnlyKeys {
             values["auth.json.refresh_url"] = json.refreshURL
             values["auth.json.login_url"] = json.loginURL ?? ""
             values["auth.json.logout_url"] = json.logoutURL ?? ""
-            values["auth.json.body_and_pointers"] = [
-                json.contentType, json.loginBody, json.refreshBody, json.logoutBody, json.accessTokenPointer,
-                json.refreshTokenPointer ?? "", json.expiresInPointer ?? "", json.expiresAtPointer ?? "",
-                json.headers.map { "\($0.name):\($0.value)" }.joined(separator: "\n"),
-            ].joined(separator: "\u{1F}")
+            values["auth.json.content_type"] = json.contentType
+            values["auth.json.headers"] = json.headers.map { "\($0.name):\($0.value)" }.joined(separator: "\n")
+            values["auth.json.login_body"] = json.loginBody
+            values["auth.json.refresh_body"] = json.refreshBody
+            values["auth.json.logout_body"] = json.logoutBody
+            values["auth.json.access_token"] = json.accessTokenPointer
+            values["auth.json.refresh_token"] = json.refreshTokenPointer ?? ""
+            values["auth.json.expires_in"] = json.expiresInPointer ?? ""
+            values["auth.json.expires_at"] = json.expiresAtPointer ?? ""
         }
         return values
     }
