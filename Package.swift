@@ -283,6 +283,7 @@ let package = Package(
             dependencies: [
                 "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Configuration", package: "swift-configuration"),
             ],
             swiftSettings: strict
         ),

@@ -17,10 +17,17 @@ package struct ConfigLoader: Sendable {
 
     /// The process environment (or a test's), for overrides and `$CREDENTIALS_DIRECTORY`.
     package var environment: [String: String]
+    /// Told of every key the builder reads (swift-configuration's access reporting); the tests
+    /// use it to show that every declared key is read.
+    package var accessReporter: (any AccessReporter)?
 
     /// Creates a loader over an environment.
-    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        accessReporter: (any AccessReporter)? = nil
+    ) {
         self.environment = environment
+        self.accessReporter = accessReporter
     }
 
     /// Loads and validates the file at `path`.
@@ -68,10 +75,13 @@ package struct ConfigLoader: Sendable {
                 )
             )
         }
-        let reader = ConfigReader(providers: [
-            EnvironmentVariablesProvider(environmentVariables: ours).prefixKeys(with: "bearerd"),
-            InMemoryProvider(name: source, values: values),
-        ])
+        let reader = ConfigReader(
+            providers: [
+                EnvironmentVariablesProvider(environmentVariables: ours).prefixKeys(with: "bearerd"),
+                InMemoryProvider(name: source, values: values),
+            ],
+            accessReporter: self.accessReporter
+        )
         var builder = ConfigBuilder(
             reader: reader,
             environment: self.environment,
