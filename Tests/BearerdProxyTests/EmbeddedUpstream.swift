@@ -1,6 +1,5 @@
 import BearerdTestSupport
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 
