@@ -94,23 +94,11 @@ struct RestartOnlyKeysTests {
     /// `.restart` but forgotten in `RestartOnlyKeys.values` fails here.
     @Test func everyKeyAReloadDoesNotApplyIsCompared() throws {
         let directory = try TemporaryDirectory()
-        let secret = try directory.write("s", to: "secret")
-        let sources = [
-            "auth:\n  token_url: https://idp.example/token\n  client_id: c\n  client_secret_file: \(secret)",
-            "auth:\n  json:\n    refresh_url: https://app.example/refresh",
-            "auth:\n  static_token_file: \(try directory.write("t0ken\n", to: "token"))",
-        ]
         var compared: Set<String> = []
-        for auth in sources {
-            for store in ["", "store:\n  backend: postgres\n  postgres:\n    url_file: pg.url"] {
-                let key = try directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
-                _ = try directory.write("postgres://u:p@db.example:5432/b\n", to: "pg.url", mode: 0o400)
-                let yaml =
-                    "upstream:\n  url: https://api.example.com/v2\n\(auth)\n\(store.isEmpty ? "store:" : store)\n  key_file: \(key)"
-                let configuration = try ConfigLoader(environment: [:])
-                    .load(yaml: yaml, source: "test.yaml", baseDirectory: directory.path)
-                compared.formUnion(RestartOnlyKeys.values(configuration).keys)
-            }
+        for yaml in try ConfigSamples.everySourceAndStore(in: directory) {
+            let configuration = try ConfigLoader(environment: [:])
+                .load(yaml: yaml, source: "test.yaml", baseDirectory: directory.path)
+            compared.formUnion(RestartOnlyKeys.values(configuration).keys)
         }
         let declared = Set(ConfigSchema.keys(reloading: .restart) + ConfigSchema.keys(reloading: .newSession))
         #expect(declared.subtracting(compared).isEmpty, "declared restart-only, never compared")

@@ -33,9 +33,7 @@ final class EmbeddedUpstream: UpstreamConnector, @unchecked Sendable {
     /// What the latest connection was sent, as text.
     func sent() throws -> String {
         guard let channel = self.channels.last else { return "" }
-        var text = ""
-        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { text += String(buffer: buffer) }
-        return text
+        return try ProxyDeadlineTests.answer(channel)
     }
 
     /// The upstream answers `bytes` on the latest connection.
@@ -90,8 +88,6 @@ struct EmbeddedProxy {
 
     /// What the client received so far, as text.
     func received() throws -> String {
-        var text = ""
-        while let buffer = try self.client.readOutbound(as: ByteBuffer.self) { text += String(buffer: buffer) }
-        return text
+        try ProxyDeadlineTests.answer(self.client)
     }
 }
