@@ -12,7 +12,7 @@ package struct Bearerd: AsyncParsableCommand {
         version: BearerdVersion.string,
         subcommands: [
             ServeCommand.self, LoginCommand.self, LogoutCommand.self, StatusCommand.self, TokenCommand.self,
-            CheckConfigCommand.self, KeygenCommand.self, VersionCommand.self,
+            CheckConfigCommand.self, ConfigReferenceCommand.self, KeygenCommand.self, VersionCommand.self,
         ]
     )
 

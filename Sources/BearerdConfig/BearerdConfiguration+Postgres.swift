@@ -35,11 +35,11 @@ extension BearerdConfiguration.Store {
             urlFile: String,
             tls: TLSMode? = nil,
             caFile: String? = nil,
-            table: String = "bearerd_sessions",
+            table: String,
             hostName: String,
-            lockTimeout: Duration = .seconds(30),
-            pollInterval: Duration = .seconds(30),
-            connectTimeout: Duration = .seconds(5)
+            lockTimeout: Duration,
+            pollInterval: Duration,
+            connectTimeout: Duration
         ) {
             self.urlFile = urlFile
             self.tls = tls

@@ -51,7 +51,7 @@ extension ConfigBuilder {
             self.issue("auth.tls_cert_file", "does not apply to a static token: nothing is sent to a token server")
         }
         let verify = self.verify(source: source)
-        let dpop = self.bool("auth.dpop", default: false)
+        let dpop = self.bool(ConfigKeys.Auth.dpop)
         if dpop {
             switch source {
             case .oauth2: break
@@ -61,7 +61,6 @@ extension ConfigBuilder {
                 self.issue("auth.dpop", "applies to an OAuth 2.0 token server (auth.token_url or auth.issuer) only")
             }
         }
-        let maxRefreshes = self.count("auth.max_refreshes_per_minute", default: 30)
         return BearerdConfiguration.Auth(
             allowInsecureHTTP: self.allowInsecureHTTP,
             source: source,
@@ -70,28 +69,12 @@ extension ConfigBuilder {
             tlsClientCertificate: tlsClientCertificate,
             verify: verify,
             dpop: dpop,
-            requestTimeout: self.duration(
-                "auth.request_timeout",
-                default: .seconds(10),
-                within: .milliseconds(100)...(.seconds(300))
-            ),
-            connectTimeout: self.duration(
-                "auth.connect_timeout",
-                default: .seconds(2),
-                within: .milliseconds(10)...(.seconds(60))
-            ),
-            leeway: self.duration("auth.leeway", default: .seconds(30), within: .zero...(.seconds(3600))),
-            refreshMargin: self.duration(
-                "auth.refresh_margin",
-                default: .seconds(60),
-                within: .seconds(1)...(.seconds(86_400))
-            ),
-            defaultLifetime: self.duration(
-                "auth.default_lifetime",
-                default: .seconds(3600),
-                within: .seconds(1)...(.seconds(30 * 86_400))
-            ),
-            maxRefreshesPerMinute: max(1, maxRefreshes)
+            requestTimeout: self.duration(ConfigKeys.Auth.Engine.requestTimeout),
+            connectTimeout: self.duration(ConfigKeys.Auth.Engine.connectTimeout),
+            leeway: self.duration(ConfigKeys.Auth.Engine.leeway),
+            refreshMargin: self.duration(ConfigKeys.Auth.Engine.refreshMargin),
+            defaultLifetime: self.duration(ConfigKeys.Auth.Engine.defaultLifetime),
+            maxRefreshesPerMinute: max(1, self.count(ConfigKeys.Auth.Engine.maxRefreshesPerMinute))
         )
     }
 
@@ -121,13 +104,15 @@ extension ConfigBuilder {
         if let secretFile, let problem = SecretFileCheck.problem(path: secretFile) {
             self.issue("auth.client_secret_file", problem)
         }
-        let written = (self.string("auth.client_auth") ?? (secretFile == nil ? "none" : "client_secret_basic"))
-            .lowercased()
-        let parsed = ClientAuthentication(rawValue: written)
+        // Without a value, the secret decides: Basic with one, none without.
+        let written = self.isSet(ConfigKeys.Auth.clientAuth) ? self.choice(ConfigKeys.Auth.clientAuth) : nil
+        let parsed =
+            self.isSet(ConfigKeys.Auth.clientAuth)
+            ? written.flatMap(ClientAuthentication.init(rawValue:))
+            : (secretFile == nil ? ClientAuthentication.none : .clientSecretBasic)
         let authentication = parsed ?? .clientSecretBasic
         if parsed == nil {
-            let methods = ClientAuthentication.allCases.map(\.rawValue).joined(separator: ", ")
-            self.issue("auth.client_auth", "must be one of \(methods) (got \"\(written)\")")
+            // choice() has said what the key accepts.
         } else if authentication.sendsSecret && secretFile == nil {
             self.issue("auth.client_secret_file", "required with auth.client_auth: \(authentication.rawValue)")
         } else if authentication == .tlsClientAuth && self.string("auth.tls_cert_file") == nil {
@@ -147,9 +132,13 @@ extension ConfigBuilder {
             clientKeyID: assertion.keyID,
             clientAssertionAlgorithm: assertion.algorithm,
             clientAssertionAudience: assertion.audience,
-            scopes: self.reader.stringArray(forKey: "auth.scopes") ?? [],
-            extraParameters: self.pairs("auth.extra_params", separator: "=", example: "audience=https://api.example"),
-            clientCredentials: self.bool("auth.client_credentials", default: false),
+            scopes: self.list(ConfigKeys.Auth.scopes),
+            extraParameters: self.pairs(
+                ConfigKeys.Auth.extraParams,
+                separator: "=",
+                example: "audience=https://api.example"
+            ),
+            clientCredentials: self.bool(ConfigKeys.Auth.clientCredentials),
             revocationURL: revocationURL,
             deviceAuthorizationURL: deviceURL
         )
@@ -169,7 +158,7 @@ extension ConfigBuilder {
                 self.issue(key, refusal)
             }
         }
-        let refreshBody = self.string("auth.json.refresh_body") ?? #"{"refreshToken":"{{refresh_token}}"}"#
+        let refreshBody = self.string(ConfigKeys.Auth.JSON.refreshBody) ?? ""
         if !refreshBody.contains("{{refresh_token}}") {
             self.issue("auth.json.refresh_body", "must contain {{refresh_token}}")
         }
@@ -180,33 +169,41 @@ extension ConfigBuilder {
         {
             self.issue("auth.json.logout_body", "must contain {{refresh_token}} or {{access_token}}")
         }
-        let loginBody = self.string("auth.json.login_body") ?? #"{"email":"{{username}}","password":"{{password}}"}"#
+        let loginBody = self.string(ConfigKeys.Auth.JSON.loginBody) ?? ""
         if !loginBody.contains("{{password}}") { self.issue("auth.json.login_body", "must contain {{password}}") }
         var pointers: [String: String?] = [:]
-        for (key, fallback) in [
-            ("auth.json.access_token", "/session/token"), ("auth.json.refresh_token", "/session/refreshToken"),
-            ("auth.json.expires_in", nil), ("auth.json.expires_at", "/session/expiresAt"),
+        for descriptor in [
+            ConfigKeys.Auth.JSON.accessToken, ConfigKeys.Auth.JSON.refreshToken, ConfigKeys.Auth.JSON.expiresIn,
+            ConfigKeys.Auth.JSON.expiresAt,
         ] {
-            let value = self.string(key) ?? fallback
+            let key = descriptor.name
+            let value = self.string(descriptor)
             // `none` (or `-`): the API gives no such value (refresh_token: none declares a
             // session that ends with its token).
             let none = value == "-" || value?.lowercased() == "none"
             if let value, !none, !value.isEmpty, !value.hasPrefix("/") {
                 self.issue(key, "must be a JSON pointer like /session/token, or none (got \"\(value)\")")
             }
+            if none && descriptor.name == ConfigKeys.Auth.JSON.accessToken.name {
+                self.issue(key, "must be a JSON pointer like /session/token: the answer must hold the access token")
+            }
             pointers[key] = none ? nil : value
         }
         return BearerdConfiguration.Auth.JSON(
             loginURL: loginURL,
             refreshURL: refreshURL,
-            contentType: self.string("auth.json.content_type") ?? "application/json",
-            headers: self.pairs("auth.json.headers", separator: ":", example: "X-Amz-Target: Service.Operation"),
+            contentType: self.string(ConfigKeys.Auth.JSON.contentType) ?? "",
+            headers: self.pairs(
+                ConfigKeys.Auth.JSON.headers,
+                separator: ":",
+                example: "X-Amz-Target: Service.Operation"
+            ),
             loginBody: loginBody,
             refreshBody: refreshBody,
-            accessTokenPointer: (pointers["auth.json.access_token"] ?? nil) ?? "/session/token",
-            refreshTokenPointer: pointers["auth.json.refresh_token"] ?? nil,
-            expiresInPointer: pointers["auth.json.expires_in"] ?? nil,
-            expiresAtPointer: pointers["auth.json.expires_at"] ?? nil,
+            accessTokenPointer: (pointers[ConfigKeys.Auth.JSON.accessToken.name] ?? nil) ?? "",
+            refreshTokenPointer: pointers[ConfigKeys.Auth.JSON.refreshToken.name] ?? nil,
+            expiresInPointer: pointers[ConfigKeys.Auth.JSON.expiresIn.name] ?? nil,
+            expiresAtPointer: pointers[ConfigKeys.Auth.JSON.expiresAt.name] ?? nil,
             logoutURL: logoutURL,
             logoutBody: logoutBody
         )
@@ -214,14 +211,16 @@ extension ConfigBuilder {
 
     /// A list of `name<separator>value` entries.
     private mutating func pairs(
-        _ key: String,
+        _ key: ConfigKeyDescriptor,
         separator: Character,
         example: String
     ) -> [BearerdConfiguration.Auth.Pair] {
         var pairs: [BearerdConfiguration.Auth.Pair] = []
-        for entry in self.reader.stringArray(forKey: ConfigKey(key)) ?? [] {
+        for entry in self.list(key) {
+            // A secret key's entries may hold a credential (an API key header): never echoed.
+            let shown = key.isSecret ? "" : " (got \"\(entry)\")"
             guard let index = entry.firstIndex(of: separator) else {
-                self.issue(key, "each entry must look like \"\(example)\" (got \"\(entry)\")")
+                self.issue(key.name, "each entry must look like \"\(example)\"\(shown)")
                 continue
             }
             let name = entry[..<index].trimmingCharacters(in: .whitespaces)
@@ -229,7 +228,7 @@ extension ConfigBuilder {
             if name.isEmpty || name.contains(where: { $0 == " " || $0 == "\r" || $0 == "\n" })
                 || value.contains(where: { $0 == "\r" || $0 == "\n" })
             {
-                self.issue(key, "each entry must look like \"\(example)\" (got \"\(entry)\")")
+                self.issue(key.name, "each entry must look like \"\(example)\"\(shown)")
                 continue
             }
             pairs.append(.init(name: name, value: value))

@@ -12,7 +12,7 @@ extension ConfigBuilder {
         let keyFile = self.string("auth.client_key_file").map(self.resolve)
         let keyID = self.string("auth.client_key_id")
         let algorithm = self.string("auth.client_assertion_alg")?.uppercased()
-        let audience = self.string("auth.client_assertion_audience") ?? "endpoint"
+        let audience = self.string(ConfigKeys.Auth.clientAssertionAudience) ?? ""
         let keys = [
             ("auth.client_key_file", keyFile), ("auth.client_key_id", keyID), ("auth.client_assertion_alg", algorithm),
             ("auth.client_assertion_audience", self.string("auth.client_assertion_audience")),

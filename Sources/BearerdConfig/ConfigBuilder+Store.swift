@@ -29,14 +29,12 @@ extension ConfigBuilder {
                 )
             }
         }
-        let profile = self.string("store.profile") ?? "default"
+        let profile = self.string(ConfigKeys.Store.profile) ?? ""
         if profile.utf8.count > 64 || profile.contains(where: { $0.isNewline }) {
             self.issue("store.profile", "must be a short name on one line (got \"\(profile)\")")
         }
         var postgres: BearerdConfiguration.Store.Postgres?
-        switch self.string("store.backend") ?? "file" {
-        case "file":
-            break
+        switch self.choice(ConfigKeys.Store.backend) {
         case "postgres":
             if keyFile == nil && passphraseFile == nil {
                 self.issue(
@@ -45,8 +43,9 @@ extension ConfigBuilder {
                 )
             }
             postgres = self.postgres()
-        case let other:
-            self.issue("store.backend", "must be file or postgres (got \"\(other)\")")
+        default:
+            // file, or a word choice() has reported.
+            break
         }
         return BearerdConfiguration.Store(
             path: path,
@@ -78,16 +77,12 @@ extension ConfigBuilder {
                 )
             }
         }
-        var tls: BearerdConfiguration.Store.Postgres.TLSMode?
-        if let text = self.string("store.postgres.sslmode") {
-            tls = .init(rawValue: text)
-            if tls == nil {
-                self.issue("store.postgres.sslmode", "must be disable, require or verify-full (got \"\(text)\")")
-            }
-        }
+        let tls = self.choice(ConfigKeys.Store.Postgres.sslmode).flatMap(
+            BearerdConfiguration.Store.Postgres.TLSMode.init(rawValue:)
+        )
         let caFile = self.string("store.postgres.ca_file").map(self.resolve)
         if let caFile, access(caFile, R_OK) != 0 { self.issue("store.postgres.ca_file", "cannot read \(caFile)") }
-        let table = self.string("store.postgres.table") ?? "bearerd_sessions"
+        let table = self.string(ConfigKeys.Store.Postgres.table) ?? ""
         if !BearerdConfiguration.Store.Postgres.isValidTable(table) {
             self.issue(
                 "store.postgres.table",
@@ -105,21 +100,9 @@ extension ConfigBuilder {
             caFile: caFile,
             table: table,
             hostName: hostName,
-            lockTimeout: self.duration(
-                "store.postgres.lock_timeout",
-                default: .seconds(30),
-                within: .seconds(1) ... .seconds(600)
-            ),
-            pollInterval: self.duration(
-                "store.postgres.poll_interval",
-                default: .seconds(30),
-                within: .seconds(1) ... .seconds(3600)
-            ),
-            connectTimeout: self.duration(
-                "store.postgres.connect_timeout",
-                default: .seconds(5),
-                within: .milliseconds(100) ... .seconds(60)
-            )
+            lockTimeout: self.duration(ConfigKeys.Store.Postgres.lockTimeout),
+            pollInterval: self.duration(ConfigKeys.Store.Postgres.pollInterval),
+            connectTimeout: self.duration(ConfigKeys.Store.Postgres.connectTimeout)
         )
     }
 
@@ -147,7 +130,7 @@ extension ConfigBuilder {
                     "must be a TCP address like 127.0.0.1:9464 (the admin socket serves /metrics too)"
                 )
             case .success(let address):
-                if !address.isLoopback && !self.bool("allow_remote", default: false) {
+                if !address.isLoopback && !self.bool(ConfigKeys.General.allowRemote) {
                     self.issue(
                         "metrics.listen",
                         "\(address) is not a loopback address; set allow_remote: true if metrics may be read from elsewhere"

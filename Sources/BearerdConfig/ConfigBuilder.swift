@@ -19,29 +19,23 @@ struct ConfigBuilder {
     var allowInsecureHTTP = false
 
     mutating func build() -> BearerdConfiguration? {
-        self.allowInsecureHTTP = self.bool("allow_insecure_http", default: false)
-        let allowRemote = self.bool("allow_remote", default: false)
+        self.allowInsecureHTTP = self.bool(ConfigKeys.General.allowInsecureHTTP)
+        let allowRemote = self.bool(ConfigKeys.General.allowRemote)
         let listen = self.listen(allowRemote: allowRemote)
         let upstream = self.upstream()
         let configuration = BearerdConfiguration(
             listen: listen,
             allowRemote: allowRemote,
             socketMode: self.parsed(
-                "socket_mode",
-                default: 0o600,
+                ConfigKeys.General.socketMode,
                 expected: "an octal file mode like 0660",
                 ConfigValueParsers.fileMode
-            ),
+            ) ?? 0o600,
             socketGroup: self.socketGroup(),
-            socketAllowUIDs: self.ids("socket_allow_uids") { getpwnam($0).map { $0.pointee.pw_uid } },
-            socketAllowGIDs: self.ids("socket_allow_gids") { getgrnam($0).map { $0.pointee.gr_gid } },
-            threads: self.parsed(
-                "threads",
-                default: 0,
-                expected: "a whole number (0: one per core)",
-                ConfigValueParsers.count
-            ),
-            shutdownGrace: self.duration("shutdown_grace", default: .seconds(30), within: .zero...(.seconds(3600))),
+            socketAllowUIDs: self.ids(ConfigKeys.General.socketAllowUIDs) { getpwnam($0).map { $0.pointee.pw_uid } },
+            socketAllowGIDs: self.ids(ConfigKeys.General.socketAllowGIDs) { getgrnam($0).map { $0.pointee.gr_gid } },
+            threads: self.count(ConfigKeys.General.threads),
+            shutdownGrace: self.duration(ConfigKeys.General.shutdownGrace),
             upstream: upstream ?? Self.placeholderUpstream,
             proxy: self.proxy(),
             auth: self.auth(),
@@ -55,7 +49,7 @@ struct ConfigBuilder {
     // MARK: Sections
 
     private mutating func listen(allowRemote: Bool) -> [ListenAddress] {
-        let entries = self.reader.stringArray(forKey: "listen") ?? ["127.0.0.1:8080"]
+        let entries = self.list(ConfigKeys.General.listen)
         if entries.isEmpty { self.issue("listen", "must name at least one address") }
         var seen: Set<ListenAddress> = []
         var addresses: [ListenAddress] = []
@@ -90,8 +84,8 @@ struct ConfigBuilder {
         case .success(let parsed):
             target = parsed
         }
-        let caFile = self.string("upstream.ca_file").map(self.resolve)
-        let serverName = self.string("upstream.server_name")
+        let caFile = self.string(ConfigKeys.Upstream.caFile).map(self.resolve)
+        let serverName = self.string(ConfigKeys.Upstream.serverName)
         if target.scheme == .http,
             let refusal = PlainHTTP.refusal(url: target.description, allowInsecure: self.allowInsecureHTTP)
         {
@@ -119,64 +113,37 @@ struct ConfigBuilder {
             caFile: caFile,
             serverName: serverName,
             clientCertificate: clientCertificate,
-            connectTimeout: self.duration(
-                "upstream.connect_timeout",
-                default: .seconds(5),
-                within: .milliseconds(10)...(.seconds(300))
-            ),
-            responseTimeout: self.duration(
-                "upstream.response_timeout",
-                default: .seconds(60),
-                within: .milliseconds(100)...(.seconds(86_400))
-            ),
-            idleTimeout: self.duration(
-                "upstream.idle_timeout",
-                default: .seconds(60),
-                within: .milliseconds(100)...(.seconds(86_400))
-            ),
-            readTimeout: self.duration(
-                "upstream.read_timeout",
-                default: .seconds(60),
-                within: .milliseconds(100)...(.seconds(86_400))
-            ),
-            maxIdleConnections: self.parsed(
-                "upstream.max_idle_connections",
-                default: 512,
-                expected: "a whole number",
-                ConfigValueParsers.count
-            )
+            connectTimeout: self.duration(ConfigKeys.Upstream.connectTimeout),
+            responseTimeout: self.duration(ConfigKeys.Upstream.responseTimeout),
+            idleTimeout: self.duration(ConfigKeys.Upstream.idleTimeout),
+            readTimeout: self.duration(ConfigKeys.Upstream.readTimeout),
+            maxIdleConnections: self.count(ConfigKeys.Upstream.maxIdleConnections)
         )
     }
 
     private mutating func log() -> BearerdConfiguration.Log {
-        let written = (self.string("log.level") ?? "info").lowercased()
-        let level = Logger.Level(rawValue: written)
-        if level == nil {
-            let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
-            self.issue("log.level", "must be one of \(levels) (got \"\(written)\")")
-        }
-        return BearerdConfiguration.Log(
-            level: level ?? .info,
-            access: self.bool("log.access", default: true),
-            accessQuery: self.bool("log.access_query", default: false)
+        BearerdConfiguration.Log(
+            level: self.choice(ConfigKeys.Admin.logLevel).flatMap(Logger.Level.init(rawValue:)) ?? .info,
+            access: self.bool(ConfigKeys.Admin.logAccess),
+            accessQuery: self.bool(ConfigKeys.Admin.logAccessQuery)
         )
     }
 
     /// A list of user or group names or numbers, resolved to ids.
-    private mutating func ids(_ key: String, _ lookUp: (String) -> UInt32?) -> Set<UInt32> {
+    private mutating func ids(_ key: ConfigKeyDescriptor, _ lookUp: (String) -> UInt32?) -> Set<UInt32> {
         var ids: Set<UInt32> = []
-        for entry in self.reader.stringArray(forKey: ConfigKey(key)) ?? [] {
+        for entry in self.list(key) {
             if let id = UInt32(entry) ?? lookUp(entry) {
                 ids.insert(id)
             } else {
-                self.issue(key, "no user or group named \"\(entry)\" on this machine")
+                self.issue(key.name, "no user or group named \"\(entry)\" on this machine")
             }
         }
         return ids
     }
 
     private mutating func socketGroup() -> UInt32? {
-        guard let text = self.string("socket_group"), !text.isEmpty else { return nil }
+        guard let text = self.string(ConfigKeys.General.socketGroup) else { return nil }
         if let gid = UInt32(text) { return gid }
         guard let group = getgrnam(text) else {
             self.issue("socket_group", "no group named \"\(text)\" on this machine")
@@ -196,79 +163,90 @@ struct ConfigBuilder {
         return directory + "/" + path
     }
 
+    /// The value written for `key` (in the file or the environment), trimmed; `nil` when it is
+    /// absent or empty.
     func string(_ key: String) -> String? {
         guard let value = self.reader.string(forKey: ConfigKey(key)) else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         return trimmed.isEmpty ? nil : trimmed
     }
 
-    mutating func bool(_ key: String, default defaultValue: Bool) -> Bool {
-        self.parsed(key, default: defaultValue, expected: "true or false", ConfigValueParsers.bool)
+    /// Whether the user wrote a value for `key`.
+    func isSet(_ key: ConfigKeyDescriptor) -> Bool { self.string(key.name) != nil }
+
+    /// The value written for `key`, or else its declared default; `nil` when neither is there.
+    func string(_ key: ConfigKeyDescriptor) -> String? {
+        self.string(key.name) ?? key.defaultText.flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// A duration within `range`: every duration key has one, so no value can overflow a timer
-    /// or stop a loop for years.
-    mutating func duration(
-        _ key: String,
-        default defaultValue: Duration,
-        within range: ClosedRange<Duration>
-    )
-        -> Duration
-    {
-        let value = self.parsed(
+    /// The entries written for list `key`, or else its declared default.
+    func list(_ key: ConfigKeyDescriptor) -> [String] {
+        self.reader.stringArray(forKey: ConfigKey(key.name)) ?? key.defaultList
+    }
+
+    mutating func bool(_ key: ConfigKeyDescriptor) -> Bool {
+        self.parsed(key, expected: "true or false", ConfigValueParsers.bool) ?? false
+    }
+
+    /// One of the words `key` declares, lower case.
+    mutating func choice(_ key: ConfigKeyDescriptor) -> String? {
+        guard case .choice(let words) = key.syntax else { return self.misdeclared(key) }
+        let expected =
+            words.count > 3
+            ? "one of " + words.joined(separator: ", ")
+            : words.dropLast().joined(separator: ", ") + " or " + (words.last ?? "")
+        return self.parsed(key, expected: expected) { text in
+            let lowered = text.lowercased()
+            return words.contains(lowered) ? lowered : nil
+        }
+    }
+
+    /// A duration within the range `key` declares: every duration key has one, so no value can
+    /// overflow a timer or stop a loop for years.
+    mutating func duration(_ key: ConfigKeyDescriptor) -> Duration {
+        guard case .duration(let range) = key.syntax else { return self.misdeclared(key) ?? .zero }
+        let written = self.parsed(
             key,
-            default: defaultValue,
             expected: "a duration like 500ms, 5s, 2m or 1h, at most \(ConfigValueParsers.text(range.upperBound))",
             ConfigValueParsers.duration
         )
+        let fallback = key.defaultText.flatMap(ConfigValueParsers.duration) ?? range.lowerBound
+        guard let value = written else { return fallback }
         if !range.contains(value) {
             let low = ConfigValueParsers.text(range.lowerBound)
             let high = ConfigValueParsers.text(range.upperBound)
             self.issue(
-                key,
+                key.name,
                 range.lowerBound == .zero
                     ? "must be at most \(high) (got \(ConfigValueParsers.text(value)))"
                     : "must be from \(low) to \(high) (got \(ConfigValueParsers.text(value)))"
             )
-            return defaultValue
+            return fallback
         }
         return value
     }
 
-    /// A list whose entries `normalize` accepts, as a set of their normal forms; each entry it
-    /// refuses is an issue saying what `expected` is.
-    mutating func normalizedSet(_ key: String, _ normalize: (String) -> String?, _ expected: String) -> Set<String> {
-        var set: Set<String> = []
-        for entry in self.reader.stringArray(forKey: ConfigKey(key)) ?? [] {
-            if let normalized = normalize(entry) {
-                set.insert(normalized)
-            } else {
-                self.issue(key, "each entry must be \(expected) (got \"\(entry)\")")
-            }
+    /// A size in bytes (`64KiB`) within the range `key` declares.
+    mutating func size(_ key: ConfigKeyDescriptor) -> Int {
+        guard case .size(let range) = key.syntax else { return self.misdeclared(key) ?? 0 }
+        let value = self.parsed(key, expected: "a size like 64KiB", ConfigValueParsers.size) ?? range.lowerBound
+        if !range.contains(value) {
+            let high = range.upperBound == Int.max ? "" : " to \(ConfigValueParsers.sizeText(range.upperBound))"
+            self.issue(
+                key.name,
+                "must be from \(ConfigValueParsers.sizeText(range.lowerBound))\(high) (got \(value) bytes)"
+            )
         }
-        return set
-    }
-
-    /// A size in bytes (`64KiB`) within `range`, which `rangeText` says in words.
-    mutating func size(
-        _ key: String,
-        default defaultValue: Int,
-        within range: ClosedRange<Int>,
-        _ rangeText: String
-    )
-        -> Int
-    {
-        let value = self.parsed(key, default: defaultValue, expected: "a size like 64KiB", ConfigValueParsers.size)
-        if !range.contains(value) { self.issue(key, "must be from \(rangeText) (got \(value) bytes)") }
         return value
     }
 
-    /// A whole number within `range`.
-    mutating func count(_ key: String, default defaultValue: Int, within range: ClosedRange<Int> = 1...Int.max) -> Int {
-        let value = self.parsed(key, default: defaultValue, expected: "a whole number", ConfigValueParsers.count)
+    /// A whole number within the range `key` declares.
+    mutating func count(_ key: ConfigKeyDescriptor) -> Int {
+        guard case .count(let range) = key.syntax else { return self.misdeclared(key) ?? 0 }
+        let value = self.parsed(key, expected: "a whole number", ConfigValueParsers.count) ?? range.lowerBound
         if !range.contains(value) {
             self.issue(
-                key,
+                key.name,
                 range.upperBound == Int.max
                     ? "must be at least \(range.lowerBound)"
                     : "must be from \(range.lowerBound) to \(range.upperBound) (got \(value))"
@@ -277,18 +255,48 @@ struct ConfigBuilder {
         return value
     }
 
+    /// A list whose entries `normalize` accepts, as a set of their normal forms; each entry it
+    /// refuses is an issue saying what `expected` is.
+    mutating func normalizedSet(
+        _ key: ConfigKeyDescriptor,
+        _ normalize: (String) -> String?,
+        _ expected: String
+    ) -> Set<String> {
+        var set: Set<String> = []
+        for entry in self.list(key) {
+            if let normalized = normalize(entry) {
+                set.insert(normalized)
+            } else {
+                self.issue(key.name, "each entry must be \(expected) (got \"\(entry)\")")
+            }
+        }
+        return set
+    }
+
+    /// The value written for `key`, or else its declared default, parsed; an issue saying what
+    /// `expected` is when the written value does not parse, and then the default.
     mutating func parsed<Value>(
-        _ key: String,
-        default defaultValue: Value,
+        _ key: ConfigKeyDescriptor,
         expected: String,
         _ parse: (String) -> Value?
-    ) -> Value {
-        guard let text = self.string(key) else { return defaultValue }
+    ) -> Value? {
+        let fallback = key.defaultText.flatMap(parse)
+        if key.defaultText.map({ !$0.isEmpty && fallback == nil }) ?? false {
+            self.issue(key.name, "bearerd's own default does not parse as \(expected): please report this bug")
+        }
+        guard let text = self.string(key.name) else { return fallback }
         guard let value = parse(text) else {
-            self.issue(key, "must be \(expected) (got \"\(text)\")")
-            return defaultValue
+            self.issue(key.name, "must be \(expected) (got \"\(text)\")")
+            return fallback
         }
         return value
+    }
+
+    /// A key read as a syntax it was not declared with: a bug in bearerd, reported as an issue
+    /// so that it fails every test that loads a config instead of stopping the daemon.
+    private mutating func misdeclared<Value>(_ key: ConfigKeyDescriptor) -> Value? {
+        self.issue(key.name, "bearerd reads this key as another syntax than it declares: please report this bug")
+        return nil
     }
 
     mutating func issue(_ key: String, _ message: String) {
@@ -296,8 +304,6 @@ struct ConfigBuilder {
         let shown = self.environment[name] != nil ? "\(key) (from \(name))" : key
         self.issues.append(ConfigIssue(key: shown, message: message))
     }
-
-    static let defaultRetryMethods = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "POST", "PATCH"]
 
     private static let placeholderUpstream = BearerdConfiguration.Upstream(
         target: UpstreamTarget(scheme: .http, host: "invalid", port: 80, basePath: "", hostHeader: "invalid"),

@@ -15,6 +15,12 @@ package struct ConfigLoader: Sendable {
     /// Every key the config file may set, dotted (`upstream.url`), sorted.
     package static var knownKeys: [String] { ConfigSchema.keys.keys.sorted() }
 
+    /// The environment variables that set a key declared secret: swift-configuration redacts
+    /// their values in access reports and logs.
+    static let secretEnvironmentNames = Set(
+        ConfigSchema.declared.values.filter(\.isSecret).map { ConfigSchema.environmentName(of: $0.name) }
+    )
+
     /// The process environment (or a test's), for overrides and `$CREDENTIALS_DIRECTORY`.
     package var environment: [String: String]
     /// Told of every key the builder reads (swift-configuration's access reporting); the tests
@@ -77,7 +83,10 @@ package struct ConfigLoader: Sendable {
         }
         let reader = ConfigReader(
             providers: [
-                EnvironmentVariablesProvider(environmentVariables: ours).prefixKeys(with: "bearerd"),
+                EnvironmentVariablesProvider(
+                    environmentVariables: ours,
+                    secretsSpecifier: .specific(Self.secretEnvironmentNames)
+                ).prefixKeys(with: "bearerd"),
                 InMemoryProvider(name: source, values: values),
             ],
             accessReporter: self.accessReporter
@@ -110,16 +119,17 @@ package struct ConfigLoader: Sendable {
             }
             let key = prefix.isEmpty ? name : prefix + "." + name
             if valueNode.null != nil { continue }
+            let isSecret = ConfigSchema.declared[key]?.isSecret ?? false
             switch (ConfigSchema.keys[key], valueNode) {
             case (.scalar, .scalar(let scalar)):
                 values[AbsoluteConfigKey(key.split(separator: ".").map(String.init))] = ConfigValue(
                     .string(scalar.string),
-                    isSecret: false
+                    isSecret: isSecret
                 )
             case (.list, .scalar(let scalar)):
                 values[AbsoluteConfigKey(key.split(separator: ".").map(String.init))] = ConfigValue(
                     .stringArray([scalar.string]),
-                    isSecret: false
+                    isSecret: isSecret
                 )
             case (.list, .sequence(let sequence)):
                 let items = sequence.compactMap { item -> String? in
@@ -132,7 +142,7 @@ package struct ConfigLoader: Sendable {
                 }
                 values[AbsoluteConfigKey(key.split(separator: ".").map(String.init))] = ConfigValue(
                     .stringArray(items),
-                    isSecret: false
+                    isSecret: isSecret
                 )
             case (.scalar, _):
                 issues.append(ConfigIssue(key: key, message: "must be a single value, not a list or mapping"))

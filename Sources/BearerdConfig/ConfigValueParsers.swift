@@ -46,6 +46,14 @@ enum ConfigValueParsers {
         return "\(milliseconds)ms"
     }
 
+    /// A size as the config file writes it: `256B`, `64KiB`, `1MiB`.
+    static func sizeText(_ bytes: Int) -> String {
+        for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] where bytes > 0 && bytes % (1 << shift) == 0 {
+            return "\(bytes >> shift)\(unit)"
+        }
+        return "\(bytes)B"
+    }
+
     /// A size in bytes: a whole number with an optional unit (`B`, `KiB`, `MiB`, `GiB`, `KB`,
     /// `MB`, `GB`; `k`, `m`, `g` mean the binary units).
     static func size(_ text: String) -> Int? {

@@ -25,17 +25,25 @@ struct ExampleConfigTests {
         #expect(oauth2.clientID == "bearerd")
     }
 
-    /// The config fuzz target starts from the example: a copy that drifts stops exercising the
-    /// keys added since (it had lost upstream.client_cert_file and proxy.allow_upgrades).
-    @Test func theFuzzSeedIsTheExampleAndTheDictionaryHasEveryKey() throws {
+    /// The example, the fuzz seed and the fuzz dictionary are generated from the key
+    /// descriptors (`scripts/config-reference`): a committed copy that drifts from the code fails
+    /// here. (The seed had lost upstream.client_cert_file and proxy.allow_upgrades when it was a
+    /// copy kept by hand.)
+    @Test func theCommittedFilesAreTheGeneratedOnes() throws {
         let root = URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().deletingLastPathComponent()
-        let example = try String(contentsOfFile: Self.examplePath, encoding: .utf8)
-        let seed = try String(contentsOf: root.appendingPathComponent("fuzz/corpus/config/example"), encoding: .utf8)
-        #expect(seed == example, "cp config/bearerd.example.yaml fuzz/corpus/config/example")
-        let dictionary = try String(contentsOf: root.appendingPathComponent("fuzz/config.dict"), encoding: .utf8)
+        let generated = [
+            "config/bearerd.example.yaml": ConfigReference.exampleConfig(),
+            "fuzz/corpus/config/example": ConfigReference.exampleConfig(),
+            "fuzz/config.dict": ConfigReference.fuzzDictionary(),
+        ]
+        for (path, text) in generated.sorted(by: { $0.key < $1.key }) {
+            let committed = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+            #expect(committed == text, "\(path) is not what the descriptors generate: run scripts/config-reference")
+        }
+        let dictionary = ConfigReference.fuzzDictionary()
         for key in ConfigLoader.knownKeys {
             for part in key.split(separator: ".") {
-                #expect(dictionary.contains("\"\(part):\""), "fuzz/config.dict lacks \"\(part):\" (\(key))")
+                #expect(dictionary.contains("\"\(part):\""), "the fuzz dictionary lacks \"\(part):\" (\(key))")
             }
         }
     }

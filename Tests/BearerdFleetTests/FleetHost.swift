@@ -47,6 +47,7 @@ struct FleetHost: Sendable {
             table: table,
             hostName: name,
             lockTimeout: .seconds(10),
+            pollInterval: .seconds(30),
             connectTimeout: connectTimeout
         )
         self.store = try PostgresSessionStore(settings, profile: "default", key: .keyFile(keyFile), logger: logger)

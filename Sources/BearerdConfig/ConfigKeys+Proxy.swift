@@ -1,0 +1,294 @@
+extension ConfigKeys {
+    /// `proxy.*`: limits, guards, lists and what passes to the upstream.
+    package enum Proxy {
+        static let clientAuthorization = ConfigKeyDescriptor(
+            "proxy.client_authorization",
+            .choice(ClientAuthorizationPolicy.allCases.map(\.rawValue)),
+            default: ClientAuthorizationPolicy.replace.rawValue,
+            reload: .applies,
+            doc: """
+                A client's own Authorization header:
+                  replace: drop it and send bearerd's token (default);
+                  keep:    forward the client's header untouched and add no token to that request;
+                  reject:  answer 400, so no client can send credentials of its own.
+                """
+        )
+        static let forwardedHeaders = ConfigKeyDescriptor.bool(
+            "proxy.forwarded_headers",
+            default: true,
+            reload: .applies,
+            doc: """
+                Add X-Forwarded-For (the client's address), X-Forwarded-Proto (http), X-Forwarded-Host
+                (the Host the client used) and Forwarded (RFC 7239, the same three). Values the client sent
+                for these headers are replaced, never passed on, so a local process cannot forge them.
+                """
+        )
+        static let passOverrideHeaders = ConfigKeyDescriptor.bool(
+            "proxy.pass_override_headers",
+            default: false,
+            reload: .applies,
+            doc: """
+                Pass X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, X-Original-URL,
+                X-Original-URI, X-Original-Method, X-Rewrite-URL, X-Forwarded-Prefix, X-Real-IP,
+                X-Client-IP and Forwarded from clients to the upstream. Off by default: some frameworks read
+                them instead of the method, the path or the address, which would undo the lists below.
+                """
+        )
+        static let maxRequestBody = ConfigKeyDescriptor.text(
+            "proxy.max_request_body",
+            "a size like 10MiB, or unlimited",
+            default: "",
+            reload: .applies,
+            doc: """
+                Largest request body bearerd forwards, answered 413 beyond it; empty or "unlimited": no limit.
+                Bodies are streamed, never held in memory, whatever their size.
+                """
+        )
+        static let maxHeaderSize = ConfigKeyDescriptor(
+            "proxy.max_header_size",
+            .size(1024...(1 << 20)),
+            default: "64KiB",
+            reload: .applies,
+            doc: "Largest total size of a request's headers (431 beyond it), from 1KiB to 1MiB."
+        )
+        static let maxHeaderCount = ConfigKeyDescriptor(
+            "proxy.max_header_count",
+            .count(1...10_000),
+            default: "100",
+            reload: .applies,
+            doc: "Most header fields in one request (431 beyond it), from 1 to 10000."
+        )
+        static let maxRequestLine = ConfigKeyDescriptor(
+            "proxy.max_request_line",
+            .size(256...(1 << 20)),
+            default: "8KiB",
+            reload: .applies,
+            doc: "Longest request target, the /path?query of the request line (414 beyond it), 256B to 1MiB."
+        )
+        static let maxConnections = ConfigKeyDescriptor(
+            "proxy.max_connections",
+            .count(1...Int.max),
+            default: "512",
+            reload: .applies,
+            doc: """
+                Open client connections, over all listeners. Beyond it bearerd stops accepting: new
+                connections wait in the kernel's queue (up to 1024, then the kernel refuses them) until one
+                closes. Each connection may hold an upstream connection too, so keep it under half the
+                process's open-file limit (the unit sets LimitNOFILE=8192; a shell's is often 1024).
+                """
+        )
+        static let atConnectionLimit = ConfigKeyDescriptor(
+            "proxy.at_connection_limit",
+            .choice(["wait", "refuse"]),
+            default: "wait",
+            reload: .applies,
+            doc: """
+                At max_connections: "wait" leaves new clients in the kernel's accept queue until a slot
+                frees (their requests are served late, none is refused); "refuse" accepts them and answers
+                503 with Retry-After at once, for clients that retry. Either way the metric
+                bearerd_client_connections_waiting counts the clients queued, and a warning names the count
+                every 30 s while the limit holds. Each listener may hold at most its share of the limit.
+                """
+        )
+        static let clientIdleTimeout = ConfigKeyDescriptor.duration(
+            "proxy.client_idle_timeout",
+            default: "60s",
+            within: .milliseconds(100)...(.seconds(86_400)),
+            reload: .applies,
+            doc: """
+                A client connection with no request in flight (a new one included) is closed after this
+                long, without an answer.
+                """
+        )
+        static let headerTimeout = ConfigKeyDescriptor.duration(
+            "proxy.header_timeout",
+            default: "10s",
+            within: .milliseconds(100)...(.seconds(3600)),
+            reload: .applies,
+            doc: """
+                Slow clients (slowloris): a request's head must be complete within header_timeout of its
+                first byte, and a request body may not pause longer than body_timeout while bearerd reads it
+                (pauses bearerd makes, waiting for the upstream, do not count). Otherwise the answer is 408
+                and the connection is closed.
+                """
+        )
+        static let bodyTimeout = ConfigKeyDescriptor.duration(
+            "proxy.body_timeout",
+            default: "30s",
+            within: .milliseconds(100)...(.seconds(86_400)),
+            reload: .applies,
+            doc: ""
+        )
+        static let sendTimeout = ConfigKeyDescriptor.duration(
+            "proxy.send_timeout",
+            default: "60s",
+            within: .milliseconds(100)...(.seconds(86_400)),
+            reload: .applies,
+            doc: """
+                A client that stops reading its response for this long (as nginx's send_timeout) is
+                disconnected, and the upstream connection with it, so it cannot hold either forever.
+                """
+        )
+        static let tokenWait = ConfigKeyDescriptor.duration(
+            "proxy.token_wait",
+            default: "2s",
+            within: .milliseconds(10)...(.seconds(300)),
+            reload: .applies,
+            doc: """
+                A request that needs a token being refreshed waits at most this long, then gets 503 with a
+                Retry-After saying when bearerd tries the token server next (the refresh goes on for the
+                requests after it). While the token server is down, answers therefore never take longer.
+                """
+        )
+        static let retryMethods = ConfigKeyDescriptor.list(
+            "proxy.retry_methods",
+            "HTTP methods like GET or POST",
+            default: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "POST", "PATCH"],
+            reload: .applies,
+            doc: """
+                When the upstream answers 401 to a request sent with the current token, bearerd refreshes
+                the token once (another request may have done it already) and sends the request again, once,
+                with the new token; the client sees only the second answer. A request is sent again only if
+                its method is listed here and its body (if any) is at most retry_body_limit, which bearerd
+                keeps in memory while the request is in flight; otherwise the 401 goes to the client.
+                Sending a request twice is safe when the upstream refused the first one with 401 without
+                acting on it, which is what 401 means. If your upstream may act on a request and still
+                answer 401, list only idempotent methods (GET, HEAD, OPTIONS, PUT, DELETE). A 403 is never
+                retried.
+                """
+        )
+        static let retryBodyLimit = ConfigKeyDescriptor(
+            "proxy.retry_body_limit",
+            .size(0...Int.max),
+            default: "64KiB",
+            reload: .applies,
+            doc: ""
+        )
+        static let allowUpgrades = ConfigKeyDescriptor.list(
+            "proxy.allow_upgrades",
+            "protocol names like websocket, without a version",
+            default: ["websocket"],
+            reload: .applies,
+            doc: """
+                Protocols a request may switch to (a GET with Upgrade and Connection: upgrade, RFC 9110
+                §7.8). The handshake goes upstream with the token; when the upstream answers 101 Switching
+                Protocols the two connections carry raw bytes both ways, with backpressure, until either
+                closes or no byte moves for client_idle_timeout. An Upgrade naming another protocol is
+                dropped (the request goes as a plain GET), and any request with Upgrade is the last on its
+                connection. [] turns upgrades off.
+                """
+        )
+        static let browserGuard = ConfigKeyDescriptor.bool(
+            "proxy.browser_guard",
+            default: true,
+            reload: .applies,
+            doc: """
+                A web page open in a browser on this machine can send requests to 127.0.0.1 too. With the
+                guard on, a request carrying an Origin header not listed below (CORS preflights included), or
+                Sec-Fetch-Site: cross-site or same-site, is refused with 403 and never forwarded. Requests from
+                curl and other programs carry neither. Default true.
+                """
+        )
+        static let allowedOrigins = ConfigKeyDescriptor.list(
+            "proxy.allowed_origins",
+            "origins like https://app.example.com",
+            reload: .applies,
+            doc: """
+                Origins whose pages may use the proxy anyway, as browsers send them: scheme://host[:port].
+                None by default.
+                """
+        )
+        static let rebindingGuard = ConfigKeyDescriptor.bool(
+            "proxy.rebinding_guard",
+            default: true,
+            reload: .applies,
+            doc: """
+                DNS rebinding: a web page can make its own host name resolve to 127.0.0.1 and then send
+                same-origin requests to bearerd, with no Origin header. Its Host header still carries the
+                page's name, so with this guard on, a TCP request is forwarded only when Host is one of the
+                listener's own names: 127.0.0.1:PORT, localhost:PORT, [::1]:PORT or the address the client
+                connected to (the port left out only when it is 80). Anything else gets 403. Unix-socket
+                listeners are not checked: browsers cannot reach them. Default true.
+                """
+        )
+        static let allowedHosts = ConfigKeyDescriptor.list(
+            "proxy.allowed_hosts",
+            "host names as clients send them in Host",
+            reload: .applies,
+            doc: """
+                More names clients may use in Host, e.g. a container's name: "name" (at the listener's
+                port) or "name:port". None by default.
+                """
+        )
+        static let clientKeyFile = ConfigKeyDescriptor.text(
+            "proxy.client_key_file",
+            "a file of mode 0600",
+            reload: .applies,
+            sample: .commented("/etc/bearerd/client-key"),
+            doc: """
+                A shared secret that callers over TCP must send (any local process can reach 127.0.0.1; only
+                those that can read this file can then use the token). A file holding the key alone, at least
+                16 characters, mode 0600; compared in constant time; the header is removed before the request
+                is forwarded. Callers on a unix socket are limited by its mode instead. None by default.
+                """
+        )
+        static let clientKeyHeader = ConfigKeyDescriptor.text(
+            "proxy.client_key_header",
+            "a header name",
+            default: "X-Bearerd-Key",
+            reload: .applies,
+            doc: "The header that carries it."
+        )
+        static let allowMethods = ConfigKeyDescriptor.list(
+            "proxy.allow_methods",
+            "HTTP methods",
+            reload: .applies,
+            doc: """
+                What may be forwarded with the token, like kubectl proxy's --accept-paths/--reject-paths/
+                --reject-methods. Methods by name; paths as prefixes by whole segments ("/api/" covers
+                /api/x; "/admin" covers /admin and /admin/x, not /administrator). Paths are compared in the
+                one canonical form bearerd also forwards: unreserved %-escapes decoded, one slash for many;
+                targets with no single meaning (%2F, %5C, \\, %00, #, dot segments in any encoding,
+                double-encoded escapes) are refused with 400 before any list is read. A deny entry matches in
+                any letter case (some upstreams ignore case), an allow entry only as written. A deny entry
+                wins; an empty allow list allows everything. Refused requests get 403 and are never
+                forwarded. None by default.
+                """
+        )
+        static let denyMethods = ConfigKeyDescriptor.list(
+            "proxy.deny_methods",
+            "HTTP methods",
+            reload: .applies,
+            doc: ""
+        )
+        static let allowPaths = ConfigKeyDescriptor.list(
+            "proxy.allow_paths",
+            "path prefixes",
+            reload: .applies,
+            doc: ""
+        )
+        static let denyPaths = ConfigKeyDescriptor.list("proxy.deny_paths", "path prefixes", reload: .applies, doc: "")
+        static let allowPathParams = ConfigKeyDescriptor.bool(
+            "proxy.allow_path_params",
+            default: false,
+            reload: .applies,
+            doc: """
+                Forward ;path parameters (/a;v=1/b). Off by default: servers disagree on what they mean
+                (Tomcat reads /admin;x as /admin), so a request path holding ; or %3B gets 400.
+                """
+        )
+
+        static let section = ConfigSection(
+            "proxy",
+            [
+                .key(clientAuthorization), .key(forwardedHeaders), .key(passOverrideHeaders), .key(maxRequestBody),
+                .key(maxHeaderSize), .key(maxHeaderCount), .key(maxRequestLine), .key(maxConnections),
+                .key(atConnectionLimit), .key(clientIdleTimeout), .key(headerTimeout), .key(bodyTimeout),
+                .key(sendTimeout), .key(tokenWait), .key(retryMethods), .key(retryBodyLimit), .key(allowUpgrades),
+                .key(browserGuard), .key(allowedOrigins), .key(rebindingGuard), .key(allowedHosts),
+                .key(clientKeyFile), .key(clientKeyHeader), .key(allowMethods), .key(denyMethods), .key(allowPaths),
+                .key(denyPaths), .key(allowPathParams),
+            ]
+        )
+    }
+}

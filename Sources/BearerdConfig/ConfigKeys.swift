@@ -1,0 +1,97 @@
+/// The descriptors of every config key, a namespace per section (`ConfigKeys.Proxy.bodyTimeout`).
+/// Each section's `section` lays its keys out as the example config shows them.
+package enum ConfigKeys {
+    /// The keys at the top level of the file.
+    package enum General {
+        static let listen = ConfigKeyDescriptor.list(
+            "listen",
+            "addresses: 127.0.0.1:PORT, [::1]:PORT, localhost:PORT or unix:/ABSOLUTE/PATH",
+            default: ["127.0.0.1:8080"],
+            reload: .applies,
+            doc: """
+                Where to accept connections: 127.0.0.1:PORT, [::1]:PORT, localhost:PORT or unix:/ABSOLUTE/PATH.
+                Whoever can connect acts with your token, so only loopback and unix sockets are allowed.
+                """
+        )
+        static let allowRemote = ConfigKeyDescriptor.bool(
+            "allow_remote",
+            default: false,
+            reload: .applies,
+            doc: """
+                Allow non-loopback TCP addresses in `listen` (e.g. 0.0.0.0:8080). Anyone who can reach such an
+                address can use the token; leave this false unless a firewall or network namespace stands guard.
+                """
+        )
+        static let allowInsecureHTTP = ConfigKeyDescriptor.bool(
+            "allow_insecure_http",
+            default: false,
+            reload: .applies,
+            doc: """
+                Plain http:// for upstream.url and the token URLs (and the endpoints discovery finds) is
+                allowed only to this machine (127.0.0.0/8, ::1, localhost): to another host it would carry
+                the token, the client secret and the refresh token readable on the network. Set this to allow
+                it anyway; bearerd then warns at every start. An https issuer's metadata may never point at
+                http, whatever this says.
+                """
+        )
+        static let socketMode = ConfigKeyDescriptor.text(
+            "socket_mode",
+            "an octal file mode like 0660",
+            default: "0600",
+            reload: .applies,
+            doc: """
+                Mode (octal) and group (name or gid) of unix sockets. Applied before the socket appears under its
+                name, so there is never a moment with a wider mode. 0600: only bearerd's own user may connect;
+                use 0660 with a socket_group to share it with a group.
+                """
+        )
+        static let socketGroup = ConfigKeyDescriptor.text(
+            "socket_group",
+            "a group name or gid",
+            default: "",
+            reload: .applies,
+            doc: ""
+        )
+        static let socketAllowUIDs = ConfigKeyDescriptor.list(
+            "socket_allow_uids",
+            "user names or uids",
+            reload: .applies,
+            doc: """
+                Users and groups (names or numbers) allowed to use the unix sockets in `listen`: each caller's
+                uid and primary gid come from the kernel (SO_PEERCRED), and a caller in neither list is closed
+                unanswered. Both empty (the default): the socket's mode and group decide alone.
+                """
+        )
+        static let socketAllowGIDs = ConfigKeyDescriptor.list(
+            "socket_allow_gids",
+            "group names or gids",
+            reload: .applies,
+            doc: ""
+        )
+        static let threads = ConfigKeyDescriptor(
+            "threads",
+            .count(0...1024),
+            default: "0",
+            reload: .restart,
+            doc: "Event-loop threads; 0 means one per CPU core."
+        )
+        static let shutdownGrace = ConfigKeyDescriptor.duration(
+            "shutdown_grace",
+            default: "30s",
+            within: .zero...(.seconds(3600)),
+            reload: .restart,
+            doc: """
+                After SIGTERM or SIGINT, bearerd stops accepting connections and lets in-flight requests finish
+                for up to this long, then closes what is left and exits 0.
+                """
+        )
+
+        static let section = ConfigSection(
+            "",
+            [
+                .key(listen), .key(allowRemote), .key(allowInsecureHTTP), .key(socketMode), .key(socketGroup),
+                .key(socketAllowUIDs), .key(socketAllowGIDs), .key(threads), .key(shutdownGrace),
+            ]
+        )
+    }
+}
