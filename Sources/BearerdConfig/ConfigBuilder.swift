@@ -37,7 +37,7 @@ struct ConfigBuilder {
             threads: self.count(ConfigKeys.General.threads),
             shutdownGrace: self.duration(ConfigKeys.General.shutdownGrace),
             upstream: upstream ?? Self.placeholderUpstream,
-            proxy: self.proxy(),
+            proxy: BearerdConfiguration.Proxy(reading: &self),
             auth: self.auth(),
             store: self.store(),
             admin: self.admin(),

@@ -84,8 +84,8 @@ enum HeaderRewriter {
                 if !keepClientAuthorization && HeaderName.equals(raw, name, "authorization") { continue }
                 if dropClientProof && HeaderName.equals(raw, name, "dpop") { continue }
                 if let key = settings.clientKey, key.isHeader(raw, name) { continue }
-                if settings.forwardedHeaders && Self.isForwardedHeader(raw, name) { continue }
-                if !settings.passOverrideHeaders && Self.isOverrideHeader(raw, name) { continue }
+                if settings.proxy.forwardedHeaders && Self.isForwardedHeader(raw, name) { continue }
+                if !settings.proxy.passOverrideHeaders && Self.isOverrideHeader(raw, name) { continue }
                 if !head.connectionOptions.isEmpty
                     && head.connectionOptions.contains(where: { HeaderName.equals(raw, $0, name) })
                 {
@@ -134,7 +134,7 @@ enum HeaderRewriter {
                 WireFormat.writeField("authorization", token.authorizationHeaderValue, into: &buffer)
             }
         }
-        if settings.forwardedHeaders {
+        if settings.proxy.forwardedHeaders {
             let host = clientHost.flatMap { head.bytes.getSlice(at: $0.lowerBound, length: $0.count) }
             if let peer { WireFormat.writeField("x-forwarded-for", peer, into: &buffer) }
             WireFormat.writeField("x-forwarded-proto", "http", into: &buffer)
@@ -155,7 +155,7 @@ enum HeaderRewriter {
         guard head.method == .GET, head.version == .http1_1, value.utf8.count <= 256,
             value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
             let name = value.split(separator: ",").first?.split(separator: "/").first,
-            settings.allowUpgrades.contains(String(name.filter { $0 != " " && $0 != "\t" }).lowercased())
+            settings.proxy.allowUpgrades.contains(String(name.filter { $0 != " " && $0 != "\t" }).lowercased())
         else { return nil }
         return value
     }

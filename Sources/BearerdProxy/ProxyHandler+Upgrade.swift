@@ -40,7 +40,10 @@ extension ProxyHandler {
         var out = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 32)
         HeaderRewriter.switchingResponse(head, into: &out)
         context.write(self.wrapOutboundOut(out), promise: nil)
-        let (client, upstream) = SpliceHandler.pair(idleTimeout: self.settings.clientIdleTimeout, now: self.now)
+        let (client, upstream) = SpliceHandler.pair(
+            idleTimeout: TimeAmount(self.settings.proxy.clientIdleTimeout),
+            now: self.now
+        )
         do {
             let pipeline = context.pipeline.syncOperations
             try pipeline.addHandler(client, position: .before(self))

@@ -69,14 +69,14 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.settings = settings
         self.parser = RequestParser(limits: settings.requestLimits)
         self.exchangeTimeouts = ExchangeDeadlines.Timeouts(
-            body: settings.bodyTimeout,
+            body: TimeAmount(settings.proxy.bodyTimeout),
             response: settings.responseTimeout,
-            send: settings.sendTimeout,
+            send: TimeAmount(settings.proxy.sendTimeout),
             read: settings.readTimeout
         )
         self.machine = StateMachine(
-            headerTimeout: settings.headerTimeout,
-            idleTimeout: settings.clientIdleTimeout,
+            headerTimeout: TimeAmount(settings.proxy.headerTimeout),
+            idleTimeout: TimeAmount(settings.proxy.clientIdleTimeout),
             lingerTime: Self.lingerTime
         )
         self.retryBudget = retryBudget
@@ -164,8 +164,8 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.begin(head, context: context)
         case (.exchanging(let exchange), .body(let buffer)):
             exchange.requestBodyBytes += buffer.readableBytes
-            exchange.keepForRetry(buffer, limit: self.settings.retryBodyLimit)
-            if let limit = self.settings.maxRequestBody, exchange.requestBodyBytes > limit {
+            exchange.keepForRetry(buffer, limit: self.settings.proxy.retryBodyLimit)
+            if let limit = self.settings.proxy.maxRequestBody, exchange.requestBodyBytes > limit {
                 self.fail(exchange, .bodyTooLarge(limit: limit))
             } else if exchange.phase == .forwarding, let upstream = exchange.upstream {
                 self.sendBody(buffer, of: exchange, to: upstream)
@@ -257,9 +257,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.beginning = true
         defer { self.beginning = false }
         let clientKeepsOwnAuthorization =
-            self.settings.clientAuthorization == .keep && head.contains("authorization")
+            self.settings.proxy.clientAuthorization == .keep && head.contains("authorization")
         // The body is kept for a retry after a 401 only when such a retry can happen.
-        if !clientKeepsOwnAuthorization && self.settings.retryMethods.contains(head.method.rawValue) {
+        if !clientKeepsOwnAuthorization && self.settings.proxy.retryMethods.contains(head.method.rawValue) {
             exchange.retryPossible = true
             exchange.retryBudget = self.retryBudget
         }
@@ -277,9 +277,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
         exchange.phase = .waitingForToken
-        let giveUp = context.eventLoop.assumeIsolated().scheduleTask(in: self.settings.tokenWait) {
+        let giveUp = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(self.settings.proxy.tokenWait)) {
             guard self.isCurrent(exchange), exchange.phase == .waitingForToken else { return }
-            var failure = ProxyFailure.tokenWaitExceeded(self.settings.tokenWait)
+            var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.tokenWait))
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
         }

@@ -101,8 +101,15 @@ package final class ProxyListeners: Sendable {
         self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
         let metrics = ProxyMetrics()
         self.metrics = metrics
-        self.limiter = ConnectionLimiter(limit: generation.settings.maxConnections, metrics: metrics, logger: logger)
-        self.limiter.setLimit(generation.settings.maxConnections, refuse: generation.settings.refuseAtConnectionLimit)
+        self.limiter = ConnectionLimiter(
+            limit: generation.settings.proxy.maxConnections,
+            metrics: metrics,
+            logger: logger
+        )
+        self.limiter.setLimit(
+            generation.settings.proxy.maxConnections,
+            refuse: generation.settings.proxy.refuseAtConnectionLimit
+        )
         self.tokens = tokens
         self.group = group
         self.logger = logger
@@ -210,7 +217,7 @@ package final class ProxyListeners: Sendable {
             return (removed, old)
         }
         old.retire()
-        self.limiter.setLimit(settings.maxConnections, refuse: settings.refuseAtConnectionLimit)
+        self.limiter.setLimit(settings.proxy.maxConnections, refuse: settings.proxy.refuseAtConnectionLimit)
         for listener in removed {
             if let path = listener.unixPath { UnixSocketFile.remove(path) }
             listener.quiescer.initiateShutdown(promise: nil)

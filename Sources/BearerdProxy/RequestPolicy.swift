@@ -26,14 +26,14 @@ enum RequestPolicy {
         // TRACE echoes the request, and with it the token bearerd adds (nginx refuses it too).
         // TRACK, and every other method llhttp does not know, the parser refuses already.
         if head.method == .TRACE { return .failure(.methodNotAllowed("TRACE")) }
-        if head.target.count > settings.maxRequestLine {
-            return .failure(.targetTooLong(limit: settings.maxRequestLine))
+        if head.target.count > settings.proxy.maxRequestLine {
+            return .failure(.targetTooLong(limit: settings.proxy.maxRequestLine))
         }
         guard head.bytes.getInteger(at: head.target.lowerBound, as: UInt8.self) == UInt8(ascii: "/") else {
             return .failure(Self.notOriginForm)
         }
         let target: CanonicalTarget
-        switch CanonicalTarget.parse(head.uri, allowPathParams: settings.allowPathParams) {
+        switch CanonicalTarget.parse(head.uri, allowPathParams: settings.proxy.allowPathParams) {
         case .success(let canonical): target = canonical
         case .failure(let refusal): return .failure(.badRequest(refusal.reason))
         }
@@ -98,7 +98,7 @@ enum RequestPolicy {
         if let key, !keyMatched {
             return .forbidden("this listener needs the shared key in the \(key.header) header (proxy.client_key_file)")
         }
-        if settings.browserGuard,
+        if settings.proxy.browserGuard,
             let failure = Self.checkBrowser(origin: string(origin), fetchSite: string(fetchSite), settings)
         {
             return failure
@@ -116,10 +116,10 @@ enum RequestPolicy {
         if let expect, !HeaderName.equals(expect, "100-continue") {
             return .expectationFailed(expect)
         }
-        if let limit = settings.maxRequestBody, let length = head.contentLength, length > limit {
+        if let limit = settings.proxy.maxRequestBody, let length = head.contentLength, length > limit {
             return .bodyTooLarge(limit: limit)
         }
-        if settings.clientAuthorization == .reject && authorization {
+        if settings.proxy.clientAuthorization == .reject && authorization {
             return .badRequest(
                 "requests must not carry an Authorization header: bearerd adds the token (proxy.client_authorization: reject)"
             )
@@ -131,7 +131,7 @@ enum RequestPolicy {
     /// ride the user's token. Browsers mark their requests: `Origin` on cross-origin requests
     /// (CORS preflights included) and on POSTs, `Sec-Fetch-Site` on all of them.
     private static func checkBrowser(origin: String?, fetchSite: String?, _ settings: ProxySettings) -> ProxyFailure? {
-        let allowed = origin.map { settings.allowedOrigins.contains($0.lowercased()) } ?? false
+        let allowed = origin.map { settings.proxy.allowedOrigins.contains($0.lowercased()) } ?? false
         if let origin, !allowed {
             let shown = origin.utf8.count <= 100 && origin.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? origin : "…"
             return .forbidden(

@@ -1,3 +1,185 @@
+import Configuration
+import Foundation
+
+extension BearerdConfiguration {
+    /// `proxy.*`: limits, guards, lists and what passes to the upstream. Each key is declared
+    /// once, below: its descriptor (in ``ConfigKeys/Proxy``), its field, and where it is read.
+    package struct Proxy: Sendable {
+        /// `proxy.client_authorization`: what to do with a client's own `Authorization` header.
+        package var clientAuthorization: ClientAuthorizationPolicy
+        /// `proxy.forwarded_headers`: add `X-Forwarded-For`, `-Proto`, `-Host`.
+        package var forwardedHeaders: Bool
+        /// `proxy.max_request_body`: bytes; `nil` means unlimited.
+        package var maxRequestBody: Int?
+        /// `proxy.max_header_size`: total bytes of request headers before 431.
+        package var maxHeaderSize: Int
+        /// `proxy.client_idle_timeout`: how long a client keep-alive connection may sit idle.
+        package var clientIdleTimeout: Duration
+        /// `proxy.max_request_line`: longest request target in bytes before 414.
+        package var maxRequestLine: Int
+        /// `proxy.max_header_count`: most header fields in a request before 431.
+        package var maxHeaderCount: Int
+        /// `proxy.max_connections`: open client connections; more wait to be accepted.
+        package var maxConnections: Int
+        /// `proxy.at_connection_limit`: `wait` (in the kernel's accept queue) or `refuse` (accept
+        /// and answer 503 with `Retry-After`).
+        package var refuseAtConnectionLimit: Bool
+        /// `proxy.header_timeout`: from a request's first byte to the end of its head, before 408.
+        package var headerTimeout: Duration
+        /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.
+        package var bodyTimeout: Duration
+        /// `proxy.send_timeout`: longest time a client may go without reading any of a response
+        /// bearerd has for it; then both connections close.
+        package var sendTimeout: Duration
+        /// `proxy.token_wait`: longest a request waits for a token being refreshed, before 503.
+        package var tokenWait: Duration
+        /// `proxy.retry_body_limit`: request bodies up to this size are kept for a retry after 401.
+        package var retryBodyLimit: Int
+        /// `proxy.retry_methods`: methods (upper case) retried after a 401.
+        package var retryMethods: Set<String>
+        /// `proxy.allow_upgrades`: protocols (lower case) a request may switch to (RFC 9110
+        /// §7.8), its connection then spliced to the upstream's as bytes.
+        package var allowUpgrades: Set<String>
+        /// `proxy.browser_guard`: refuse requests a web page sent (foreign `Origin`, cross-site
+        /// fetch metadata).
+        package var browserGuard: Bool
+        /// `proxy.allowed_origins`: origins (`scheme://host[:port]`, lower case) whose pages may
+        /// use the proxy.
+        package var allowedOrigins: Set<String>
+        /// `proxy.rebinding_guard`: refuse requests whose `Host` is not one of the listener's own
+        /// names (DNS rebinding).
+        package var rebindingGuard: Bool
+        /// `proxy.allowed_hosts`: more names (lower case) the `Host` header may carry: `name`
+        /// (at the listener's port) or `name:port`.
+        package var allowedHosts: Set<String>
+        /// `proxy.client_key_file`, resolved: a shared secret TCP callers must send.
+        package var clientKeyFile: String?
+        /// `proxy.client_key_header`: the header that carries it (stripped before forwarding).
+        package var clientKeyHeader: String
+        /// `proxy.allow_methods` / `proxy.deny_methods` (upper case; an empty allow list allows all).
+        package var allowMethods: Set<String>
+        package var denyMethods: Set<String>
+        /// `proxy.allow_paths` / `proxy.deny_paths`: path prefixes, by whole segments.
+        package var allowPaths: [String]
+        package var denyPaths: [String]
+        /// `proxy.allow_path_params`: whether `;` may appear in a request path (off: 400).
+        package var allowPathParams: Bool
+        /// `proxy.pass_override_headers`: whether `X-HTTP-Method-Override`, `X-Original-URL`,
+        /// `X-Rewrite-URL`, `X-Real-IP`, `Forwarded` and their kind reach the upstream (off:
+        /// removed, since they can undo the method and path lists).
+        package var passOverrideHeaders: Bool
+
+        /// Reads and checks every `proxy.*` key, adding an issue to `builder` for each bad value.
+        init(reading builder: inout ConfigBuilder) {
+            typealias Keys = ConfigKeys.Proxy
+            var maxBody: Int?
+            if let text = builder.string(Keys.maxRequestBody), text.lowercased() != "unlimited" {
+                maxBody = builder.parsed(Keys.maxRequestBody, expected: "a size like 10MiB", ConfigValueParsers.size)
+                if maxBody == 0 {
+                    builder.issue(Keys.maxRequestBody.name, "must be more than 0 (leave it out for no limit)")
+                }
+            }
+            let retryMethods = Set(builder.list(Keys.retryMethods).map { $0.uppercased() })
+            for method in retryMethods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+                builder.issue(Keys.retryMethods.name, "must list HTTP methods like GET or POST (got \"\(method)\")")
+            }
+            let upgrades = Set(builder.list(Keys.allowUpgrades).map { $0.lowercased() })
+            for name in upgrades where !ConfigBuilder.isUpgradeProtocol(name) {
+                builder.issue(
+                    Keys.allowUpgrades.name,
+                    "must list protocol names like websocket, without a version (got \"\(name.prefix(40))\")"
+                )
+            }
+            if upgrades.count > 16 { builder.issue(Keys.allowUpgrades.name, "lists more than 16 protocols") }
+            let origins = builder.normalizedSet(
+                Keys.allowedOrigins,
+                ConfigBuilder.origin,
+                "an origin like https://app.example.com or http://localhost:3000, without a path"
+            )
+            let hosts = builder.normalizedSet(
+                Keys.allowedHosts,
+                ConfigBuilder.hostName,
+                "a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080"
+            )
+            let keyFile = builder.string(Keys.clientKeyFile).map(builder.resolve)
+            if let keyFile, let problem = SecretFileCheck.problem(path: keyFile) {
+                builder.issue(Keys.clientKeyFile.name, problem)
+            }
+            let keyHeader = builder.string(Keys.clientKeyHeader) ?? ""
+            if !keyHeader.utf8.allSatisfy({
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D
+            })
+                || ["authorization", "host", "cookie"].contains(keyHeader.lowercased())
+            {
+                builder.issue(
+                    Keys.clientKeyHeader.name,
+                    "must be a header name of letters, digits and - (got \"\(keyHeader)\")"
+                )
+            }
+            var methods: [String: Set<String>] = [:]
+            for key in [Keys.allowMethods, Keys.denyMethods] {
+                let listed = Set(builder.list(key).map { $0.uppercased() })
+                for method in listed where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
+                    builder.issue(key.name, "must list HTTP methods like GET or DELETE (got \"\(method)\")")
+                }
+                methods[key.name] = listed
+            }
+            let allowPathParams = builder.bool(Keys.allowPathParams)
+            var paths: [String: [String]] = [:]
+            for key in [Keys.allowPaths, Keys.denyPaths] {
+                var canonical: [String] = []
+                for path in builder.list(key) {
+                    switch CanonicalTarget.parse(path, allowPathParams: allowPathParams) {
+                    case .success(let target) where target.query == nil:
+                        canonical.append(target.path)
+                    case .success:
+                        builder.issue(
+                            key.name,
+                            "must list paths like /api/ or /admin, without a query (got \"\(path)\")"
+                        )
+                    case .failure(let refusal):
+                        builder.issue(
+                            key.name,
+                            "must list paths like /api/ or /admin: \(refusal.reason) (got \"\(path)\")"
+                        )
+                    }
+                }
+                paths[key.name] = canonical
+            }
+            self.clientAuthorization =
+                builder.choice(Keys.clientAuthorization).flatMap(ClientAuthorizationPolicy.init)
+                ?? .replace
+            self.forwardedHeaders = builder.bool(Keys.forwardedHeaders)
+            self.maxRequestBody = maxBody
+            self.maxHeaderSize = builder.size(Keys.maxHeaderSize)
+            self.clientIdleTimeout = builder.duration(Keys.clientIdleTimeout)
+            self.maxRequestLine = builder.size(Keys.maxRequestLine)
+            self.maxHeaderCount = builder.count(Keys.maxHeaderCount)
+            self.maxConnections = builder.count(Keys.maxConnections)
+            self.refuseAtConnectionLimit = builder.choice(Keys.atConnectionLimit) == "refuse"
+            self.headerTimeout = builder.duration(Keys.headerTimeout)
+            self.bodyTimeout = builder.duration(Keys.bodyTimeout)
+            self.sendTimeout = builder.duration(Keys.sendTimeout)
+            self.tokenWait = builder.duration(Keys.tokenWait)
+            self.retryBodyLimit = builder.size(Keys.retryBodyLimit)
+            self.retryMethods = retryMethods
+            self.allowUpgrades = upgrades
+            self.browserGuard = builder.bool(Keys.browserGuard)
+            self.allowedOrigins = origins
+            self.rebindingGuard = builder.bool(Keys.rebindingGuard)
+            self.allowedHosts = hosts
+            self.clientKeyFile = keyFile
+            self.clientKeyHeader = keyHeader
+            self.allowMethods = methods[Keys.allowMethods.name] ?? []
+            self.denyMethods = methods[Keys.denyMethods.name] ?? []
+            self.allowPaths = paths[Keys.allowPaths.name] ?? []
+            self.denyPaths = paths[Keys.denyPaths.name] ?? []
+            self.allowPathParams = allowPathParams
+            self.passOverrideHeaders = builder.bool(Keys.passOverrideHeaders)
+        }
+    }
+}
+
 extension ConfigKeys {
     /// `proxy.*`: limits, guards, lists and what passes to the upstream.
     package enum Proxy {
