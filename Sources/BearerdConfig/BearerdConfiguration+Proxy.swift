@@ -68,6 +68,16 @@ extension BearerdConfiguration {
         /// `X-Rewrite-URL`, `X-Real-IP`, `Forwarded` and their kind reach the upstream (off:
         /// removed, since they can undo the method and path lists).
         package var passOverrideHeaders: Bool
+        /// `proxy.add_headers`: fields sent upstream with every request, in order; a client's
+        /// fields of the same names are dropped.
+        package var addHeaders: [Header]
+
+        /// A header field bearerd adds to every upstream request (`proxy.add_headers`).
+        package struct Header: Sendable, Equatable {
+            /// As written in the config (names compare without case).
+            package var name: String
+            package var value: String
+        }
 
         /// Reads and checks every `proxy.*` key, adding an issue to `builder` for each bad value.
         init(reading builder: inout ConfigBuilder) {
@@ -176,6 +186,59 @@ extension BearerdConfiguration {
             self.denyPaths = paths[Keys.denyPaths.name] ?? []
             self.allowPathParams = allowPathParams
             self.passOverrideHeaders = builder.bool(Keys.passOverrideHeaders)
+            self.addHeaders = Self.headers(Keys.addHeaders, forwarded: self.forwardedHeaders, &builder)
+        }
+
+        /// The fields a request may not be given by configuration: bearerd writes them (Host,
+        /// the token, the proof, the framing), or they concern one connection only.
+        static let reservedHeaders: Set<String> = [
+            "host", "authorization", "dpop", "content-length", "transfer-encoding", "connection", "keep-alive",
+            "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade", "expect",
+        ]
+        static let forwardingHeaders: Set<String> = [
+            "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded",
+        ]
+
+        /// `key`'s "Name: value" entries, each checked as RFC 9110 says a field is; an entry it
+        /// refuses is an issue that names the field but never shows its value.
+        static func headers(_ key: ConfigKeyDescriptor, forwarded: Bool, _ builder: inout ConfigBuilder) -> [Header] {
+            let entries = builder.list(key)
+            if entries.count > 32 { builder.issue(key.name, "lists \(entries.count) fields; at most 32") }
+            var headers: [Header] = []
+            for (index, entry) in entries.prefix(32).enumerated() {
+                let colon = entry.firstIndex(of: ":")
+                let name = colon.map { entry[..<$0].trimmingCharacters(in: .whitespaces) } ?? ""
+                let value = colon.map { entry[entry.index(after: $0)...].trimmingCharacters(in: .whitespaces) } ?? ""
+                let lowered = name.lowercased()
+                let problem: String? =
+                    if colon == nil || name.isEmpty || name.utf8.count > 64
+                        || !name.unicodeScalars.allSatisfy({
+                            $0.isASCII
+                                && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                                    || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0))
+                        })
+                    {
+                        "entry \(index + 1) must look like \"X-Api-Version: 2024-06-01\": a field name of letters, digits and -, a colon, a value"
+                    } else if value.utf8.count > 4096
+                        || !value.utf8.allSatisfy({ $0 == 0x09 || (0x20...0x7E).contains($0) })
+                    {
+                        "\(name): the value must be at most 4KiB of printable ASCII on one line"
+                    } else if Self.reservedHeaders.contains(lowered) {
+                        "\(name) is written by bearerd (the upstream's Host, the token, the framing) or is hop-by-hop: it cannot be added"
+                    } else if forwarded && Self.forwardingHeaders.contains(lowered) {
+                        "\(name) is set by proxy.forwarded_headers: turn that off to set it here"
+                    } else if headers.contains(where: { $0.name.lowercased() == lowered }) {
+                        "\(name) is listed twice"
+                    } else {
+                        nil
+                    }
+                if let problem {
+                    builder.issue(key.name, problem)
+                } else {
+                    headers.append(Header(name: name, value: value))
+                }
+            }
+            return headers
         }
     }
 }
@@ -203,6 +266,20 @@ extension ConfigKeys {
                 Add X-Forwarded-For (the client's address), X-Forwarded-Proto (http), X-Forwarded-Host
                 (the Host the client used) and Forwarded (RFC 7239, the same three). Values the client sent
                 for these headers are replaced, never passed on, so a local process cannot forge them.
+                """
+        )
+        static let addHeaders = ConfigKeyDescriptor.list(
+            "proxy.add_headers",
+            "\"Name: value\" header lines",
+            reload: .applies,
+            secret: true,
+            doc: """
+                Header fields sent upstream with every request, besides the token, as "Name: value", e.g.
+                ["X-Api-Version: 2024-06-01", "X-Tenant: acme"] (as nginx's proxy_set_header). A field a
+                client sent under the same name is dropped, so clients cannot change these. Up to 32 fields
+                of at most 4KiB; not Host, Authorization, DPoP, a framing or hop-by-hop field, nor (while
+                forwarded_headers is on) a forwarding one. Meant for values that are not secret; they are
+                kept out of logs and errors all the same.
                 """
         )
         static let passOverrideHeaders = ConfigKeyDescriptor.bool(
@@ -463,7 +540,8 @@ extension ConfigKeys {
         static let section = ConfigSection(
             "proxy",
             [
-                .key(clientAuthorization), .key(forwardedHeaders), .key(passOverrideHeaders), .key(maxRequestBody),
+                .key(clientAuthorization), .key(forwardedHeaders), .key(passOverrideHeaders), .key(addHeaders),
+                .key(maxRequestBody),
                 .key(maxHeaderSize), .key(maxHeaderCount), .key(maxRequestLine), .key(maxConnections),
                 .key(atConnectionLimit), .key(clientIdleTimeout), .key(headerTimeout), .key(bodyTimeout),
                 .key(sendTimeout), .key(tokenWait), .key(retryMethods), .key(retryBodyLimit), .key(allowUpgrades),

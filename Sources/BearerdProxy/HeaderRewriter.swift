@@ -39,7 +39,8 @@ enum HeaderRewriter {
     ///
     /// Hop-by-hop headers and every header named by `Connection` are removed; `Host` becomes the
     /// upstream's; the token (when given) is the only `Authorization`; `X-Forwarded-*` are set
-    /// from what bearerd saw, replacing what the client claimed. Framing is set from the client's
+    /// from what bearerd saw, replacing what the client claimed, and so are the fields of
+    /// `proxy.add_headers`. Framing is set from the client's
     /// original message, never from what remains after removal, so a hostile `Connection:
     /// content-length` cannot desynchronise the upstream connection.
     static func upstreamRequest(
@@ -86,6 +87,7 @@ enum HeaderRewriter {
                 if let key = settings.clientKey, key.isHeader(raw, name) { continue }
                 if settings.proxy.forwardedHeaders && Self.isForwardedHeader(raw, name) { continue }
                 if !settings.proxy.passOverrideHeaders && Self.isOverrideHeader(raw, name) { continue }
+                if !settings.proxy.addHeaders.isEmpty && Self.isAddedHeader(raw, name, settings) { continue }
                 if !head.connectionOptions.isEmpty
                     && head.connectionOptions.contains(where: { HeaderName.equals(raw, $0, name) })
                 {
@@ -145,8 +147,19 @@ enum HeaderRewriter {
             }
             Self.writeForwarded(peer: peer, host: host, into: &buffer)
         }
+        for header in settings.proxy.addHeaders {
+            WireFormat.writeField(header.name, header.value, into: &buffer)
+        }
         buffer.writeStaticString("\r\n")
         return (framing, upgrade)
+    }
+
+    /// Whether `raw[name]` is a field `proxy.add_headers` sets, which the client may not send.
+    static func isAddedHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>, _ settings: ProxySettings) -> Bool {
+        settings.proxy.addHeaders.contains { header in
+            name.count == header.name.utf8.count
+                && zip(name, header.name.utf8).allSatisfy { raw[$0] | 0x20 == $1 | 0x20 }
+        }
     }
 
     /// `value` (the client's `Upgrade`), when the request is a GET in HTTP/1.1 whose first
