@@ -120,6 +120,7 @@ final class ReloadService: Service, Sendable {
         merged.admin = old.admin
         merged.threads = old.threads
         merged.shutdownGrace = old.shutdownGrace
+        merged.written = RestartOnlyKeys.running(new.written, keeping: old.written)
         return merged
     }
 }

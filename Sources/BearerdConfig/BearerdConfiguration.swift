@@ -32,6 +32,8 @@ package struct BearerdConfiguration: Sendable {
     package var admin: Admin
     /// Logging.
     package var log: Log
+    /// Each key's value as written, for a reload to compare (``ConfigLoader`` sets it).
+    package var written = WrittenValues()
 
     /// `upstream.*`
     package struct Upstream: Sendable {

@@ -81,24 +81,24 @@ package struct ConfigLoader: Sendable {
                 )
             )
         }
-        let reader = ConfigReader(
-            providers: [
-                EnvironmentVariablesProvider(
-                    environmentVariables: ours,
-                    secretsSpecifier: .specific(Self.secretEnvironmentNames)
-                ).prefixKeys(with: "bearerd"),
-                InMemoryProvider(name: source, values: values),
-            ],
-            accessReporter: self.accessReporter
-        )
+        let providers: [any ConfigProvider] = [
+            EnvironmentVariablesProvider(
+                environmentVariables: ours,
+                secretsSpecifier: .specific(Self.secretEnvironmentNames)
+            ).prefixKeys(with: "bearerd"),
+            InMemoryProvider(name: source, values: values),
+        ]
+        let reader = ConfigReader(providers: providers, accessReporter: self.accessReporter)
         var builder = ConfigBuilder(
             reader: reader,
             environment: self.environment,
             baseDirectory: baseDirectory,
             issues: issues
         )
-        let configuration = builder.build()
-        guard builder.issues.isEmpty, let configuration else { throw ConfigError(issues: builder.issues) }
+        guard var configuration = builder.build(), builder.issues.isEmpty else {
+            throw ConfigError(issues: builder.issues)
+        }
+        configuration.written = WrittenValues(reading: ConfigReader(providers: providers))
         return configuration
     }
 

@@ -77,8 +77,9 @@ struct ExampleConfigTests {
             source: "minimal.yaml",
             baseDirectory: URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().path
         )
-        let documented = Self.fields(example)
-        let real = Self.fields(minimal)
+        // What was written differs, by design; what it loads to must not.
+        let documented = Self.fields(example).filter { $0.key != "written" }
+        let real = Self.fields(minimal).filter { $0.key != "written" }
         for (field, value) in documented where real[field] != value {
             Issue.record("\(field): the example shows \(value), the default is \(real[field] ?? "nothing")")
         }
