@@ -97,6 +97,7 @@ let package = Package(
             name: "BearerdTokens",
             dependencies: [
                 "BearerdAuth",
+                "BearerdConfig",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -83,22 +83,7 @@ enum TokenPlan {
                 )
             )
         case .json(let json):
-            source = JSONSource(
-                settings: .init(
-                    loginURL: json.loginURL,
-                    refreshURL: json.refreshURL,
-                    contentType: json.contentType,
-                    headers: json.headers.map { ($0.name, $0.value) },
-                    loginBody: json.loginBody,
-                    refreshBody: json.refreshBody,
-                    accessTokenPointer: json.accessTokenPointer,
-                    refreshTokenPointer: json.refreshTokenPointer,
-                    expiresInPointer: json.expiresInPointer,
-                    expiresAtPointer: json.expiresAtPointer,
-                    logoutURL: json.logoutURL,
-                    logoutBody: json.logoutBody
-                )
-            )
+            source = JSONSource(settings: json)
         }
         return .engine(
             source: source,

@@ -58,6 +58,36 @@ extension BearerdConfiguration {
             /// `auth.json.logout_url` and its body template, for `bearerd logout`.
             package var logoutURL: String?
             package var logoutBody: String
+
+            /// A JSON API's settings; what is left out takes the default its key declares
+            /// (``ConfigKeys/Auth/JSON``), and the logout body the refresh body.
+            package init(
+                loginURL: String? = nil,
+                refreshURL: String,
+                contentType: String = ConfigKeys.Auth.JSON.contentType.defaultText ?? "",
+                headers: [Pair] = [],
+                loginBody: String = ConfigKeys.Auth.JSON.loginBody.defaultText ?? "",
+                refreshBody: String = ConfigKeys.Auth.JSON.refreshBody.defaultText ?? "",
+                accessTokenPointer: String = ConfigKeys.Auth.JSON.accessToken.defaultText ?? "",
+                refreshTokenPointer: String? = ConfigKeys.Auth.JSON.refreshToken.defaultPointer,
+                expiresInPointer: String? = ConfigKeys.Auth.JSON.expiresIn.defaultPointer,
+                expiresAtPointer: String? = ConfigKeys.Auth.JSON.expiresAt.defaultPointer,
+                logoutURL: String? = nil,
+                logoutBody: String? = nil
+            ) {
+                self.loginURL = loginURL
+                self.refreshURL = refreshURL
+                self.contentType = contentType
+                self.headers = headers
+                self.loginBody = loginBody
+                self.refreshBody = refreshBody
+                self.accessTokenPointer = accessTokenPointer
+                self.refreshTokenPointer = refreshTokenPointer
+                self.expiresInPointer = expiresInPointer
+                self.expiresAtPointer = expiresAtPointer
+                self.logoutURL = logoutURL
+                self.logoutBody = logoutBody ?? refreshBody
+            }
         }
 
         /// `auth.verify.*`: how an access token is checked before it is used.

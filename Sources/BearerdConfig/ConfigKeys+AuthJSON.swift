@@ -1,84 +1,92 @@
+extension ConfigKeyDescriptor {
+    /// A JSON pointer key's default: `nil` for `none` or `-` (the answer holds no such value).
+    package var defaultPointer: String? {
+        guard let text = self.defaultText, text != "-", text.lowercased() != "none" else { return nil }
+        return text
+    }
+}
+
 extension ConfigKeys.Auth {
     /// `auth.json.*`: a custom JSON token API instead of OAuth 2.0.
     package enum JSON {
-        static let loginURL = ConfigKeyDescriptor.text(
+        package static let loginURL = ConfigKeyDescriptor.text(
             "auth.json.login_url",
             "an https URL",
             reload: .newSession,
             sample: .set("https://app.example.com/api/auth/sign-in-email"),
             doc: ""
         )
-        static let refreshURL = ConfigKeyDescriptor.text(
+        package static let refreshURL = ConfigKeyDescriptor.text(
             "auth.json.refresh_url",
             "an https URL",
             reload: .newSession,
             sample: .set("https://app.example.com/api/auth/refresh"),
             doc: ""
         )
-        static let contentType = ConfigKeyDescriptor.text(
+        package static let contentType = ConfigKeyDescriptor.text(
             "auth.json.content_type",
             "a media type",
             default: "application/json",
             reload: .restart,
             doc: "e.g. application/x-amz-json-1.1"
         )
-        static let headers = ConfigKeyDescriptor.list(
+        package static let headers = ConfigKeyDescriptor.list(
             "auth.json.headers",
             "\"Name: value\" header lines",
             reload: .restart,
             secret: true,
             doc: #"e.g. ["X-Amz-Target: AWSCognitoIdentityProviderService.InitiateAuth"]"#
         )
-        static let loginBody = ConfigKeyDescriptor.text(
+        package static let loginBody = ConfigKeyDescriptor.text(
             "auth.json.login_body",
             "a template with {{password}}",
             default: #"{"email":"{{username}}","password":"{{password}}"}"#,
             reload: .restart,
             doc: ""
         )
-        static let refreshBody = ConfigKeyDescriptor.text(
+        package static let refreshBody = ConfigKeyDescriptor.text(
             "auth.json.refresh_body",
             "a template with {{refresh_token}}",
             default: #"{"refreshToken":"{{refresh_token}}"}"#,
             reload: .restart,
             doc: ""
         )
-        static let accessToken = ConfigKeyDescriptor.text(
+        package static let accessToken = ConfigKeyDescriptor.text(
             "auth.json.access_token",
             "a JSON pointer",
             default: "/session/token",
             reload: .restart,
             doc: ""
         )
-        static let refreshToken = ConfigKeyDescriptor.text(
+        package static let refreshToken = ConfigKeyDescriptor.text(
             "auth.json.refresh_token",
             "a JSON pointer, or none",
             default: "/session/refreshToken",
             reload: .restart,
             doc: "or none"
         )
-        static let expiresIn = ConfigKeyDescriptor.text(
+        package static let expiresIn = ConfigKeyDescriptor.text(
             "auth.json.expires_in",
             "a JSON pointer, or none",
             default: "none",
             reload: .restart,
             doc: "seconds from the response, e.g. /expires_in"
         )
-        static let expiresAt = ConfigKeyDescriptor.text(
+        package static let expiresAt = ConfigKeyDescriptor.text(
             "auth.json.expires_at",
             "a JSON pointer, or none",
             default: "/session/expiresAt",
             reload: .restart,
             doc: "RFC 3339, or seconds (or milliseconds) since 1970"
         )
-        static let logoutURL = ConfigKeyDescriptor.text(
+        package static let logoutURL = ConfigKeyDescriptor.text(
             "auth.json.logout_url",
             "an https URL",
             reload: .restart,
             sample: .set("https://app.example.com/api/auth/sign-out"),
             doc: "for `bearerd logout`; none by default"
         )
-        static let logoutBody = ConfigKeyDescriptor.text(
+        package static let logoutBody = ConfigKeyDescriptor.text(
             "auth.json.logout_body",
             "a template with {{refresh_token}} or {{access_token}}",
             reload: .restart,
@@ -86,7 +94,7 @@ extension ConfigKeys.Auth {
             doc: "{{refresh_token}}, {{access_token}}; by default the refresh body"
         )
 
-        static let section = ConfigSection(
+        package static let section = ConfigSection(
             "auth.json",
             doc: """
                 For APIs like Better Auth's: POST /api/auth/sign-in-email {"email","password"} ->

@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdConfig
 import BearerdTokens
 import Foundation
 

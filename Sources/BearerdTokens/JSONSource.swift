@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdConfig
 import Foundation
 
 /// A custom JSON token API, such as Better Auth's `POST /api/auth/sign-in-email` and
@@ -11,51 +12,8 @@ package struct JSONSource: TokenSource {
     /// A JSON API's session ends at its own logout URL.
     package var revocationKey: String { "auth.json.logout_url" }
 
-    package struct Settings: Sendable {
-        package var loginURL: String?
-        package var refreshURL: String
-        package var contentType: String
-        package var headers: [(String, String)]
-        package var loginBody: String
-        package var refreshBody: String
-        package var accessTokenPointer: String
-        package var refreshTokenPointer: String?
-        /// Seconds from the response (`expires_in`-like).
-        package var expiresInPointer: String?
-        /// An absolute expiry: RFC 3339, or seconds (or milliseconds) since 1970.
-        package var expiresAtPointer: String?
-        /// The API's logout, and its body template (`{{refresh_token}}`, `{{access_token}}`).
-        package var logoutURL: String?
-        package var logoutBody: String
-
-        package init(
-            loginURL: String? = nil,
-            refreshURL: String,
-            contentType: String = "application/json",
-            headers: [(String, String)] = [],
-            loginBody: String = #"{"email":"{{username}}","password":"{{password}}"}"#,
-            refreshBody: String = #"{"refreshToken":"{{refresh_token}}"}"#,
-            accessTokenPointer: String = "/session/token",
-            refreshTokenPointer: String? = "/session/refreshToken",
-            expiresInPointer: String? = nil,
-            expiresAtPointer: String? = "/session/expiresAt",
-            logoutURL: String? = nil,
-            logoutBody: String = #"{"refreshToken":"{{refresh_token}}"}"#
-        ) {
-            self.loginURL = loginURL
-            self.refreshURL = refreshURL
-            self.contentType = contentType
-            self.headers = headers
-            self.loginBody = loginBody
-            self.refreshBody = refreshBody
-            self.accessTokenPointer = accessTokenPointer
-            self.refreshTokenPointer = refreshTokenPointer
-            self.expiresInPointer = expiresInPointer
-            self.expiresAtPointer = expiresAtPointer
-            self.logoutURL = logoutURL
-            self.logoutBody = logoutBody
-        }
-    }
+    /// The source's settings are the config's `auth.json` section, defaults and all.
+    package typealias Settings = BearerdConfiguration.Auth.JSON
 
     let settings: Settings
 
@@ -180,7 +138,7 @@ package struct JSONSource: TokenSource {
 
     private func request(_ url: String, _ body: String) -> TokenHTTPRequest {
         var headers = [("content-type", self.settings.contentType), ("accept", "application/json")]
-        headers += self.settings.headers
+        headers += self.settings.headers.map { ($0.name, $0.value) }
         return TokenHTTPRequest(url: url, headers: headers, body: Array(body.utf8))
     }
 

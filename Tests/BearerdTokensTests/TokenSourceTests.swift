@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdConfig
 import BearerdTestSupport
 import Foundation
 import Testing
@@ -201,7 +202,7 @@ struct TokenSourceTests {
             settings: .init(
                 refreshURL: "https://cognito.example/",
                 contentType: "application/x-amz-json-1.1",
-                headers: [("X-Amz-Target", "AWSCognitoIdentityProviderService.InitiateAuth")],
+                headers: [.init(name: "X-Amz-Target", value: "AWSCognitoIdentityProviderService.InitiateAuth")],
                 refreshBody:
                     #"{"AuthFlow":"REFRESH_TOKEN_AUTH","AuthParameters":{"REFRESH_TOKEN":"{{refresh_token}}"}}"#,
                 accessTokenPointer: "/AuthenticationResult/AccessToken",
