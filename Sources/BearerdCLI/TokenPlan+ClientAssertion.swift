@@ -25,13 +25,4 @@ extension TokenPlan {
         }
         return JWTClientAssertionSigner(key: key, keyID: oauth2.clientKeyID)
     }
-
-    /// `auth.client_assertion_audience`, checked by the config.
-    static func assertionAudience(_ text: String) -> ClientAssertionAudience {
-        switch text {
-        case "endpoint": .endpoint
-        case "issuer": .issuer
-        default: .fixed(text)
-        }
-    }
 }

@@ -61,24 +61,14 @@ enum TokenPlan {
         case .staticFile(let path):
             return .staticToken(try StaticTokenProvider(path: path, logger: logger))
         case .oauth2(let oauth2):
-            let endpoint: OAuth2Source.Endpoint =
-                if let url = oauth2.tokenURL { .tokenURL(url) } else { .issuer(oauth2.issuer ?? "") }
             source = OAuth2Source(
                 settings: .init(
-                    endpoint: endpoint,
-                    clientID: oauth2.clientID,
+                    client: oauth2,
                     clientSecret: try oauth2.clientSecretFile.map {
                         try Self.readSecret($0, key: "auth.client_secret_file", what: "client secret")
                     },
-                    clientAuthentication: oauth2.clientAuthentication,
-                    scopes: oauth2.scopes,
-                    extraParameters: oauth2.extraParameters.map { ($0.name, $0.value) },
-                    clientCredentials: oauth2.clientCredentials,
-                    revocationURL: oauth2.revocationURL,
-                    deviceAuthorizationURL: oauth2.deviceAuthorizationURL,
                     allowInsecureHTTP: auth.allowInsecureHTTP,
                     assertionSigner: try Self.assertionSigner(oauth2),
-                    assertionAudience: Self.assertionAudience(oauth2.clientAssertionAudience),
                     dpop: dpop != nil
                 )
             )

@@ -41,6 +41,38 @@ extension BearerdConfiguration {
             /// `auth.device_authorization_url`: RFC 8628 endpoint for `bearerd login --device`
             /// (else discovered).
             package var deviceAuthorizationURL: String?
+
+            package init(
+                tokenURL: String?,
+                issuer: String?,
+                clientID: String,
+                clientSecretFile: String? = nil,
+                clientAuthentication: ClientAuthentication,
+                clientKeyFile: String? = nil,
+                clientKeyID: String? = nil,
+                clientAssertionAlgorithm: String? = nil,
+                clientAssertionAudience: String,
+                scopes: [String],
+                extraParameters: [Pair],
+                clientCredentials: Bool,
+                revocationURL: String?,
+                deviceAuthorizationURL: String?
+            ) {
+                self.tokenURL = tokenURL
+                self.issuer = issuer
+                self.clientID = clientID
+                self.clientSecretFile = clientSecretFile
+                self.clientAuthentication = clientAuthentication
+                self.clientKeyFile = clientKeyFile
+                self.clientKeyID = clientKeyID
+                self.clientAssertionAlgorithm = clientAssertionAlgorithm
+                self.clientAssertionAudience = clientAssertionAudience
+                self.scopes = scopes
+                self.extraParameters = extraParameters
+                self.clientCredentials = clientCredentials
+                self.revocationURL = revocationURL
+                self.deviceAuthorizationURL = deviceAuthorizationURL
+            }
         }
 
         /// `auth.json.*`: a custom JSON token API.

@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdConfig
 import Foundation
 import Synchronization
 
@@ -16,60 +17,6 @@ package final class OAuth2Source: TokenSource {
     /// `auth.client_auth` (``BearerdAuth/ClientAuthentication``).
     package typealias ClientAuthentication = BearerdAuth.ClientAuthentication
 
-    package struct Settings: Sendable {
-        package var endpoint: Endpoint
-        package var clientID: String
-        package var clientSecret: Secret?
-        package var clientAuthentication: ClientAuthentication
-        package var scopes: [String]
-        /// Extra form fields sent with every grant (`audience`, `resource`).
-        package var extraParameters: [(String, String)]
-        /// Whether the client itself may get a token (client_credentials).
-        package var clientCredentials: Bool
-        /// RFC 7009 revocation endpoint; discovered with an issuer when not set.
-        package var revocationURL: String?
-        /// RFC 8628 device authorization endpoint; discovered with an issuer when not set.
-        package var deviceAuthorizationURL: String?
-        /// Whether discovered endpoints may be plain http to another machine (`allow_insecure_http`).
-        package var allowInsecureHTTP: Bool
-        /// Signs the assertion of ``ClientAuthentication/privateKeyJWT``.
-        package var assertionSigner: (any ClientAssertionSigner)?
-        /// The `aud` of each assertion.
-        package var assertionAudience: ClientAssertionAudience
-        /// `auth.dpop`: the tokens issued must be DPoP-bound (the transport sends the proofs).
-        package var dpop: Bool
-
-        package init(
-            endpoint: Endpoint,
-            clientID: String,
-            clientSecret: Secret? = nil,
-            clientAuthentication: ClientAuthentication = .clientSecretBasic,
-            scopes: [String] = [],
-            extraParameters: [(String, String)] = [],
-            clientCredentials: Bool = false,
-            revocationURL: String? = nil,
-            deviceAuthorizationURL: String? = nil,
-            allowInsecureHTTP: Bool = false,
-            assertionSigner: (any ClientAssertionSigner)? = nil,
-            assertionAudience: ClientAssertionAudience = .endpoint,
-            dpop: Bool = false
-        ) {
-            self.endpoint = endpoint
-            self.clientID = clientID
-            self.clientSecret = clientSecret
-            self.clientAuthentication = clientAuthentication
-            self.scopes = scopes
-            self.extraParameters = extraParameters
-            self.clientCredentials = clientCredentials
-            self.revocationURL = revocationURL
-            self.deviceAuthorizationURL = deviceAuthorizationURL
-            self.allowInsecureHTTP = allowInsecureHTTP
-            self.assertionSigner = assertionSigner
-            self.assertionAudience = assertionAudience
-            self.dpop = dpop
-        }
-    }
-
     private let settings: Settings
     private let discovered = Mutex<ServerMetadata?>(nil)
 
@@ -77,10 +24,10 @@ package final class OAuth2Source: TokenSource {
         self.settings = settings
     }
 
-    package var hasClientGrant: Bool { self.settings.clientCredentials }
+    package var hasClientGrant: Bool { self.settings.client.clientCredentials }
 
     package var credentialKeys: String {
-        switch self.settings.clientAuthentication {
+        switch self.settings.client.clientAuthentication {
         case .clientSecretBasic, .clientSecretPost:
             "auth.client_id, auth.client_secret_file and auth.client_auth"
         case .privateKeyJWT:
@@ -132,7 +79,7 @@ package final class OAuth2Source: TokenSource {
         } else {
             return nil
         }
-        var url = self.settings.revocationURL
+        var url = self.settings.client.revocationURL
         if url == nil, case .issuer(let issuer) = self.settings.endpoint {
             url = try await self.metadata(issuer, transport).revocationEndpoint
         }
@@ -141,7 +88,7 @@ package final class OAuth2Source: TokenSource {
     }
 
     package func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
-        var url = self.settings.deviceAuthorizationURL
+        var url = self.settings.client.deviceAuthorizationURL
         if url == nil, case .issuer(let issuer) = self.settings.endpoint {
             url = try await self.metadata(issuer, transport).deviceAuthorizationEndpoint
         }
@@ -173,37 +120,37 @@ package final class OAuth2Source: TokenSource {
     /// A form POST to `url` with the client's authentication.
     private func request(_ url: String, _ grant: [(String, String)], withScope: Bool) async throws -> TokenHTTPRequest {
         var fields = grant
-        if withScope, !self.settings.scopes.isEmpty {
-            fields.append(("scope", self.settings.scopes.joined(separator: " ")))
+        if withScope, !self.settings.client.scopes.isEmpty {
+            fields.append(("scope", self.settings.client.scopes.joined(separator: " ")))
         }
-        fields += self.settings.extraParameters
+        fields += self.settings.client.extraParameters.map { ($0.name, $0.value) }
         var headers = [
             ("content-type", "application/x-www-form-urlencoded"),
             ("accept", "application/json"),
         ]
-        switch self.settings.clientAuthentication {
+        switch self.settings.client.clientAuthentication {
         case .clientSecretBasic:
             // RFC 6749 §2.3.1: both parts form-encoded before base64.
             let pair =
-                FormEncoding.escape(self.settings.clientID) + ":"
+                FormEncoding.escape(self.settings.client.clientID) + ":"
                 + FormEncoding.escape(self.settings.clientSecret?.value ?? "")
             headers.append(("authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
         case .clientSecretPost:
-            fields.append(("client_id", self.settings.clientID))
+            fields.append(("client_id", self.settings.client.clientID))
             fields.append(("client_secret", self.settings.clientSecret?.value ?? ""))
         case .privateKeyJWT:
             guard let signer = self.settings.assertionSigner else {
                 throw TokenEngineError.source("auth.client_auth: private_key_jwt needs auth.client_key_file")
             }
             let assertion = try await signer.assertion(
-                clientID: self.settings.clientID,
+                clientID: self.settings.client.clientID,
                 audience: try self.audience(for: url)
             )
-            fields.append(("client_id", self.settings.clientID))
+            fields.append(("client_id", self.settings.client.clientID))
             fields.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
             fields.append(("client_assertion", assertion.value))
         case .tlsClientAuth, .none:
-            fields.append(("client_id", self.settings.clientID))
+            fields.append(("client_id", self.settings.client.clientID))
         }
         return TokenHTTPRequest(url: url, headers: headers, body: FormEncoding.encode(fields))
     }

@@ -1,0 +1,95 @@
+import BearerdAuth
+import BearerdConfig
+
+extension OAuth2Source {
+    /// The client as the config's `auth` section describes it, with what start-up made of it:
+    /// the secret read from its file, the assertion signer, and two settings from elsewhere.
+    package struct Settings: Sendable {
+        /// `auth.token_url` or `auth.issuer`, the client and its grants, as configured.
+        package var client: BearerdConfiguration.Auth.OAuth2
+        /// The content of `auth.client_secret_file`.
+        package var clientSecret: Secret?
+        /// Whether discovered endpoints may be plain http to another machine (`allow_insecure_http`).
+        package var allowInsecureHTTP: Bool
+        /// Signs the assertion of ``ClientAuthentication/privateKeyJWT``.
+        package var assertionSigner: (any ClientAssertionSigner)?
+        /// `auth.dpop`: the tokens issued must be DPoP-bound (the transport sends the proofs).
+        package var dpop: Bool
+
+        package init(
+            client: BearerdConfiguration.Auth.OAuth2,
+            clientSecret: Secret? = nil,
+            allowInsecureHTTP: Bool = false,
+            assertionSigner: (any ClientAssertionSigner)? = nil,
+            dpop: Bool = false
+        ) {
+            self.client = client
+            self.clientSecret = clientSecret
+            self.allowInsecureHTTP = allowInsecureHTTP
+            self.assertionSigner = assertionSigner
+            self.dpop = dpop
+        }
+
+        /// A client built in code (tests, the fuzz target) rather than from a config.
+        package init(
+            endpoint: Endpoint,
+            clientID: String,
+            clientSecret: Secret? = nil,
+            clientAuthentication: ClientAuthentication = .clientSecretBasic,
+            scopes: [String] = [],
+            extraParameters: [(String, String)] = [],
+            clientCredentials: Bool = false,
+            revocationURL: String? = nil,
+            deviceAuthorizationURL: String? = nil,
+            allowInsecureHTTP: Bool = false,
+            assertionSigner: (any ClientAssertionSigner)? = nil,
+            assertionAudience: ClientAssertionAudience = .endpoint,
+            dpop: Bool = false
+        ) {
+            var tokenURL: String?
+            var issuer: String?
+            switch endpoint {
+            case .tokenURL(let url): tokenURL = url
+            case .issuer(let url): issuer = url
+            }
+            let audience: String =
+                switch assertionAudience {
+                case .endpoint: "endpoint"
+                case .issuer: "issuer"
+                case .fixed(let value): value
+                }
+            self.init(
+                client: BearerdConfiguration.Auth.OAuth2(
+                    tokenURL: tokenURL,
+                    issuer: issuer,
+                    clientID: clientID,
+                    clientAuthentication: clientAuthentication,
+                    clientAssertionAudience: audience,
+                    scopes: scopes,
+                    extraParameters: extraParameters.map { .init(name: $0.0, value: $0.1) },
+                    clientCredentials: clientCredentials,
+                    revocationURL: revocationURL,
+                    deviceAuthorizationURL: deviceAuthorizationURL
+                ),
+                clientSecret: clientSecret,
+                allowInsecureHTTP: allowInsecureHTTP,
+                assertionSigner: assertionSigner,
+                dpop: dpop
+            )
+        }
+
+        /// Where tokens are asked for: `auth.token_url`, or discovered from `auth.issuer`.
+        var endpoint: Endpoint {
+            if let url = self.client.tokenURL { .tokenURL(url) } else { .issuer(self.client.issuer ?? "") }
+        }
+
+        /// `auth.client_assertion_audience`, checked by the config.
+        var assertionAudience: ClientAssertionAudience {
+            switch self.client.clientAssertionAudience {
+            case "endpoint": .endpoint
+            case "issuer": .issuer
+            case let text: .fixed(text)
+            }
+        }
+    }
+}
