@@ -68,7 +68,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             for endpoint in endpoints {
                 print("auth.issuer: \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))")
             }
-        case .failure(let error as DiscoveryUnreachable):
+        case .failure(let error as TokenEngineError) where error.code == .unreachable:
             print("note: \(error); the endpoints were not checked")
         case .failure(let error):
             StandardError.emit("bearerd: \(error)")

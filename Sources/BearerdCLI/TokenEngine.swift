@@ -41,7 +41,7 @@ enum TokenEngine {
             let client: HTTPClientTokenTransport
             do {
                 client = try transport.make(logger: logger)
-            } catch let error as ClientCertificateError {
+            } catch let error as ProxySetupError {
                 throw CommandFailure("cannot set up the token client: \(error)", exitCode: 78)
             } catch {
                 throw CommandFailure("cannot set up the token client (auth.ca_file): \(error)", exitCode: 78)

@@ -74,15 +74,11 @@ package struct ProxySettings: Sendable {
                     )
                 }
             }
-            do {
-                self.tls = try UpstreamTLS(
-                    base: tls,
-                    certificate: upstream.clientCertificate,
-                    logger: Logger(label: "bearerd")
-                )
-            } catch let error as ClientCertificateError {
-                throw ProxySetupError("\(error)")
-            }
+            self.tls = try UpstreamTLS(
+                base: tls,
+                certificate: upstream.clientCertificate,
+                logger: Logger(label: "bearerd")
+            )
         } else {
             self.tls = nil
         }
@@ -104,7 +100,9 @@ package struct ProxySettings: Sendable {
     }
 }
 
-/// The proxy cannot start; the message says why and what to change.
+/// BearerdProxy's one error: the proxy cannot start (or take a reload), or a client
+/// certificate or its key cannot be used. The message starts with the config key at fault when
+/// there is one (`upstream.ca_file: …`), says what to change, and never holds a key's bytes.
 package struct ProxySetupError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     package var message: String

@@ -68,8 +68,8 @@ enum Discovery {
         guard !documents.isEmpty else {
             if unreachable == candidates.count {
                 // Not a configuration error: the issuer may answer later.
-                throw DiscoveryUnreachable(
-                    description: "cannot reach auth.issuer \(issuer): \(problems.joined(separator: "; "))"
+                throw TokenEngineError.unreachable(
+                    "cannot reach auth.issuer \(issuer): \(problems.joined(separator: "; "))"
                 )
             }
             let what =
@@ -125,10 +125,4 @@ enum Discovery {
             throw TokenEngineError.source("the \(name) that auth.issuer's metadata gives, \(endpoint), \(refusal)")
         }
     }
-}
-
-/// No metadata document could even be asked for (the issuer is down or unreachable): retried
-/// like any unreachable token server, unlike a configuration error.
-package struct DiscoveryUnreachable: Error, Sendable, CustomStringConvertible {
-    package let description: String
 }

@@ -185,7 +185,7 @@ package final class OAuth2Source: TokenSource {
 
     /// What discovery found, for `check-config`: each endpoint, its URL and the document that
     /// named it; empty when the token endpoint is configured rather than discovered.
-    /// - Throws: ``TokenEngineError`` for a configuration problem, ``DiscoveryUnreachable``
+    /// - Throws: ``TokenEngineError``: code `source` for a configuration problem, `unreachable`
     ///   when the issuer could not be asked.
     package func discoveredEndpoints(
         transport: any TokenTransport

@@ -109,10 +109,9 @@ extension TokenManager {
                 return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseLogin)
             }
             return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
-        } catch let error as TokenEngineError where error.code == .source {
-            // Discovery or the source's own setup: the reason names the config key to fix.
-            return .unavailable(reason: "\(error)", retryAfter: nil)
-        } catch let error as DiscoveryUnreachable {
+        } catch let error as TokenEngineError where error.code == .source || error.code == .unreachable {
+            // Discovery or the source's own setup: the reason names the config key to fix, or
+            // the issuer that could not be reached.
             return .unavailable(reason: "\(error)", retryAfter: nil)
         } catch {
             return .unavailable(reason: "cannot reach the token endpoint: \(error)", retryAfter: nil)
