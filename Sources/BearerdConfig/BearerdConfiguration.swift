@@ -35,30 +35,6 @@ package struct BearerdConfiguration: Sendable {
     /// Each key's value as written, for a reload to compare (``ConfigLoader`` sets it).
     package var written = WrittenValues()
 
-    /// `upstream.*`
-    package struct Upstream: Sendable {
-        /// `upstream.url`.
-        package var target: UpstreamTarget
-        /// `upstream.ca_file`: PEM bundle to trust instead of the system's roots.
-        package var caFile: String?
-        /// `upstream.server_name`: TLS SNI and certificate name; defaults to the URL's host.
-        package var serverName: String?
-        /// `upstream.client_cert_file` and `upstream.client_key_file`: a client certificate for an
-        /// upstream that asks for mTLS as well as a token; re-read when the files change.
-        package var clientCertificate: ClientCertificateFiles?
-        /// `upstream.connect_timeout`.
-        package var connectTimeout: Duration
-        /// `upstream.response_timeout`: from the end of the request to the response head.
-        package var responseTimeout: Duration
-        /// `upstream.idle_timeout`: how long a pooled connection may sit unused.
-        package var idleTimeout: Duration
-        /// `upstream.read_timeout`: longest pause in a response body from the upstream while the
-        /// client is ready for more; then both connections close.
-        package var readTimeout: Duration
-        /// `upstream.max_idle_connections`: pooled connections kept per thread.
-        package var maxIdleConnections: Int
-    }
-
     /// `store.*`: the encrypted token store.
     package struct Store: Sendable {
         /// `store.path`, resolved.

@@ -22,28 +22,40 @@ struct ConfigBuilder {
         self.allowInsecureHTTP = self.bool(ConfigKeys.General.allowInsecureHTTP)
         let allowRemote = self.bool(ConfigKeys.General.allowRemote)
         let listen = self.listen(allowRemote: allowRemote)
-        let upstream = self.upstream()
-        let configuration = BearerdConfiguration(
+        let upstream = BearerdConfiguration.Upstream(reading: &self)
+        // Every section is read even without an upstream, so that each problem is reported.
+        let socketMode = self.parsed(
+            ConfigKeys.General.socketMode,
+            expected: "an octal file mode like 0660",
+            ConfigValueParsers.fileMode
+        )
+        let socketGroup = self.socketGroup()
+        let allowUIDs = self.ids(ConfigKeys.General.socketAllowUIDs) { getpwnam($0).map { $0.pointee.pw_uid } }
+        let allowGIDs = self.ids(ConfigKeys.General.socketAllowGIDs) { getgrnam($0).map { $0.pointee.gr_gid } }
+        let threads = self.count(ConfigKeys.General.threads)
+        let shutdownGrace = self.duration(ConfigKeys.General.shutdownGrace)
+        let proxy = BearerdConfiguration.Proxy(reading: &self)
+        let auth = self.auth()
+        let store = self.store()
+        let admin = self.admin()
+        let log = self.log()
+        guard let upstream, let socketMode else { return nil }
+        return BearerdConfiguration(
             listen: listen,
             allowRemote: allowRemote,
-            socketMode: self.parsed(
-                ConfigKeys.General.socketMode,
-                expected: "an octal file mode like 0660",
-                ConfigValueParsers.fileMode
-            ) ?? 0o600,
-            socketGroup: self.socketGroup(),
-            socketAllowUIDs: self.ids(ConfigKeys.General.socketAllowUIDs) { getpwnam($0).map { $0.pointee.pw_uid } },
-            socketAllowGIDs: self.ids(ConfigKeys.General.socketAllowGIDs) { getgrnam($0).map { $0.pointee.gr_gid } },
-            threads: self.count(ConfigKeys.General.threads),
-            shutdownGrace: self.duration(ConfigKeys.General.shutdownGrace),
-            upstream: upstream ?? Self.placeholderUpstream,
-            proxy: BearerdConfiguration.Proxy(reading: &self),
-            auth: self.auth(),
-            store: self.store(),
-            admin: self.admin(),
-            log: self.log()
+            socketMode: socketMode,
+            socketGroup: socketGroup,
+            socketAllowUIDs: allowUIDs,
+            socketAllowGIDs: allowGIDs,
+            threads: threads,
+            shutdownGrace: shutdownGrace,
+            upstream: upstream,
+            proxy: proxy,
+            auth: auth,
+            store: store,
+            admin: admin,
+            log: log
         )
-        return upstream == nil ? nil : configuration
     }
 
     // MARK: Sections
@@ -69,56 +81,6 @@ struct ConfigBuilder {
             }
         }
         return addresses
-    }
-
-    private mutating func upstream() -> BearerdConfiguration.Upstream? {
-        guard let text = self.string("upstream.url") else {
-            self.issue("upstream.url", "required: the http or https URL of the API to forward to")
-            return nil
-        }
-        let target: UpstreamTarget
-        switch UpstreamTarget.parse(text) {
-        case .failure(let message):
-            self.issue("upstream.url", message.text)
-            return nil
-        case .success(let parsed):
-            target = parsed
-        }
-        let caFile = self.string(ConfigKeys.Upstream.caFile).map(self.resolve)
-        let serverName = self.string(ConfigKeys.Upstream.serverName)
-        if target.scheme == .http,
-            let refusal = PlainHTTP.refusal(url: target.description, allowInsecure: self.allowInsecureHTTP)
-        {
-            self.issue("upstream.url", refusal)
-        }
-        let clientCertificate = self.clientCertificate(
-            certificate: "upstream.client_cert_file",
-            key: "upstream.client_key_file"
-        )
-        if target.scheme == .http {
-            if clientCertificate != nil {
-                self.issue("upstream.client_cert_file", "only applies to an https upstream")
-            }
-            if caFile != nil { self.issue("upstream.ca_file", "only applies to an https upstream") }
-            if serverName != nil { self.issue("upstream.server_name", "only applies to an https upstream") }
-        }
-        if let caFile, access(caFile, R_OK) != 0 {
-            self.issue("upstream.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
-        }
-        if let serverName, serverName.isEmpty || serverName.contains(where: { $0 == " " || $0 == "/" || $0 == ":" }) {
-            self.issue("upstream.server_name", "must be a DNS name (got \"\(serverName)\")")
-        }
-        return BearerdConfiguration.Upstream(
-            target: target,
-            caFile: caFile,
-            serverName: serverName,
-            clientCertificate: clientCertificate,
-            connectTimeout: self.duration(ConfigKeys.Upstream.connectTimeout),
-            responseTimeout: self.duration(ConfigKeys.Upstream.responseTimeout),
-            idleTimeout: self.duration(ConfigKeys.Upstream.idleTimeout),
-            readTimeout: self.duration(ConfigKeys.Upstream.readTimeout),
-            maxIdleConnections: self.count(ConfigKeys.Upstream.maxIdleConnections)
-        )
     }
 
     private mutating func log() -> BearerdConfiguration.Log {
@@ -304,16 +266,4 @@ struct ConfigBuilder {
         let shown = self.environment[name] != nil ? "\(key) (from \(name))" : key
         self.issues.append(ConfigIssue(key: shown, message: message))
     }
-
-    private static let placeholderUpstream = BearerdConfiguration.Upstream(
-        target: UpstreamTarget(scheme: .http, host: "invalid", port: 80, basePath: "", hostHeader: "invalid"),
-        caFile: nil,
-        serverName: nil,
-        clientCertificate: nil,
-        connectTimeout: .seconds(5),
-        responseTimeout: .seconds(60),
-        idleTimeout: .seconds(60),
-        readTimeout: .seconds(60),
-        maxIdleConnections: 0
-    )
 }
