@@ -99,7 +99,7 @@ final class ReloadService: Service, Sendable {
             "config reloaded",
             metadata: [
                 "listening": "\(self.proxy.addresses.joined(separator: ","))",
-                "upstream": "\(prepared.settings.target)",
+                "upstream": "\(prepared.settings.upstream.target)",
             ]
         )
     }

@@ -57,10 +57,10 @@ enum HeaderRewriter {
         let dropClientProof = token != nil && settings.dpop != nil
         buffer.writeString(head.method.rawValue)
         buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(settings.target.basePath)
+        buffer.writeString(settings.upstream.target.basePath)
         buffer.writeString(target.target)
         buffer.writeStaticString(" HTTP/1.1\r\n")
-        WireFormat.writeField("host", settings.target.hostHeader, into: &buffer)
+        WireFormat.writeField("host", settings.upstream.target.hostHeader, into: &buffer)
         var clientHost: Range<Int>?
         var clientUpgrade: Range<Int>?
         head.bytes.withUnsafeReadableBytes { raw in

@@ -92,7 +92,7 @@ extension ProxyHandler {
         case .expired(.upstreamStalled):
             self.logger.warning(
                 "the upstream sent nothing more within upstream.read_timeout; closing both connections",
-                metadata: ["timeout": "\(self.settings.readTimeout.prettyPrint)"]
+                metadata: ["timeout": "\(TimeAmount(self.settings.upstream.readTimeout).prettyPrint)"]
             )
             self.abandon(exchange, outcome: "upstream_read_timeout")
         case .expired(.clientStalled):

@@ -154,12 +154,12 @@ extension ProxyHandler {
     // MARK: Helpers
 
     func connectFailure(_ error: any Error) -> ProxyFailure {
-        let upstream = self.settings.target.description
+        let upstream = self.settings.upstream.target.description
         if case ChannelError.connectTimeout = error {
             return .upstreamTimeout(
                 upstream,
                 what:
-                    "did not accept a connection within upstream.connect_timeout (\(self.settings.connectTimeout.prettyPrint))"
+                    "did not accept a connection within upstream.connect_timeout (\(TimeAmount(self.settings.upstream.connectTimeout).prettyPrint))"
             )
         }
         return .upstreamUnreachable(upstream, reason: Self.describe(error))

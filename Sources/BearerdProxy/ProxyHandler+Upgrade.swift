@@ -25,7 +25,7 @@ extension ProxyHandler {
         else {
             // The parser takes a 101 only when the lease asked for one: never trust it anyway
             // (`fail` closes the upstream connection).
-            self.fail(exchange, .upstreamFailed(self.settings.target.description, reason: "an unasked 101"))
+            self.fail(exchange, .upstreamFailed(self.settings.upstream.target.description, reason: "an unasked 101"))
             return
         }
         exchange.upstream = nil

@@ -133,7 +133,10 @@ extension ProxyHandler: UpstreamConnectionOwner {
                 self.connect(exchange, fresh: true)
             }
         case .fail:
-            self.fail(exchange, .upstreamFailed(self.settings.target.description, reason: Self.describe(error)))
+            self.fail(
+                exchange,
+                .upstreamFailed(self.settings.upstream.target.description, reason: Self.describe(error))
+            )
         }
     }
 
@@ -150,9 +153,9 @@ extension ProxyHandler: UpstreamConnectionOwner {
         self.fail(
             exchange,
             .upstreamTimeout(
-                self.settings.target.description,
+                self.settings.upstream.target.description,
                 what:
-                    "sent no response head within upstream.response_timeout (\(self.settings.responseTimeout.prettyPrint))"
+                    "sent no response head within upstream.response_timeout (\(TimeAmount(self.settings.upstream.responseTimeout).prettyPrint))"
             )
         )
     }

@@ -70,9 +70,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.parser = RequestParser(limits: settings.requestLimits)
         self.exchangeTimeouts = ExchangeDeadlines.Timeouts(
             body: TimeAmount(settings.proxy.bodyTimeout),
-            response: settings.responseTimeout,
+            response: TimeAmount(settings.upstream.responseTimeout),
             send: TimeAmount(settings.proxy.sendTimeout),
-            read: settings.readTimeout
+            read: TimeAmount(settings.upstream.readTimeout)
         )
         self.machine = StateMachine(
             headerTimeout: TimeAmount(settings.proxy.headerTimeout),

@@ -27,7 +27,7 @@ package final class ProxyListeners: Sendable {
         init(settings: ProxySettings, group: any EventLoopGroup) {
             self.settings = settings
             var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
-            let budget = SharedBudget(limit: settings.maxIdleConnections)
+            let budget = SharedBudget(limit: settings.upstream.maxIdleConnections)
             for loop in group.makeIterator() {
                 pools[ObjectIdentifier(loop)] = UpstreamConnectionPool(
                     eventLoop: loop,

@@ -56,7 +56,7 @@ package struct ProxyServer: Service {
             "listening",
             metadata: [
                 "addresses": .string(listeners.addresses.map(\.bearerdDescription).joined(separator: ",")),
-                "upstream": .string(self.settings.target.description),
+                "upstream": .string(self.settings.upstream.target.description),
             ]
         )
         self.control.attach(listeners)
@@ -71,5 +71,5 @@ package struct ProxyServer: Service {
 
 extension ProxyServer: CustomStringConvertible {
     /// What service-lifecycle logs: the name, not a dump of the configuration.
-    package var description: String { "ProxyServer(upstream: \(self.settings.target))" }
+    package var description: String { "ProxyServer(upstream: \(self.settings.upstream.target))" }
 }

@@ -10,12 +10,10 @@ import NIOSSL
 package struct ProxySettings: Sendable {
     /// `proxy.*`, as configured: limits, timeouts, guards, lists and what passes upstream.
     package var proxy: BearerdConfiguration.Proxy
-    /// The upstream.
-    package var target: UpstreamTarget
+    /// `upstream.*`, as configured: the API, its TLS names and its timeouts.
+    package var upstream: BearerdConfiguration.Upstream
     /// TLS for an https upstream (and its client certificate); `nil` for http.
     package var tls: UpstreamTLS?
-    /// SNI and certificate name for an https upstream.
-    package var serverName: String?
     /// The three limits a request head is parsed under.
     package var requestLimits: RequestLimits {
         RequestLimits(
@@ -24,16 +22,6 @@ package struct ProxySettings: Sendable {
             maxHeaderCount: self.proxy.maxHeaderCount
         )
     }
-    /// Longest pause in a response body from the upstream (`upstream.read_timeout`).
-    package var readTimeout: TimeAmount
-    /// TCP connect timeout to the upstream.
-    package var connectTimeout: TimeAmount
-    /// From the end of a request to the response head.
-    package var responseTimeout: TimeAmount
-    /// How long a pooled upstream connection may sit unused.
-    package var upstreamIdleTimeout: TimeAmount
-    /// Pooled upstream connections kept per event loop.
-    package var maxIdleConnections: Int
     /// The most bytes of request bodies kept for retries over all connections at once; beyond
     /// it a request is forwarded without a copy, and a 401 to it passes to the client.
     package static let retryBufferTotal = 32 << 20
@@ -60,9 +48,8 @@ package struct ProxySettings: Sendable {
     package init(configuration: BearerdConfiguration) throws {
         let upstream = configuration.upstream
         self.proxy = configuration.proxy
-        self.target = upstream.target
+        self.upstream = configuration.upstream
         self.htuPrefix = "\(upstream.target.scheme.rawValue)://\(upstream.target.hostHeader)\(upstream.target.basePath)"
-        self.serverName = upstream.serverName
         if upstream.target.scheme == .https {
             var tls = TLSConfiguration.makeClientConfiguration()
             if let caFile = upstream.caFile {
@@ -82,11 +69,6 @@ package struct ProxySettings: Sendable {
         } else {
             self.tls = nil
         }
-        self.readTimeout = TimeAmount(upstream.readTimeout)
-        self.connectTimeout = TimeAmount(upstream.connectTimeout)
-        self.responseTimeout = TimeAmount(upstream.responseTimeout)
-        self.upstreamIdleTimeout = TimeAmount(upstream.idleTimeout)
-        self.maxIdleConnections = upstream.maxIdleConnections
         self.hostGuard =
             configuration.proxy.rebindingGuard ? HostGuard(allowedHosts: configuration.proxy.allowedHosts) : nil
         self.access = AccessLists(configuration.proxy)

@@ -57,7 +57,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
             connection.close()
             return
         }
-        connection.returnToIdle(idleTimeout: self.settings.upstreamIdleTimeout)
+        connection.returnToIdle(idleTimeout: TimeAmount(self.settings.upstream.idleTimeout))
         self.idle.append(connection)
     }
 

@@ -17,11 +17,11 @@ struct TCPUpstreamConnector: UpstreamConnector {
 
     func connect(for pool: UpstreamConnectionPool) -> EventLoopFuture<UpstreamConnection> {
         let settings = self.settings
-        let target = settings.target
-        let sniName: String? = settings.serverName ?? (target.hostIsIPAddress ? nil : target.host)
+        let target = settings.upstream.target
+        let sniName: String? = settings.upstream.serverName ?? (target.hostIsIPAddress ? nil : target.host)
         let tlsContext = settings.tls?.context(now: pool.eventLoop.now)
         let bootstrap = ClientBootstrap(group: pool.eventLoop)
-            .connectTimeout(settings.connectTimeout)
+            .connectTimeout(TimeAmount(settings.upstream.connectTimeout))
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 do {
