@@ -35,42 +35,6 @@ package struct BearerdConfiguration: Sendable {
     /// Each key's value as written, for a reload to compare (``ConfigLoader`` sets it).
     package var written = WrittenValues()
 
-    /// `store.*`: the encrypted token store.
-    package struct Store: Sendable {
-        /// `store.path`, resolved.
-        package var path: String
-        /// `store.key_file`, resolved: 32 random bytes (`bearerd keygen`).
-        package var keyFile: String?
-        /// `store.passphrase_file`, resolved: stretched with scrypt.
-        package var passphraseFile: String?
-        /// `store.profile`: written into the store's header and checked when it is read; with
-        /// the postgres backend, the name of the fleet's row too.
-        package var profile: String
-        /// `store.postgres.*` when `store.backend: postgres`: the fleet's shared session.
-        package var postgres: Postgres?
-
-        /// Whether tokens are kept on disk (a key is configured) or in memory only.
-        package var isEncryptedOnDisk: Bool { self.keyFile != nil || self.passphraseFile != nil }
-    }
-
-    /// `admin.*` and `metrics.listen`
-    package struct Admin: Sendable {
-        /// `admin.socket`, resolved: the unix socket `login`, `logout`, `status` and `token` use.
-        package var socket: String
-        /// `metrics.listen`: a TCP address for `/metrics`, `/health` and `/ready` (none by
-        /// default; the admin socket serves them too).
-        package var metricsListen: ListenAddress?
-    }
-
-    /// `log.*`
-    package struct Log: Sendable {
-        /// `log.level`.
-        package var level: Logger.Level
-        /// `log.access`: one line per request.
-        package var access: Bool
-        /// `log.access_query`: include the query string in access lines.
-        package var accessQuery: Bool
-    }
 }
 
 /// What the proxy does with an `Authorization` header sent by the client (`proxy.client_authorization`).

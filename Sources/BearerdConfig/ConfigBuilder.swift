@@ -36,9 +36,9 @@ struct ConfigBuilder {
         let shutdownGrace = self.duration(ConfigKeys.General.shutdownGrace)
         let proxy = BearerdConfiguration.Proxy(reading: &self)
         let auth = self.auth()
-        let store = self.store()
-        let admin = self.admin()
-        let log = self.log()
+        let store = BearerdConfiguration.Store(reading: &self)
+        let admin = BearerdConfiguration.Admin(reading: &self)
+        let log = BearerdConfiguration.Log(reading: &self)
         guard let upstream, let socketMode else { return nil }
         return BearerdConfiguration(
             listen: listen,
@@ -81,14 +81,6 @@ struct ConfigBuilder {
             }
         }
         return addresses
-    }
-
-    private mutating func log() -> BearerdConfiguration.Log {
-        BearerdConfiguration.Log(
-            level: self.choice(ConfigKeys.Admin.logLevel).flatMap(Logger.Level.init(rawValue:)) ?? .info,
-            access: self.bool(ConfigKeys.Admin.logAccess),
-            accessQuery: self.bool(ConfigKeys.Admin.logAccessQuery)
-        )
     }
 
     /// A list of user or group names or numbers, resolved to ids.

@@ -1,3 +1,76 @@
+import Foundation
+
+extension BearerdConfiguration {
+    /// `store.*`: the encrypted token store.
+    package struct Store: Sendable {
+        /// `store.path`, resolved.
+        package var path: String
+        /// `store.key_file`, resolved: 32 random bytes (`bearerd keygen`).
+        package var keyFile: String?
+        /// `store.passphrase_file`, resolved: stretched with scrypt.
+        package var passphraseFile: String?
+        /// `store.profile`: written into the store's header and checked when it is read; with
+        /// the postgres backend, the name of the fleet's row too.
+        package var profile: String
+        /// `store.postgres.*` when `store.backend: postgres`: the fleet's shared session.
+        package var postgres: Postgres?
+
+        /// Whether tokens are kept on disk (a key is configured) or in memory only.
+        package var isEncryptedOnDisk: Bool { self.keyFile != nil || self.passphraseFile != nil }
+
+        /// Reads and checks every `store.*` key.
+        init(reading builder: inout ConfigBuilder) {
+            typealias Keys = ConfigKeys.Store
+            let stateDirectory = builder.environment["STATE_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+            let defaultPath = (stateDirectory ?? "/var/lib/bearerd") + "/tokens.store"
+            var path = defaultPath
+            if let raw = builder.string(Keys.path) {
+                path = raw.hasPrefix("/") ? raw : (stateDirectory ?? builder.baseDirectory) + "/" + raw
+            }
+            let keyFile = builder.string(Keys.keyFile).map(builder.resolve)
+            let passphraseFile = builder.string(Keys.passphraseFile).map(builder.resolve)
+            if keyFile != nil && passphraseFile != nil {
+                builder.issue("store.passphrase_file", "set store.key_file or store.passphrase_file, not both")
+            }
+            for (key, file) in [("store.key_file", keyFile), ("store.passphrase_file", passphraseFile)] {
+                guard let file else { continue }
+                var info = stat()
+                if stat(file, &info) != 0 {
+                    builder.issue(key, "cannot find \(file): create a key with `bearerd keygen --out \(file)`")
+                } else if info.st_mode & 0o077 != 0 {
+                    builder.issue(
+                        key,
+                        "\(file) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read it: run chmod 400 \(file)"
+                    )
+                }
+            }
+            let profile = builder.string(Keys.profile) ?? ""
+            if profile.utf8.count > 64 || profile.contains(where: { $0.isNewline }) {
+                builder.issue("store.profile", "must be a short name on one line (got \"\(profile)\")")
+            }
+            var postgres: BearerdConfiguration.Store.Postgres?
+            switch builder.choice(Keys.backend) {
+            case "postgres":
+                if keyFile == nil && passphraseFile == nil {
+                    builder.issue(
+                        "store.backend",
+                        "postgres keeps the same sealed tokens as the file store: set store.key_file (the same key on every host of the fleet)"
+                    )
+                }
+                postgres = Postgres(reading: &builder)
+            default:
+                // file, or a word choice() has reported.
+                break
+            }
+            self.path = path
+            self.keyFile = keyFile
+            self.passphraseFile = passphraseFile
+            self.profile = profile
+            self.postgres = postgres
+        }
+    }
+}
+
 extension ConfigKeys {
     /// `store.*`: where the tokens are kept.
     package enum Store {
