@@ -53,12 +53,12 @@ package struct HTTPClientTokenTransport: TokenTransport {
                 do {
                     return try await self.exchange(request)
                 } catch {
-                    throw TokenConnectionError(error, url: request.url)
+                    throw TokenTransportError(error, url: request.url)
                 }
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                throw TokenRequestTimeout(timeout: timeout)
+                throw TokenTransportError(timeout: timeout)
             }
             defer { group.cancelAll() }
             return try await group.next()!
@@ -87,24 +87,32 @@ package struct HTTPClientTokenTransport: TokenTransport {
     }
 }
 
-/// A token request did not complete (connect, answer and body) within `auth.request_timeout`.
-struct TokenRequestTimeout: Error, CustomStringConvertible {
-    var timeout: Duration
-    var description: String {
-        "no complete answer within auth.request_timeout (\(timeout.components.seconds)s)"
+/// A token request that did not get an HTTP answer: it failed below HTTP, said in words
+/// ("connection refused", not NIO's "connection reset (error set): Connection refused (errno:
+/// 111)"), or did not complete (connect, answer and body) within `auth.request_timeout`.
+struct TokenTransportError: Error, CustomStringConvertible {
+    /// Which of the two, for code to compare.
+    enum Code: Equatable {
+        case connection
+        case timeout
     }
-}
 
-/// A token request that failed below HTTP, said in words: "connection refused", not NIO's
-/// "connection reset (error set): Connection refused (errno: 111)".
-struct TokenConnectionError: Error, CustomStringConvertible {
-    var description: String
+    let code: Code
+    let description: String
 
+    /// `error`, from a request to `url`, in words.
     init(_ error: any Error, url: String) {
         let target =
             url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: true).dropFirst().first
             .map(String.init) ?? url
+        self.code = .connection
         self.description = Self.describe(error, target: target)
+    }
+
+    /// No complete answer within `timeout`.
+    init(timeout: Duration) {
+        self.code = .timeout
+        self.description = "no complete answer within auth.request_timeout (\(timeout.components.seconds)s)"
     }
 
     private static func describe(_ error: any Error, target: String) -> String {
