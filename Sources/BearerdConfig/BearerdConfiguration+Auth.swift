@@ -1,4 +1,9 @@
 import BearerdAuth
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension BearerdConfiguration {
     /// `auth.*`: where the token comes from, and the token engine's timing.
@@ -9,142 +14,6 @@ extension BearerdConfiguration {
             case staticFile(String)
             case oauth2(OAuth2)
             case json(JSON)
-        }
-
-        /// `auth.token_url` / `auth.issuer` and the client.
-        package struct OAuth2: Sendable {
-            package var tokenURL: String?
-            package var issuer: String?
-            package var clientID: String
-            /// `auth.client_secret_file`, resolved.
-            package var clientSecretFile: String?
-            /// `auth.client_auth`.
-            package var clientAuthentication: ClientAuthentication
-            /// `auth.client_key_file`, resolved: the PEM private key that signs `private_key_jwt`
-            /// assertions.
-            package var clientKeyFile: String?
-            /// `auth.client_key_id`: the `kid` the token server knows the key by.
-            package var clientKeyID: String?
-            /// `auth.client_assertion_alg`: `RS256`, `PS256` or `ES256` (by default RS256 for an
-            /// RSA key, ES256 for an EC key).
-            package var clientAssertionAlgorithm: String?
-            /// `auth.client_assertion_audience`: `endpoint` (the default: the URL each request
-            /// goes to), `issuer`, or a fixed URL.
-            package var clientAssertionAudience: String
-            package var scopes: [String]
-            /// `auth.extra_params` as name/value pairs.
-            package var extraParameters: [Pair]
-            /// `auth.client_credentials`: the client itself may get a token.
-            package var clientCredentials: Bool
-            /// `auth.revocation_url`: RFC 7009 endpoint for `bearerd logout` (else discovered).
-            package var revocationURL: String?
-            /// `auth.device_authorization_url`: RFC 8628 endpoint for `bearerd login --device`
-            /// (else discovered).
-            package var deviceAuthorizationURL: String?
-
-            package init(
-                tokenURL: String?,
-                issuer: String?,
-                clientID: String,
-                clientSecretFile: String? = nil,
-                clientAuthentication: ClientAuthentication,
-                clientKeyFile: String? = nil,
-                clientKeyID: String? = nil,
-                clientAssertionAlgorithm: String? = nil,
-                clientAssertionAudience: String,
-                scopes: [String],
-                extraParameters: [Pair],
-                clientCredentials: Bool,
-                revocationURL: String?,
-                deviceAuthorizationURL: String?
-            ) {
-                self.tokenURL = tokenURL
-                self.issuer = issuer
-                self.clientID = clientID
-                self.clientSecretFile = clientSecretFile
-                self.clientAuthentication = clientAuthentication
-                self.clientKeyFile = clientKeyFile
-                self.clientKeyID = clientKeyID
-                self.clientAssertionAlgorithm = clientAssertionAlgorithm
-                self.clientAssertionAudience = clientAssertionAudience
-                self.scopes = scopes
-                self.extraParameters = extraParameters
-                self.clientCredentials = clientCredentials
-                self.revocationURL = revocationURL
-                self.deviceAuthorizationURL = deviceAuthorizationURL
-            }
-        }
-
-        /// `auth.json.*`: a custom JSON token API.
-        package struct JSON: Sendable {
-            package var loginURL: String?
-            package var refreshURL: String
-            package var contentType: String
-            package var headers: [Pair]
-            package var loginBody: String
-            package var refreshBody: String
-            package var accessTokenPointer: String
-            package var refreshTokenPointer: String?
-            package var expiresInPointer: String?
-            package var expiresAtPointer: String?
-            /// `auth.json.logout_url` and its body template, for `bearerd logout`.
-            package var logoutURL: String?
-            package var logoutBody: String
-
-            /// A JSON API's settings; what is left out takes the default its key declares
-            /// (``ConfigKeys/Auth/JSON``), and the logout body the refresh body.
-            package init(
-                loginURL: String? = nil,
-                refreshURL: String,
-                contentType: String = ConfigKeys.Auth.JSON.contentType.defaultText ?? "",
-                headers: [Pair] = [],
-                loginBody: String = ConfigKeys.Auth.JSON.loginBody.defaultText ?? "",
-                refreshBody: String = ConfigKeys.Auth.JSON.refreshBody.defaultText ?? "",
-                accessTokenPointer: String = ConfigKeys.Auth.JSON.accessToken.defaultText ?? "",
-                refreshTokenPointer: String? = ConfigKeys.Auth.JSON.refreshToken.defaultPointer,
-                expiresInPointer: String? = ConfigKeys.Auth.JSON.expiresIn.defaultPointer,
-                expiresAtPointer: String? = ConfigKeys.Auth.JSON.expiresAt.defaultPointer,
-                logoutURL: String? = nil,
-                logoutBody: String? = nil
-            ) {
-                self.loginURL = loginURL
-                self.refreshURL = refreshURL
-                self.contentType = contentType
-                self.headers = headers
-                self.loginBody = loginBody
-                self.refreshBody = refreshBody
-                self.accessTokenPointer = accessTokenPointer
-                self.refreshTokenPointer = refreshTokenPointer
-                self.expiresInPointer = expiresInPointer
-                self.expiresAtPointer = expiresAtPointer
-                self.logoutURL = logoutURL
-                self.logoutBody = logoutBody ?? refreshBody
-            }
-        }
-
-        /// `auth.verify.*`: how an access token is checked before it is used.
-        package struct Verify: Sendable, Equatable {
-            /// Where the issuer's signing keys are.
-            package enum Keys: Sendable, Equatable {
-                /// `auth.verify.jwks_uri`: a URL.
-                case jwks(String)
-                /// `auth.verify.jwks_uri: discover`: the `jwks_uri` of auth.issuer's metadata.
-                case discovered
-                /// `auth.verify.secret_file`, resolved: an HS256 secret.
-                case secret(String)
-            }
-
-            package var keys: Keys
-            /// `auth.verify.issuer`: the `iss` required (default `auth.issuer`).
-            package var issuer: String?
-            /// `auth.verify.audience`: a value `aud` must hold.
-            package var audience: String?
-
-            package init(keys: Keys, issuer: String?, audience: String?) {
-                self.keys = keys
-                self.issuer = issuer
-                self.audience = audience
-            }
         }
 
         /// A name and a value (`audience=https://api`, `X-Amz-Target: …`).
@@ -183,10 +52,262 @@ extension BearerdConfiguration {
         package var defaultLifetime: Duration
         package var maxRefreshesPerMinute: Int
 
+        /// Reads and checks every `auth.*` key: which source, its keys, and the engine's.
+        init(reading builder: inout ConfigBuilder) {
+            typealias Keys = ConfigKeys.Auth
+            let staticFile = builder.string(Keys.staticTokenFile)
+            let oauth2 = builder.string(Keys.tokenURL) != nil || builder.string(Keys.issuer) != nil
+            let json = builder.string(Keys.JSON.refreshURL) != nil
+            let source: Source
+            switch (staticFile, oauth2, json) {
+            case (let path?, false, false):
+                let resolved = builder.resolve(path)
+                if let problem = SecretFileCheck.problem(path: resolved) {
+                    builder.issue("auth.static_token_file", problem)
+                }
+                source = .staticFile(resolved)
+            case (nil, true, false):
+                source = .oauth2(OAuth2(reading: &builder))
+            case (nil, false, true):
+                source = .json(JSON(reading: &builder))
+            case (nil, false, false):
+                builder.issue(
+                    "auth",
+                    "required: a token source: auth.token_url or auth.issuer (OAuth 2.0), auth.json.refresh_url (a JSON API) or auth.static_token_file"
+                )
+                source = .staticFile("")
+            default:
+                builder.issue(
+                    "auth",
+                    "names more than one token source: keep one of auth.static_token_file, auth.token_url/auth.issuer and auth.json.refresh_url"
+                )
+                source = .staticFile("")
+            }
+            var refreshTokenFile: String?
+            if let path = builder.string(Keys.refreshTokenFile) {
+                refreshTokenFile = builder.resolve(path)
+                if let problem = SecretFileCheck.problem(path: refreshTokenFile!) {
+                    builder.issue("auth.refresh_token_file", problem)
+                }
+                if case .staticFile = source {
+                    builder.issue("auth.refresh_token_file", "does not apply to a static token")
+                }
+            }
+            let caFile = builder.string(Keys.Engine.caFile).map(builder.resolve)
+            if let caFile, access(caFile, R_OK) != 0 {
+                builder.issue("auth.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
+            }
+            let tlsClientCertificate = builder.clientCertificate(
+                certificate: "auth.tls_cert_file",
+                key: "auth.tls_key_file"
+            )
+            if tlsClientCertificate != nil, case .staticFile = source {
+                builder.issue(
+                    "auth.tls_cert_file",
+                    "does not apply to a static token: nothing is sent to a token server"
+                )
+            }
+            let verify = Verify.reading(&builder, source: source)
+            let dpop = builder.bool(Keys.dpop)
+            if dpop {
+                switch source {
+                case .oauth2: break
+                case .staticFile:
+                    builder.issue(
+                        "auth.dpop",
+                        "does not apply to a static token: a DPoP token is issued for bearerd's key"
+                    )
+                case .json:
+                    builder.issue(
+                        "auth.dpop",
+                        "applies to an OAuth 2.0 token server (auth.token_url or auth.issuer) only"
+                    )
+                }
+            }
+            self.allowInsecureHTTP = builder.allowInsecureHTTP
+            self.source = source
+            self.refreshTokenFile = refreshTokenFile
+            self.caFile = caFile
+            self.tlsClientCertificate = tlsClientCertificate
+            self.verify = verify
+            self.dpop = dpop
+            self.requestTimeout = builder.duration(Keys.Engine.requestTimeout)
+            self.connectTimeout = builder.duration(Keys.Engine.connectTimeout)
+            self.leeway = builder.duration(Keys.Engine.leeway)
+            self.refreshMargin = builder.duration(Keys.Engine.refreshMargin)
+            self.defaultLifetime = builder.duration(Keys.Engine.defaultLifetime)
+            self.maxRefreshesPerMinute = max(1, builder.count(Keys.Engine.maxRefreshesPerMinute))
+        }
+
         /// The static token file, when that is the source.
         package var staticTokenFile: String? {
             if case .staticFile(let path) = self.source { return path }
             return nil
         }
+    }
+}
+
+extension ConfigKeys {
+    /// `auth.*`: where the token comes from and how the token engine treats it.
+    package enum Auth {
+        static let refreshTokenFile = ConfigKeyDescriptor.text(
+            "auth.refresh_token_file",
+            "a file of mode 0600",
+            reload: .restart,
+            sample: .commented("/etc/bearerd/refresh-token"),
+            doc: """
+                A file holding a refresh token, used only to seed a token store that does not exist yet (for
+                example right after installation); the newest refresh token the server returns is kept from
+                then on, and a refresh token is never sent twice. After a logout the seed is spent. Without a
+                store key, tokens live in memory only: a restart starts again from this file, whose token a
+                server that rotates refresh tokens has already replaced. `bearerd login
+                --refresh-token-stdin` is the better way to bring a refresh token in.
+                """
+        )
+        static let staticTokenFile = ConfigKeyDescriptor.text(
+            "auth.static_token_file",
+            "a file of mode 0600",
+            reload: .newSession,
+            sample: .commented("/etc/bearerd/token"),
+            doc: """
+                A file holding the bearer token alone (surrounding white space is ignored). When the upstream
+                answers 401, bearerd reads the file again, so replacing the file fixes a revoked token without
+                a restart. Nothing is refreshed.
+                """
+        )
+        static let dpop = ConfigKeyDescriptor.bool(
+            "auth.dpop",
+            default: false,
+            reload: .restart,
+            sample: .commented("false"),
+            doc: """
+                RFC 9449: bearerd makes an EC P-256 key, keeps it sealed in the store with the tokens, and
+                sends a proof of it with every token request and every upstream request (as
+                `Authorization: DPoP <token>`), following the servers' DPoP-Nonce. The token server must
+                issue DPoP tokens to this client. OAuth 2.0 token servers only; a restart applies a change.
+                """
+        )
+
+        static let section = ConfigSection(
+            "auth",
+            [
+                .note(
+                    """
+                    Where the token comes from: exactly one of an OAuth 2.0 token endpoint (token_url or
+                    issuer), a custom JSON API (json.refresh_url) or a static token file (static_token_file).
+                    """
+                ),
+                .heading("OAuth 2.0 (RFC 6749)"),
+                .key(tokenURL), .key(issuer), .key(clientID), .key(clientSecretFile), .key(clientAuth),
+                .key(clientKeyFile), .key(clientKeyID), .key(clientAssertionAlg), .key(clientAssertionAudience),
+                .key(scopes), .key(extraParams), .key(clientCredentials), .key(revocationURL),
+                .key(deviceAuthorizationURL), .key(refreshTokenFile),
+                .heading("A custom JSON token API (instead of token_url/issuer)"),
+                .section(JSON.section),
+                .heading("A static token (instead of the above)"),
+                .key(staticTokenFile),
+                .heading("Verified access tokens (off by default)"),
+                .section(Verify.section),
+                .heading("DPoP-bound tokens (off by default)"),
+                .key(dpop),
+                .heading("The token engine"),
+                .key(Engine.caFile), .key(Engine.tlsCertFile), .key(Engine.tlsKeyFile), .key(Engine.requestTimeout),
+                .key(Engine.connectTimeout), .key(Engine.leeway), .key(Engine.refreshMargin),
+                .key(Engine.defaultLifetime), .key(Engine.maxRefreshesPerMinute),
+            ]
+        )
+    }
+}
+
+extension ConfigKeys.Auth {
+    /// `auth.*` keys of the token engine: its TLS, its timeouts and when it refreshes.
+    package enum Engine {
+        static let caFile = ConfigKeyDescriptor.text(
+            "auth.ca_file",
+            "a PEM file",
+            reload: .restart,
+            sample: .commented("/etc/bearerd/auth-ca.pem"),
+            doc: "PEM bundle to trust for the token endpoint instead of the system's roots."
+        )
+        static let tlsCertFile = ConfigKeyDescriptor.text(
+            "auth.tls_cert_file",
+            "a PEM file",
+            reload: .restart,
+            sample: .commented("/etc/bearerd/client.pem"),
+            doc: """
+                A client certificate (chain, leaf first) and its key (mode 0600) presented to the token
+                endpoint: required by client_auth: tls_client_auth, allowed with any client_auth (for
+                certificate-bound tokens). The files are looked at before each token request: a renewed
+                certificate is presented from the next request on, without a restart; a half-written pair
+                (a key that is not the certificate's) keeps the previous one until both agree.
+                """
+        )
+        static let tlsKeyFile = ConfigKeyDescriptor.text(
+            "auth.tls_key_file",
+            "a PEM file of mode 0600",
+            reload: .restart,
+            sample: .commented("/etc/bearerd/client-cert.key"),
+            doc: ""
+        )
+        static let requestTimeout = ConfigKeyDescriptor.duration(
+            "auth.request_timeout",
+            default: "10s",
+            within: .milliseconds(100)...(.seconds(300)),
+            reload: .restart,
+            doc: "Each request to the token endpoint must be answered within this long."
+        )
+        static let connectTimeout = ConfigKeyDescriptor.duration(
+            "auth.connect_timeout",
+            default: "2s",
+            within: .milliseconds(10)...(.seconds(60)),
+            reload: .restart,
+            doc: """
+                Connecting to the token endpoint, tried once: a refused or unreachable token server is
+                noticed within this long, and the backoff retries.
+                """
+        )
+        static let leeway = ConfigKeyDescriptor.duration(
+            "auth.leeway",
+            default: "30s",
+            within: .zero...(.seconds(3600)),
+            reload: .applies,
+            doc: """
+                A token this close to its expiry counts as expired (at most a quarter of its lifetime, so a
+                short-lived token stays usable). Expiry is the earliest of the JWT `exp` claim (corrected for
+                the token server's clock, from its Date header) and `expires_in`.
+                """
+        )
+        static let refreshMargin = ConfigKeyDescriptor.duration(
+            "auth.refresh_margin",
+            default: "60s",
+            within: .seconds(1)...(.seconds(86_400)),
+            reload: .applies,
+            doc: """
+                The token is refreshed ahead of its expiry by this much at least, or by 10 % of its lifetime
+                if that is more (never more than half of it), with +-10 % jitter: in steady state no request
+                waits for a refresh.
+                """
+        )
+        static let defaultLifetime = ConfigKeyDescriptor.duration(
+            "auth.default_lifetime",
+            default: "1h",
+            within: .seconds(1)...(.seconds(30 * 86_400)),
+            reload: .applies,
+            doc: "The lifetime of a token whose response gives neither `exp` nor `expires_in`."
+        )
+        static let maxRefreshesPerMinute = ConfigKeyDescriptor(
+            "auth.max_refreshes_per_minute",
+            .count(1...Int.max),
+            default: "30",
+            reload: .applies,
+            doc: """
+                A refresh that fails with 5xx, 408, 429 (Retry-After is honoured), a timeout or a network
+                error keeps every token: the current access token is used until it really expires, and the
+                refresh is retried with exponential backoff (full jitter, 1s doubling to 5m). Only a 4xx
+                answer (invalid_grant, invalid_client, ...) wipes the stored tokens. On top of the backoff, at
+                most this many refresh attempts are made in any minute, successful ones included: a token
+                server that issues tokens living less than about 5s needs a higher limit.
+                """
+        )
     }
 }

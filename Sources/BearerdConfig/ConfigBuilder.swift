@@ -35,7 +35,7 @@ struct ConfigBuilder {
         let threads = self.count(ConfigKeys.General.threads)
         let shutdownGrace = self.duration(ConfigKeys.General.shutdownGrace)
         let proxy = BearerdConfiguration.Proxy(reading: &self)
-        let auth = self.auth()
+        let auth = BearerdConfiguration.Auth(reading: &self)
         let store = BearerdConfiguration.Store(reading: &self)
         let admin = BearerdConfiguration.Admin(reading: &self)
         let log = BearerdConfiguration.Log(reading: &self)

@@ -1,0 +1,272 @@
+import BearerdAuth
+import Foundation
+
+extension BearerdConfiguration.Auth {
+    /// `auth.token_url` / `auth.issuer` and the client.
+    package struct OAuth2: Sendable {
+        package var tokenURL: String?
+        package var issuer: String?
+        package var clientID: String
+        /// `auth.client_secret_file`, resolved.
+        package var clientSecretFile: String?
+        /// `auth.client_auth`.
+        package var clientAuthentication: ClientAuthentication
+        /// `auth.client_key_file`, resolved: the PEM private key that signs `private_key_jwt`
+        /// assertions.
+        package var clientKeyFile: String?
+        /// `auth.client_key_id`: the `kid` the token server knows the key by.
+        package var clientKeyID: String?
+        /// `auth.client_assertion_alg`: `RS256`, `PS256` or `ES256` (by default RS256 for an
+        /// RSA key, ES256 for an EC key).
+        package var clientAssertionAlgorithm: String?
+        /// `auth.client_assertion_audience`: `endpoint` (the default: the URL each request
+        /// goes to), `issuer`, or a fixed URL.
+        package var clientAssertionAudience: String
+        package var scopes: [String]
+        /// `auth.extra_params` as name/value pairs.
+        package var extraParameters: [Pair]
+        /// `auth.client_credentials`: the client itself may get a token.
+        package var clientCredentials: Bool
+        /// `auth.revocation_url`: RFC 7009 endpoint for `bearerd logout` (else discovered).
+        package var revocationURL: String?
+        /// `auth.device_authorization_url`: RFC 8628 endpoint for `bearerd login --device`
+        /// (else discovered).
+        package var deviceAuthorizationURL: String?
+
+        package init(
+            tokenURL: String?,
+            issuer: String?,
+            clientID: String,
+            clientSecretFile: String? = nil,
+            clientAuthentication: ClientAuthentication,
+            clientKeyFile: String? = nil,
+            clientKeyID: String? = nil,
+            clientAssertionAlgorithm: String? = nil,
+            clientAssertionAudience: String,
+            scopes: [String],
+            extraParameters: [Pair],
+            clientCredentials: Bool,
+            revocationURL: String?,
+            deviceAuthorizationURL: String?
+        ) {
+            self.tokenURL = tokenURL
+            self.issuer = issuer
+            self.clientID = clientID
+            self.clientSecretFile = clientSecretFile
+            self.clientAuthentication = clientAuthentication
+            self.clientKeyFile = clientKeyFile
+            self.clientKeyID = clientKeyID
+            self.clientAssertionAlgorithm = clientAssertionAlgorithm
+            self.clientAssertionAudience = clientAssertionAudience
+            self.scopes = scopes
+            self.extraParameters = extraParameters
+            self.clientCredentials = clientCredentials
+            self.revocationURL = revocationURL
+            self.deviceAuthorizationURL = deviceAuthorizationURL
+        }
+
+        /// Reads and checks the client's `auth.*` keys.
+        init(reading builder: inout ConfigBuilder) {
+            typealias Keys = ConfigKeys.Auth
+            let tokenURL = builder.string(Keys.tokenURL)
+            let issuer = builder.string(Keys.issuer)
+            if tokenURL != nil && issuer != nil {
+                builder.issue("auth.issuer", "set auth.token_url or auth.issuer, not both")
+            }
+            let revocationURL = builder.string(Keys.revocationURL)
+            let deviceURL = builder.string(Keys.deviceAuthorizationURL)
+            for (key, value) in [
+                ("auth.token_url", tokenURL), ("auth.issuer", issuer), ("auth.revocation_url", revocationURL),
+                ("auth.device_authorization_url", deviceURL),
+            ] {
+                if let value,
+                    !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil
+                {
+                    builder.issue(key, "must be an http or https URL (got \"\(value)\")")
+                } else if let value,
+                    let refusal = PlainHTTP.refusal(url: value, allowInsecure: builder.allowInsecureHTTP)
+                {
+                    builder.issue(key, refusal)
+                }
+            }
+            let clientID = builder.string(Keys.clientID)
+            if clientID == nil { builder.issue("auth.client_id", "required with auth.token_url or auth.issuer") }
+            let secretFile = builder.string(Keys.clientSecretFile).map(builder.resolve)
+            if let secretFile, let problem = SecretFileCheck.problem(path: secretFile) {
+                builder.issue("auth.client_secret_file", problem)
+            }
+            // Without a value, the secret decides: Basic with one, none without.
+            let written = builder.isSet(Keys.clientAuth) ? builder.choice(Keys.clientAuth) : nil
+            let parsed =
+                builder.isSet(Keys.clientAuth)
+                ? written.flatMap(ClientAuthentication.init(rawValue:))
+                : (secretFile == nil ? ClientAuthentication.none : .clientSecretBasic)
+            let authentication = parsed ?? .clientSecretBasic
+            if parsed == nil {
+                // choice() has said what the key accepts.
+            } else if authentication.sendsSecret && secretFile == nil {
+                builder.issue("auth.client_secret_file", "required with auth.client_auth: \(authentication.rawValue)")
+            } else if authentication == .tlsClientAuth && builder.string(Keys.Engine.tlsCertFile) == nil {
+                builder.issue(
+                    "auth.tls_cert_file",
+                    "required with auth.client_auth: tls_client_auth (the client certificate, PEM)"
+                )
+            }
+            let assertion = builder.clientAssertion(authentication: parsed, issuer: issuer)
+            self.init(
+                tokenURL: tokenURL,
+                issuer: issuer,
+                clientID: clientID ?? "",
+                clientSecretFile: secretFile,
+                clientAuthentication: authentication,
+                clientKeyFile: assertion.keyFile,
+                clientKeyID: assertion.keyID,
+                clientAssertionAlgorithm: assertion.algorithm,
+                clientAssertionAudience: assertion.audience,
+                scopes: builder.list(Keys.scopes),
+                extraParameters: builder.pairs(
+                    Keys.extraParams,
+                    separator: "=",
+                    example: "audience=https://api.example"
+                ),
+                clientCredentials: builder.bool(Keys.clientCredentials),
+                revocationURL: revocationURL,
+                deviceAuthorizationURL: deviceURL
+            )
+        }
+    }
+}
+
+extension ConfigKeys.Auth {
+    static let tokenURL = ConfigKeyDescriptor.text(
+        "auth.token_url",
+        "an https URL",
+        reload: .newSession,
+        sample: .set("https://auth.example.com/oauth/token"),
+        doc: """
+            The token endpoint. Or give `issuer: https://auth.example.com` instead and bearerd finds the
+            endpoint by discovery (/.well-known/openid-configuration, then RFC 8414's
+            /.well-known/oauth-authorization-server) the first time it needs it. Redirects are never
+            followed: give the final address.
+            """
+    )
+    static let issuer = ConfigKeyDescriptor.text(
+        "auth.issuer",
+        "an https URL",
+        reload: .newSession,
+        sample: .commented("https://auth.example.com"),
+        doc: ""
+    )
+    static let clientID = ConfigKeyDescriptor.text(
+        "auth.client_id",
+        "the client's id",
+        reload: .newSession,
+        sample: .set("bearerd"),
+        doc: "The OAuth client bearerd is."
+    )
+    static let clientSecretFile = ConfigKeyDescriptor.text(
+        "auth.client_secret_file",
+        "a file of mode 0600",
+        reload: .restart,
+        sample: .set("/etc/bearerd/client-secret"),
+        doc: """
+            A file holding the client secret alone (mode 0600; a relative name is looked up in
+            $CREDENTIALS_DIRECTORY under systemd). Leave it out for a public client.
+            """
+    )
+    static let clientAuth = ConfigKeyDescriptor(
+        "auth.client_auth",
+        .choice(ClientAuthentication.allCases.map(\.rawValue)),
+        reload: .restart,
+        sample: .set("client_secret_basic"),
+        doc: """
+            How the client authenticates: client_secret_basic (HTTP Basic, the default with a secret),
+            client_secret_post (client_id and client_secret as form fields), private_key_jwt (a JWT
+            signed with client_key_file, one per request: RFC 7523, OpenID Connect Core §9),
+            tls_client_auth (the client certificate tls_cert_file proves the client: RFC 8705) or none
+            (default without a secret: only client_id is sent).
+            """
+    )
+    static let clientKeyFile = ConfigKeyDescriptor.text(
+        "auth.client_key_file",
+        "a PEM file of mode 0600",
+        reload: .restart,
+        sample: .commented("/etc/bearerd/client.key"),
+        doc: """
+            private_key_jwt: the client's private key (PEM: RSA of 2048 bits or more, or EC P-256; mode
+            0600, or a systemd credential), the `kid` the token server registered it under, the
+            algorithm (RS256 or PS256 for RSA, ES256 for EC; by default RS256 and ES256), and the
+            assertion's `aud`: endpoint (the URL each request goes to: the token endpoint for every
+            grant), issuer (auth.issuer) or a fixed URL some servers ask for. Each assertion has a new
+            jti and expires a minute after it is made.
+            """
+    )
+    static let clientKeyID = ConfigKeyDescriptor.text(
+        "auth.client_key_id",
+        "a key id",
+        reload: .restart,
+        sample: .commented("bearerd-2026"),
+        doc: ""
+    )
+    static let clientAssertionAlg = ConfigKeyDescriptor.text(
+        "auth.client_assertion_alg",
+        "RS256, PS256 or ES256",
+        reload: .restart,
+        sample: .commented("RS256"),
+        doc: ""
+    )
+    static let clientAssertionAudience = ConfigKeyDescriptor.text(
+        "auth.client_assertion_audience",
+        "endpoint, issuer or a URL",
+        default: "endpoint",
+        reload: .restart,
+        sample: .commented("endpoint"),
+        doc: ""
+    )
+    static let scopes = ConfigKeyDescriptor.list(
+        "auth.scopes",
+        "scope names",
+        reload: .restart,
+        doc: "Scopes to ask for (sent as one space-separated `scope`); none by default."
+    )
+    static let extraParams = ConfigKeyDescriptor.list(
+        "auth.extra_params",
+        "name=value pairs",
+        reload: .restart,
+        secret: true,
+        doc: """
+            Extra form fields sent with every token request, as name=value, e.g.
+            ["audience=https://api.example.com", "resource=https://api.example.com"].
+            """
+    )
+    static let clientCredentials = ConfigKeyDescriptor.bool(
+        "auth.client_credentials",
+        default: false,
+        reload: .restart,
+        doc: """
+            true: the client itself may get a token (client_credentials grant). It is used when no user
+            is logged in, and when the token server rejects the user's session. Default false.
+            """
+    )
+    static let revocationURL = ConfigKeyDescriptor.text(
+        "auth.revocation_url",
+        "an https URL",
+        reload: .restart,
+        sample: .commented("https://auth.example.com/oauth/revoke"),
+        doc: """
+            `bearerd logout` revokes the session here (RFC 7009); with `issuer`, the discovered
+            revocation_endpoint is used when this is not set. Without either, logout wipes the tokens
+            here and says the server-side session stays valid until it expires.
+            """
+    )
+    static let deviceAuthorizationURL = ConfigKeyDescriptor.text(
+        "auth.device_authorization_url",
+        "an https URL",
+        reload: .restart,
+        sample: .commented("https://auth.example.com/oauth/device/code"),
+        doc: """
+            `bearerd login --device` (RFC 8628, for hosts without a browser) starts here; with `issuer`,
+            the discovered device_authorization_endpoint is used when this is not set.
+            """
+    )
+}
