@@ -3,7 +3,9 @@ import Foundation
 
 extension BearerdConfiguration {
     /// `proxy.*`: limits, guards, lists and what passes to the upstream. Each key is declared
-    /// once, below: its descriptor (in ``ConfigKeys/Proxy``), its field, and where it is read.
+    /// once, in this file: its field, the line that reads it, and its descriptor (below, in
+    /// ``ConfigKeys/Proxy``, with its documentation). Checks of more than a syntax are
+    /// ConfigBuilder's (`ConfigBuilder+Proxy.swift`).
     package struct Proxy: Sendable {
         /// `proxy.client_authorization`: what to do with a client's own `Authorization` header.
         package var clientAuthorization: ClientAuthorizationPolicy
@@ -21,15 +23,13 @@ extension BearerdConfiguration {
         package var maxHeaderCount: Int
         /// `proxy.max_connections`: open client connections; more wait to be accepted.
         package var maxConnections: Int
-        /// `proxy.at_connection_limit`: `wait` (in the kernel's accept queue) or `refuse` (accept
-        /// and answer 503 with `Retry-After`).
+        /// `proxy.at_connection_limit: refuse`: accept and answer 503 rather than leave clients queued.
         package var refuseAtConnectionLimit: Bool
         /// `proxy.header_timeout`: from a request's first byte to the end of its head, before 408.
         package var headerTimeout: Duration
         /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.
         package var bodyTimeout: Duration
-        /// `proxy.send_timeout`: longest time a client may go without reading any of a response
-        /// bearerd has for it; then both connections close.
+        /// `proxy.send_timeout`: longest a client may leave a response unread; then both close.
         package var sendTimeout: Duration
         /// `proxy.token_wait`: longest a request waits for a token being refreshed, before 503.
         package var tokenWait: Duration
@@ -37,20 +37,15 @@ extension BearerdConfiguration {
         package var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.
         package var retryMethods: Set<String>
-        /// `proxy.allow_upgrades`: protocols (lower case) a request may switch to (RFC 9110
-        /// §7.8), its connection then spliced to the upstream's as bytes.
+        /// `proxy.allow_upgrades`: protocols (lower case) a request may switch to (RFC 9110 §7.8).
         package var allowUpgrades: Set<String>
-        /// `proxy.browser_guard`: refuse requests a web page sent (foreign `Origin`, cross-site
-        /// fetch metadata).
+        /// `proxy.browser_guard`: refuse requests a web page sent.
         package var browserGuard: Bool
-        /// `proxy.allowed_origins`: origins (`scheme://host[:port]`, lower case) whose pages may
-        /// use the proxy.
+        /// `proxy.allowed_origins`: origins (lower case) whose pages may use the proxy.
         package var allowedOrigins: Set<String>
-        /// `proxy.rebinding_guard`: refuse requests whose `Host` is not one of the listener's own
-        /// names (DNS rebinding).
+        /// `proxy.rebinding_guard`: refuse a `Host` that is not one of the listener's names.
         package var rebindingGuard: Bool
-        /// `proxy.allowed_hosts`: more names (lower case) the `Host` header may carry: `name`
-        /// (at the listener's port) or `name:port`.
+        /// `proxy.allowed_hosts`: more names (lower case) `Host` may carry: `name` or `name:port`.
         package var allowedHosts: Set<String>
         /// `proxy.client_key_file`, resolved: a shared secret TCP callers must send.
         package var clientKeyFile: String?
@@ -64,12 +59,9 @@ extension BearerdConfiguration {
         package var denyPaths: [String]
         /// `proxy.allow_path_params`: whether `;` may appear in a request path (off: 400).
         package var allowPathParams: Bool
-        /// `proxy.pass_override_headers`: whether `X-HTTP-Method-Override`, `X-Original-URL`,
-        /// `X-Rewrite-URL`, `X-Real-IP`, `Forwarded` and their kind reach the upstream (off:
-        /// removed, since they can undo the method and path lists).
+        /// `proxy.pass_override_headers`: whether method, path and address override headers pass.
         package var passOverrideHeaders: Bool
-        /// `proxy.add_headers`: fields sent upstream with every request, in order; a client's
-        /// fields of the same names are dropped.
+        /// `proxy.add_headers`: fields sent upstream with every request, replacing the client's.
         package var addHeaders: [Header]
 
         /// A header field bearerd adds to every upstream request (`proxy.add_headers`).
@@ -82,163 +74,44 @@ extension BearerdConfiguration {
         /// Reads and checks every `proxy.*` key, adding an issue to `builder` for each bad value.
         init(reading builder: inout ConfigBuilder) {
             typealias Keys = ConfigKeys.Proxy
-            var maxBody: Int?
-            if let text = builder.string(Keys.maxRequestBody), text.lowercased() != "unlimited" {
-                maxBody = builder.parsed(Keys.maxRequestBody, expected: "a size like 10MiB", ConfigValueParsers.size)
-                if maxBody == 0 {
-                    builder.issue(Keys.maxRequestBody.name, "must be more than 0 (leave it out for no limit)")
-                }
-            }
-            let retryMethods = Set(builder.list(Keys.retryMethods).map { $0.uppercased() })
-            for method in retryMethods where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
-                builder.issue(Keys.retryMethods.name, "must list HTTP methods like GET or POST (got \"\(method)\")")
-            }
-            let upgrades = Set(builder.list(Keys.allowUpgrades).map { $0.lowercased() })
-            for name in upgrades where !ConfigBuilder.isUpgradeProtocol(name) {
-                builder.issue(
-                    Keys.allowUpgrades.name,
-                    "must list protocol names like websocket, without a version (got \"\(name.prefix(40))\")"
-                )
-            }
-            if upgrades.count > 16 { builder.issue(Keys.allowUpgrades.name, "lists more than 16 protocols") }
-            let origins = builder.normalizedSet(
-                Keys.allowedOrigins,
-                ConfigBuilder.origin,
-                "an origin like https://app.example.com or http://localhost:3000, without a path"
-            )
-            let hosts = builder.normalizedSet(
-                Keys.allowedHosts,
-                ConfigBuilder.hostName,
-                "a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080"
-            )
-            let keyFile = builder.string(Keys.clientKeyFile).map(builder.resolve)
-            if let keyFile, let problem = SecretFileCheck.problem(path: keyFile) {
-                builder.issue(Keys.clientKeyFile.name, problem)
-            }
-            let keyHeader = builder.string(Keys.clientKeyHeader) ?? ""
-            if !keyHeader.utf8.allSatisfy({
-                ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D
-            })
-                || ["authorization", "host", "cookie"].contains(keyHeader.lowercased())
-            {
-                builder.issue(
-                    Keys.clientKeyHeader.name,
-                    "must be a header name of letters, digits and - (got \"\(keyHeader)\")"
-                )
-            }
-            var methods: [String: Set<String>] = [:]
-            for key in [Keys.allowMethods, Keys.denyMethods] {
-                let listed = Set(builder.list(key).map { $0.uppercased() })
-                for method in listed where method.isEmpty || !method.allSatisfy({ $0.isLetter || $0 == "-" }) {
-                    builder.issue(key.name, "must list HTTP methods like GET or DELETE (got \"\(method)\")")
-                }
-                methods[key.name] = listed
-            }
-            let allowPathParams = builder.bool(Keys.allowPathParams)
-            var paths: [String: [String]] = [:]
-            for key in [Keys.allowPaths, Keys.denyPaths] {
-                var canonical: [String] = []
-                for path in builder.list(key) {
-                    switch CanonicalTarget.parse(path, allowPathParams: allowPathParams) {
-                    case .success(let target) where target.query == nil:
-                        canonical.append(target.path)
-                    case .success:
-                        builder.issue(
-                            key.name,
-                            "must list paths like /api/ or /admin, without a query (got \"\(path)\")"
-                        )
-                    case .failure(let refusal):
-                        builder.issue(
-                            key.name,
-                            "must list paths like /api/ or /admin: \(refusal.reason) (got \"\(path)\")"
-                        )
-                    }
-                }
-                paths[key.name] = canonical
-            }
             self.clientAuthorization =
-                builder.choice(Keys.clientAuthorization).flatMap(ClientAuthorizationPolicy.init)
-                ?? .replace
+                builder.choice(Keys.clientAuthorization).flatMap(ClientAuthorizationPolicy.init) ?? .replace
             self.forwardedHeaders = builder.bool(Keys.forwardedHeaders)
-            self.maxRequestBody = maxBody
+            self.passOverrideHeaders = builder.bool(Keys.passOverrideHeaders)
+            self.addHeaders = builder.headerFields(Keys.addHeaders, forwarded: self.forwardedHeaders)
+            self.maxRequestBody = builder.sizeOrUnlimited(Keys.maxRequestBody)
             self.maxHeaderSize = builder.size(Keys.maxHeaderSize)
-            self.clientIdleTimeout = builder.duration(Keys.clientIdleTimeout)
-            self.maxRequestLine = builder.size(Keys.maxRequestLine)
             self.maxHeaderCount = builder.count(Keys.maxHeaderCount)
+            self.maxRequestLine = builder.size(Keys.maxRequestLine)
             self.maxConnections = builder.count(Keys.maxConnections)
             self.refuseAtConnectionLimit = builder.choice(Keys.atConnectionLimit) == "refuse"
+            self.clientIdleTimeout = builder.duration(Keys.clientIdleTimeout)
             self.headerTimeout = builder.duration(Keys.headerTimeout)
             self.bodyTimeout = builder.duration(Keys.bodyTimeout)
             self.sendTimeout = builder.duration(Keys.sendTimeout)
             self.tokenWait = builder.duration(Keys.tokenWait)
+            self.retryMethods = builder.methods(Keys.retryMethods)
             self.retryBodyLimit = builder.size(Keys.retryBodyLimit)
-            self.retryMethods = retryMethods
-            self.allowUpgrades = upgrades
+            self.allowUpgrades = builder.upgradeProtocols(Keys.allowUpgrades)
             self.browserGuard = builder.bool(Keys.browserGuard)
-            self.allowedOrigins = origins
+            self.allowedOrigins = builder.normalizedSet(
+                Keys.allowedOrigins,
+                ConfigBuilder.origin,
+                "an origin like https://app.example.com or http://localhost:3000, without a path"
+            )
             self.rebindingGuard = builder.bool(Keys.rebindingGuard)
-            self.allowedHosts = hosts
-            self.clientKeyFile = keyFile
-            self.clientKeyHeader = keyHeader
-            self.allowMethods = methods[Keys.allowMethods.name] ?? []
-            self.denyMethods = methods[Keys.denyMethods.name] ?? []
-            self.allowPaths = paths[Keys.allowPaths.name] ?? []
-            self.denyPaths = paths[Keys.denyPaths.name] ?? []
-            self.allowPathParams = allowPathParams
-            self.passOverrideHeaders = builder.bool(Keys.passOverrideHeaders)
-            self.addHeaders = Self.headers(Keys.addHeaders, forwarded: self.forwardedHeaders, &builder)
-        }
-
-        /// The fields a request may not be given by configuration: bearerd writes them (Host,
-        /// the token, the proof, the framing), or they concern one connection only.
-        static let reservedHeaders: Set<String> = [
-            "host", "authorization", "dpop", "content-length", "transfer-encoding", "connection", "keep-alive",
-            "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade", "expect",
-        ]
-        static let forwardingHeaders: Set<String> = [
-            "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded",
-        ]
-
-        /// `key`'s "Name: value" entries, each checked as RFC 9110 says a field is; an entry it
-        /// refuses is an issue that names the field but never shows its value.
-        static func headers(_ key: ConfigKeyDescriptor, forwarded: Bool, _ builder: inout ConfigBuilder) -> [Header] {
-            let entries = builder.list(key)
-            if entries.count > 32 { builder.issue(key.name, "lists \(entries.count) fields; at most 32") }
-            var headers: [Header] = []
-            for (index, entry) in entries.prefix(32).enumerated() {
-                let colon = entry.firstIndex(of: ":")
-                let name = colon.map { entry[..<$0].trimmingCharacters(in: .whitespaces) } ?? ""
-                let value = colon.map { entry[entry.index(after: $0)...].trimmingCharacters(in: .whitespaces) } ?? ""
-                let lowered = name.lowercased()
-                let problem: String? =
-                    if colon == nil || name.isEmpty || name.utf8.count > 64
-                        || !name.unicodeScalars.allSatisfy({
-                            $0.isASCII
-                                && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
-                                    || "!#$%&'*+-.^_`|~".unicodeScalars.contains($0))
-                        })
-                    {
-                        "entry \(index + 1) must look like \"X-Api-Version: 2024-06-01\": a field name of letters, digits and -, a colon, a value"
-                    } else if value.utf8.count > 4096
-                        || !value.utf8.allSatisfy({ $0 == 0x09 || (0x20...0x7E).contains($0) })
-                    {
-                        "\(name): the value must be at most 4KiB of printable ASCII on one line"
-                    } else if Self.reservedHeaders.contains(lowered) {
-                        "\(name) is written by bearerd (the upstream's Host, the token, the framing) or is hop-by-hop: it cannot be added"
-                    } else if forwarded && Self.forwardingHeaders.contains(lowered) {
-                        "\(name) is set by proxy.forwarded_headers: turn that off to set it here"
-                    } else if headers.contains(where: { $0.name.lowercased() == lowered }) {
-                        "\(name) is listed twice"
-                    } else {
-                        nil
-                    }
-                if let problem {
-                    builder.issue(key.name, problem)
-                } else {
-                    headers.append(Header(name: name, value: value))
-                }
-            }
-            return headers
+            self.allowedHosts = builder.normalizedSet(
+                Keys.allowedHosts,
+                ConfigBuilder.hostName,
+                "a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080"
+            )
+            self.clientKeyFile = builder.secretFile(Keys.clientKeyFile)
+            self.clientKeyHeader = builder.headerName(Keys.clientKeyHeader)
+            self.allowMethods = builder.methods(Keys.allowMethods)
+            self.denyMethods = builder.methods(Keys.denyMethods)
+            self.allowPathParams = builder.bool(Keys.allowPathParams)
+            self.allowPaths = builder.pathPrefixes(Keys.allowPaths, allowPathParams: self.allowPathParams)
+            self.denyPaths = builder.pathPrefixes(Keys.denyPaths, allowPathParams: self.allowPathParams)
         }
     }
 }
