@@ -32,8 +32,7 @@ struct ClientKey: Sendable, CustomStringConvertible {
 
     /// Whether `raw[name]` is the key's header (names compare without case).
     func isHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
-        name.count == self.header.utf8.count
-            && zip(name, self.header.utf8).allSatisfy { raw[$0] | 0x20 == $1 | 0x20 }
+        HeaderName.equals(raw, name, name: self.header)
     }
 
     /// Whether `value` is the key, in time that does not depend on where they differ.

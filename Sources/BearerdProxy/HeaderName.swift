@@ -41,6 +41,11 @@ extension HeaderName {
         }
     }
 
+    /// Whether `raw[range]` is `name`, ignoring ASCII case (a name from the configuration).
+    static func equals(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, name: String) -> Bool {
+        range.count == name.utf8.count && zip(range, name.utf8).allSatisfy { raw[$0] | 0x20 == $1 | 0x20 }
+    }
+
     /// Whether two ranges hold the same bytes, ignoring ASCII case.
     static func equals(_ raw: UnsafeRawBufferPointer, _ left: Range<Int>, _ right: Range<Int>) -> Bool {
         guard left.count == right.count else { return false }

@@ -156,10 +156,7 @@ enum HeaderRewriter {
 
     /// Whether `raw[name]` is a field `proxy.add_headers` sets, which the client may not send.
     static func isAddedHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>, _ settings: ProxySettings) -> Bool {
-        settings.proxy.addHeaders.contains { header in
-            name.count == header.name.utf8.count
-                && zip(name, header.name.utf8).allSatisfy { raw[$0] | 0x20 == $1 | 0x20 }
-        }
+        settings.proxy.addHeaders.contains { HeaderName.equals(raw, name, name: $0.name) }
     }
 
     /// `value` (the client's `Upgrade`), when the request is a GET in HTTP/1.1 whose first
