@@ -183,34 +183,27 @@ package final class PostgresSessionStore: SharedSessionStore {
     }
 
     private func open(_ sealed: ByteBuffer) throws(FleetStoreError) -> StoredTokens {
-        let opened: Result<StoredTokens, StoreFile.ReadError>
-        do throws(StoreFile.ReadError) {
-            opened = .success(try self.sealer.open(Array(buffer: sealed)))
-        } catch {
-            opened = .failure(error)
-        }
-        switch opened {
-        case .success(let tokens):
-            return tokens
-        case .failure(.wrongKey):
+        do throws(StoreError) {
+            return try self.sealer.open(Array(buffer: sealed))
+        } catch  where error.code == .wrongKey {
             throw FleetStoreError(
                 code: .wrongKey,
                 description:
                     "\(self.sealer.wrongKey): every host of the fleet needs the same store.key_file; this host changes nothing"
             )
-        case .failure(.otherProfile(let profile)):
+        } catch  where error.code == .otherProfile {
             throw FleetStoreError(
                 code: .wrongKey,
                 description:
-                    "the fleet's row \"\(self.profile)\" holds tokens sealed for the profile \"\(profile)\"; this host changes nothing"
+                    "the fleet's row \"\(self.profile)\" holds tokens sealed for the profile \"\(error.detail ?? "")\"; this host changes nothing"
             )
-        case .failure(.damaged(let why)):
+        } catch  where error.code == .corrupted {
             throw FleetStoreError(
                 code: .damaged,
                 description:
-                    "the fleet's row \"\(self.profile)\" in \(self.table) is damaged (\(why)); nothing was changed: delete the row (DELETE FROM \(self.table) WHERE profile = '\(self.profile)') and log in again"
+                    "the fleet's row \"\(self.profile)\" in \(self.table) is damaged (\(error.detail ?? "unreadable")); nothing was changed: delete the row (DELETE FROM \(self.table) WHERE profile = '\(self.profile)') and log in again"
             )
-        case .failure(.store(let error)):
+        } catch {
             throw FleetStoreError(code: .config, description: "store.key_file: \(error)")
         }
     }

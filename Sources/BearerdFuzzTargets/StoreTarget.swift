@@ -18,11 +18,11 @@ enum StoreTarget {
                 Self.roundTrips(tokens)
                 return "read"
             } catch {
-                switch error {
-                case .damaged: return "damaged"
+                switch error.code {
+                case .corrupted: return "damaged"
                 case .wrongKey: return "wrong key"
                 case .otherProfile: return "other profile"
-                case .store(let error): fatalError("libcrypto failed: \(error)")
+                default: fatalError("libcrypto failed: \(error)")
                 }
             }
         }

@@ -54,18 +54,30 @@ package final class EncryptedTokenStore: TokenStore {
                 "the token store \(self.path) has mode 0\(String(mode & 0o777, radix: 8)), so other users may read it: run chmod 600 \(self.path)"
             )
         }
-        do {
+        do throws(StoreError) {
             return try self.sealer.open(bytes)
-        } catch .damaged(let why) {
-            throw self.corrupted(why: why)
-        } catch .wrongKey {
-            throw StoreError.wrongKey(self.path)
-        } catch .otherProfile(let profile) {
-            throw StoreError.key(
-                "the token store \(self.path) belongs to the profile \"\(profile)\", not \"\(self.profile)\""
+        } catch {
+            throw self.placed(error)
+        }
+    }
+
+    /// An error about sealed bytes, said of this file: damage moves it aside.
+    private func placed(_ error: StoreError) -> StoreError {
+        switch error.code {
+        case .corrupted:
+            return self.corrupted(why: error.detail ?? "unreadable")
+        case .wrongKey:
+            return .wrongKey(self.path)
+        case .otherProfile:
+            return StoreError(
+                code: .otherProfile,
+                description:
+                    "store.profile: the token store \(self.path) belongs to the profile \"\(error.detail ?? "")\", not \"\(self.profile)\": set store.profile to it, or store.path to another file",
+                path: self.path,
+                detail: error.detail
             )
-        } catch .store(let error) {
-            throw error
+        default:
+            return error
         }
     }
 

@@ -46,25 +46,21 @@ package enum StoreCheck {
                 "store.path: \(path) has mode 0\(String(mode & 0o777, radix: 8)), so other users may read it: run chmod 600 \(path)"
             )
         }
-        let outcome = Result<StoredTokens, StoreFile.ReadError> { () throws(StoreFile.ReadError) in
-            try StoreFile.read(bytes, profile: profile) { format throws(StoreError) in
+        do throws(StoreError) {
+            _ = try StoreFile.read(bytes, profile: profile) { format throws(StoreError) in
                 try key.key(for: format, storePath: path)
             }
-        }
-        switch outcome {
-        case .success:
-            break
-        case .failure(.wrongKey):
+        } catch  where error.code == .wrongKey {
             findings.errors.append("\(Self.keyName(key)): \(StoreError.wrongKey(path))")
-        case .failure(.otherProfile(let other)):
+        } catch  where error.code == .otherProfile {
             findings.errors.append(
-                "store.profile: the token store \(path) belongs to the profile \"\(other)\", not \"\(profile)\""
+                "store.profile: the token store \(path) belongs to the profile \"\(error.detail ?? "")\", not \"\(profile)\""
             )
-        case .failure(.damaged(let why)):
+        } catch  where error.code == .corrupted {
             findings.notes.append(
-                "store.path: \(path) is damaged (\(why)); serve will move it aside and start logged out"
+                "store.path: \(path) is damaged (\(error.detail ?? "unreadable")); serve will move it aside and start logged out"
             )
-        case .failure(.store(let error)):
+        } catch {
             findings.errors.append("\(Self.keyName(key)): \(error)")
         }
         return findings

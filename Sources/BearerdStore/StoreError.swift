@@ -4,13 +4,15 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
     /// private enum, as swift-service-lifecycle's `ServiceGroupError.Code`.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: Hashable, Sendable {
-            case wrongKey, corrupted, permissions, inUse, io, key, crypto
+            case wrongKey, otherProfile, corrupted, permissions, inUse, io, key, crypto
         }
 
         private let kind: Kind
 
         /// The key does not open the store.
         package static let wrongKey = Code(kind: .wrongKey)
+        /// The tokens were sealed for another `store.profile`.
+        package static let otherProfile = Code(kind: .otherProfile)
         /// The store file is damaged.
         package static let corrupted = Code(kind: .corrupted)
         /// A file's owner or mode is not safe.
@@ -27,6 +29,7 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         package var description: String {
             switch self.kind {
             case .wrongKey: "wrong_key"
+            case .otherProfile: "other_profile"
             case .corrupted: "corrupted"
             case .permissions: "permissions"
             case .inUse: "in_use"
@@ -43,20 +46,40 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
     package let path: String?
     /// The process holding the store's lock (``Code/inUse``), when its lock file names one.
     package let holderPID: Int?
+    /// What is wrong with the bytes (``Code/corrupted``), or the profile they were sealed for
+    /// (``Code/otherProfile``): for a caller that words the error with its own place (a file, the
+    /// fleet's row). Never holds a token or key.
+    package let detail: String?
 
-    init(code: Code, description: String, path: String? = nil, holderPID: Int? = nil) {
+    init(code: Code, description: String, path: String? = nil, holderPID: Int? = nil, detail: String? = nil) {
         self.code = code
         self.description = description
         self.path = path
         self.holderPID = holderPID
+        self.detail = detail
     }
 
-    static func wrongKey(_ path: String) -> Self {
+    /// The key does not open the store at `path` (`nil`: sealed bytes from a place not known here).
+    static func wrongKey(_ path: String?) -> Self {
         Self(
             code: .wrongKey,
             description:
-                "the key does not match the token store \(path): use the key it was written with, or move the store away and log in again",
+                "the key does not match the token store\(path.map { " \($0)" } ?? ""): use the key it was written with, or move the store away and log in again",
             path: path
+        )
+    }
+
+    /// Sealed bytes that are not a store, are cut short, changed, or unreadable once decrypted.
+    static func damaged(_ why: String) -> Self {
+        Self(code: .corrupted, description: "the sealed tokens are damaged (\(why))", detail: why)
+    }
+
+    /// Sealed bytes that belong to the profile `profile`.
+    static func otherProfile(_ profile: String) -> Self {
+        Self(
+            code: .otherProfile,
+            description: "the sealed tokens belong to the profile \"\(profile)\"",
+            detail: profile
         )
     }
 
@@ -65,7 +88,8 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         return Self(
             code: .corrupted,
             description: "the token store \(path) is damaged (\(why))\(moved): log in again",
-            path: path
+            path: path,
+            detail: why
         )
     }
 

@@ -4,24 +4,18 @@ import BearerdTokens
 /// from, so that the fuzzers can feed it any bytes: every way a file can be wrong is an error
 /// here, never a trap.
 package enum StoreFile {
-    /// Why a file's bytes give no tokens.
-    package enum ReadError: Error, Sendable {
-        /// Not a store, cut short, changed, or unreadable once decrypted.
-        case damaged(String)
-        /// Sealed with another key (the key check says so; the file is fine).
-        case wrongKey
-        /// Sealed for another `store.profile`.
-        case otherProfile(String)
-        /// The key could not be had, or libcrypto failed.
-        case store(StoreError)
-    }
-
     /// The tokens in `file`, sealed for `profile` with the key `key` gives for its header.
+    ///
+    /// Throws ``StoreError`` with the code ``StoreError/Code/corrupted`` (not a store, cut short,
+    /// changed, or unreadable once decrypted; ``StoreError/detail`` says which),
+    /// ``StoreError/Code/wrongKey`` (the key check says another key sealed it; the file is fine),
+    /// ``StoreError/Code/otherProfile`` (sealed for another `store.profile`, named in `detail`), or
+    /// whatever `key` threw (the key could not be had, or libcrypto failed).
     package static func read(
         _ file: [UInt8],
         profile: String,
         key: (StoreFormat) throws(StoreError) -> [UInt8]
-    ) throws(ReadError) -> StoredTokens {
+    ) throws(StoreError) -> StoredTokens {
         guard let (format, header, nonce, sealed) = StoreFormat.parse(file) else {
             throw .damaged("not a bearerd token store, or cut short")
         }
@@ -29,15 +23,10 @@ package enum StoreFile {
         defer { StoreCipher.wipe(&material) }
         let check: [UInt8]
         let opened: [UInt8]?
-        do throws(StoreError) {
-            material = try key(format)
-            check = try StoreFormat.keyCheck(material)
-            opened =
-                check == format.keyCheck ? try StoreCipher.open(sealed, key: material, nonce: nonce, aad: header) : nil
-        } catch {
-            throw .store(error)
-        }
-        guard check == format.keyCheck else { throw .wrongKey }
+        material = try key(format)
+        check = try StoreFormat.keyCheck(material)
+        opened = check == format.keyCheck ? try StoreCipher.open(sealed, key: material, nonce: nonce, aad: header) : nil
+        guard check == format.keyCheck else { throw .wrongKey(nil) }
         guard var plaintext = opened else { throw .damaged("its contents do not authenticate") }
         defer { StoreCipher.wipe(&plaintext) }
         // Checked once the header is known to be authentic.

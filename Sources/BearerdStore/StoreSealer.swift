@@ -34,7 +34,7 @@ package final class StoreSealer: Sendable {
     }
 
     /// The tokens sealed in `bytes`, or why there are none.
-    package func open(_ bytes: [UInt8]) throws(StoreFile.ReadError) -> StoredTokens {
+    package func open(_ bytes: [UInt8]) throws(StoreError) -> StoredTokens {
         try StoreFile.read(bytes, profile: self.profile) { format throws(StoreError) in
             try self.key(for: format)
         }

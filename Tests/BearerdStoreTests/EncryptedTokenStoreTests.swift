@@ -75,6 +75,20 @@ struct EncryptedTokenStoreTests {
         #expect(try self.store().load() == expected)
     }
 
+    @Test func aStoreOfAnotherProfileIsNamedAndLeftAlone() throws {
+        try EncryptedTokenStore(path: self.storePath, key: .keyFile(self.keyFile), profile: "staging").save(self.tokens)
+        let written = try self.bytes()
+        #expect {
+            _ = try self.store().load()
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .otherProfile && error.detail == "staging" && error.path == self.storePath
+                && "\(error)".hasPrefix("store.profile: ") && "\(error)".contains("\"staging\", not \"default\"")
+        }
+        #expect(try self.bytes() == written, "the file is neither moved nor changed")
+        #expect(try self.files() == ["store.key", "tokens.store", "tokens.store.lock"])
+    }
+
     @Test func everyWriteUsesAFreshNonce() throws {
         let store = try self.store()
         try store.save(self.tokens)
