@@ -43,7 +43,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             try await Self.reportDiscovery(prepared)
             print("OK")
         case .failure(let failure):
-            StandardError.emit("bearerd: \(failure.report)")
+            StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode.failure
         }
     }

@@ -24,7 +24,7 @@ struct Daemon {
     private let serviceGroup: ServiceGroup
     private let logger: Logger
 
-    /// Assembles every part; nothing runs yet. Throws a ``CommandFailure`` naming what to fix.
+    /// Assembles every part; nothing runs yet. Throws a ``CommandError`` naming what to fix.
     init(
         prepared: Prepared,
         configPath: String,
@@ -36,13 +36,13 @@ struct Daemon {
         let configuration = prepared.configuration
         let activation = ListenFDs(environment: environment, processID: getpid())
         for socket in activation?.sockets ?? [] where !ListenFDs.isListeningStream(socket.descriptor) {
-            throw CommandFailure(
+            throw CommandError(
                 "systemd passed descriptor \(socket.descriptor) (\(socket.name)), which is not a listening stream socket: check the .socket unit (ListenStream=)",
-                exitCode: 78
+                code: .config
             )
         }
         if let problem = Self.prepareDirectory(of: configuration.admin.socket) {
-            throw CommandFailure("admin.socket: \(problem)", exitCode: 78)
+            throw CommandError(key: "admin.socket", problem)
         }
         // A store error is mapped to exit 78 by `serve`, as every other failure here.
         let engine = try TokenEngine.make(prepared, logger: logger)
@@ -134,7 +134,7 @@ struct Daemon {
         try? await self.group.shutdownGracefully()
         if case .failure(let error) = outcome {
             self.logger.critical("bearerd stopped on an error", metadata: ["error": "\(error)"])
-            throw CommandFailure("bearerd stopped on an error: \(error)")
+            throw CommandError("bearerd stopped on an error: \(error)")
         }
     }
 }

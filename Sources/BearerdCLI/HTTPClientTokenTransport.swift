@@ -53,12 +53,12 @@ package struct HTTPClientTokenTransport: TokenTransport {
                 do {
                     return try await self.exchange(request)
                 } catch {
-                    throw TokenTransportError(error, url: request.url)
+                    throw TokenEngineError.transport(error, url: request.url)
                 }
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                throw TokenTransportError(timeout: timeout)
+                throw TokenEngineError.transport(timeout: timeout)
             }
             defer { group.cancelAll() }
             return try await group.next()!
@@ -84,62 +84,5 @@ package struct HTTPClientTokenTransport: TokenTransport {
     /// Closes the client's connections; call once, when the daemon stops.
     package func shutdown() async throws {
         try await self.clients.shutdown()
-    }
-}
-
-/// A token request that did not get an HTTP answer: it failed below HTTP, said in words
-/// ("connection refused", not NIO's "connection reset (error set): Connection refused (errno:
-/// 111)"), or did not complete (connect, answer and body) within `auth.request_timeout`.
-struct TokenTransportError: Error, CustomStringConvertible {
-    /// Which of the two, for code to compare.
-    enum Code: Equatable {
-        case connection
-        case timeout
-    }
-
-    let code: Code
-    let description: String
-
-    /// `error`, from a request to `url`, in words.
-    init(_ error: any Error, url: String) {
-        let target =
-            url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: true).dropFirst().first
-            .map(String.init) ?? url
-        self.code = .connection
-        self.description = Self.describe(error, target: target)
-    }
-
-    /// No complete answer within `timeout`.
-    init(timeout: Duration) {
-        self.code = .timeout
-        self.description = "no complete answer within auth.request_timeout (\(timeout.components.seconds)s)"
-    }
-
-    private static func describe(_ error: any Error, target: String) -> String {
-        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
-            return Self.describe(first.error, target: target)
-        }
-        if let io = error as? IOError {
-            switch io.errnoCode {
-            case ECONNREFUSED: return "connection refused by \(target): nothing listens there"
-            case ENETUNREACH, EHOSTUNREACH: return "\(target) is unreachable from this machine"
-            case ECONNRESET: return "\(target) reset the connection"
-            case ETIMEDOUT: return "no connection to \(target) in time"
-            default: return "cannot connect to \(target): \(String(cString: strerror(io.errnoCode)))"
-            }
-        }
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .connectTimeout: return "no connection to \(target) within auth.connect_timeout"
-            case .remoteConnectionClosed: return "\(target) closed the connection before answering"
-            case .readTimeout, .deadlineExceeded: return "no answer from \(target) in time"
-            default: return "\(client)"
-            }
-        }
-        if error is ChannelError, case ChannelError.connectTimeout = error {
-            return "no connection to \(target) within auth.connect_timeout"
-        }
-        if let tls = error as? NIOSSLError { return "TLS with \(target) failed: \(tls)" }
-        return "\(error)"
     }
 }

@@ -50,7 +50,7 @@ struct LoginCommand: AsyncParsableCommand {
                     try self.passwordStdin
                     ? Terminal.firstLineOfStandardInput(what: "password") : Terminal.ask("Password: ", secret: true)
                 guard !username.isEmpty, !password.isEmpty else {
-                    throw CommandFailure("a user name and a password are needed")
+                    throw CommandError("a user name and a password are needed")
                 }
                 login = AdminMessages.Login(method: .password, username: username, password: password)
             }
@@ -77,8 +77,8 @@ struct LoginCommand: AsyncParsableCommand {
         }
         switch outcome.withLock({ $0 }) {
         case .success(let status): print("logged in" + Self.summary(status))
-        case .failure(let failure): throw CommandFailure(failure.message)
-        case nil: throw CommandFailure("the daemon ended the device login without an answer; see its log")
+        case .failure(let failure): throw CommandError(failure.message)
+        case nil: throw CommandError("the daemon ended the device login without an answer; see its log")
         }
     }
 

@@ -60,7 +60,7 @@ final class ReloadService: Service, Sendable {
         case .failure(let failure):
             self.logger.error(
                 "the new config has errors; the running config keeps serving",
-                metadata: ["errors": "\(failure.report)"]
+                metadata: ["errors": "\(failure.message)"]
             )
             return
         }

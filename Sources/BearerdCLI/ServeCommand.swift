@@ -31,7 +31,7 @@ struct ServeCommand: AsyncParsableCommand {
         ) {
         case .success(let value): prepared = value
         case .failure(let failure):
-            StandardError.emit("bearerd: \(failure.report)")
+            StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(78)  // EX_CONFIG
         }
         let level = LogLevelSetting(prepared.configuration.log.level)
@@ -56,7 +56,7 @@ struct ServeCommand: AsyncParsableCommand {
                 logger: logger
             )
         } catch {
-            let failure = error as? CommandFailure ?? CommandFailure("\(error)", exitCode: 78)
+            let failure = error as? CommandError ?? CommandError("\(error)", code: .config)
             StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(failure.exitCode)
         }

@@ -23,17 +23,17 @@ enum SessionAccess {
         let prepared: Prepared
         switch Startup.prepare(configPath: options.path, logger: logger, environment: options.environment) {
         case .success(let value): prepared = value
-        case .failure(let failure): throw CommandFailure(failure.report, exitCode: 78)
+        case .failure(let failure): throw failure
         }
         let socket = prepared.configuration.admin.socket
         if let problem = SocketTrust.problem(socket) {
-            throw CommandFailure("bearerd does not talk to the admin socket: \(problem)")
+            throw CommandError("bearerd does not talk to the admin socket: \(problem)")
         }
         switch UnixSocketFile.connectError(socket) {
         case 0:
             return SocketAdminChannel(socket: socket)
         case EACCES, EPERM:
-            throw CommandFailure(
+            throw CommandError(
                 "the admin socket \(socket) is not yours to use: run this as the daemon's user (or root)"
             )
         default:
@@ -45,7 +45,7 @@ enum SessionAccess {
     private static func inProcess(_ prepared: Prepared, logger: Logger) async throws -> any AdminChannel {
         let socket = prepared.configuration.admin.socket
         if case .engine = prepared.tokens, !prepared.configuration.store.isEncryptedOnDisk {
-            throw CommandFailure(
+            throw CommandError(
                 "no daemon answers on \(socket), and this config keeps tokens in memory only (no store.key_file or store.passphrase_file): start `bearerd serve` first, or configure a store key"
             )
         }
@@ -53,13 +53,13 @@ enum SessionAccess {
         do {
             engine = try TokenEngine.make(prepared, logger: logger)
         } catch let error as StoreError where error.code == .inUse {
-            throw CommandFailure(
+            throw CommandError(
                 "\(error.holder ?? "the token store is in use"), but no daemon answers on the admin socket \(socket): check that this command and the daemon use the same config (admin.socket)"
             )
-        } catch let failure as CommandFailure {
+        } catch let failure as CommandError {
             throw failure
         } catch {
-            throw CommandFailure("\(error)", exitCode: 78)
+            throw CommandError("\(error)", code: .config)
         }
         let pool = await engine.startInProcess(logger: logger)
         return InProcessAdminChannel(api: AdminAPI(backend: engine.backend, logger: logger)) {
@@ -68,17 +68,4 @@ enum SessionAccess {
             await pool?.value
         }
     }
-}
-
-/// A verb that did not do its job: the message for the person, and the exit code.
-struct CommandFailure: Error, CustomStringConvertible {
-    var message: String
-    var exitCode: Int32
-
-    init(_ message: String, exitCode: Int32 = 1) {
-        self.message = message
-        self.exitCode = exitCode
-    }
-
-    var description: String { self.message }
 }

@@ -7,14 +7,14 @@ enum SessionCommand {
         let channel: any AdminChannel
         do {
             channel = try await SessionAccess.open(options)
-        } catch let failure as CommandFailure {
+        } catch let failure as CommandError {
             StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(failure.exitCode)
         }
         do {
             try await body(channel)
             await channel.close()
-        } catch let failure as CommandFailure {
+        } catch let failure as CommandError {
             await channel.close()
             StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(failure.exitCode)

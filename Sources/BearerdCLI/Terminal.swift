@@ -11,10 +11,10 @@ enum Terminal {
     nonisolated(unsafe) private static var descriptor: Int32 = -1
 
     /// One line typed at the terminal; with `secret`, without echo (Ctrl-C restores the echo).
-    static func ask(_ prompt: String, secret: Bool) throws(CommandFailure) -> String {
+    static func ask(_ prompt: String, secret: Bool) throws(CommandError) -> String {
         let descriptor = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw CommandFailure(
+            throw CommandError(
                 "no terminal to ask for the \(secret ? "password" : "user name") on: pass \(secret ? "--password-stdin" : "--username")"
             )
         }
@@ -48,9 +48,9 @@ enum Terminal {
     }
 
     /// The first line of standard input, without its line end (`--password-stdin`).
-    static func firstLineOfStandardInput(what: String) throws(CommandFailure) -> String {
+    static func firstLineOfStandardInput(what: String) throws(CommandError) -> String {
         guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-            throw CommandFailure("standard input held no \(what)")
+            throw CommandError("standard input held no \(what)")
         }
         return line.trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
     }

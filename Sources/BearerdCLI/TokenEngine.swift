@@ -13,7 +13,7 @@ enum TokenEngine {
     case staticToken(StaticTokenProvider, path: String)
     case engine(TokenManager, client: HTTPClientTokenTransport, fleet: PostgresSessionStore?)
 
-    /// Opens the store and makes the token client. Throws a ``CommandFailure`` (exit 78 for a
+    /// Opens the store and makes the token client. Throws a ``CommandError`` (exit 78 for a
     /// config or store problem) that names what to fix; a store held by a running daemon throws
     /// ``StoreError`` with code `.inUse` for the caller to explain.
     static func make(_ prepared: Prepared, logger: Logger) throws -> TokenEngine {
@@ -33,7 +33,7 @@ enum TokenEngine {
                         logger: logger
                     )
                 } catch {
-                    throw CommandFailure("\(error)", exitCode: 78)
+                    throw CommandError("\(error)", code: .config)
                 }
             }
             // The fleet's row is the store; the file store is not opened (nor locked) then.
@@ -42,9 +42,9 @@ enum TokenEngine {
             do {
                 client = try transport.make(logger: logger)
             } catch let error as ProxySetupError {
-                throw CommandFailure("cannot set up the token client: \(error)", exitCode: 78)
+                throw CommandError("cannot set up the token client: \(error)", code: .config)
             } catch {
-                throw CommandFailure("cannot set up the token client (auth.ca_file): \(error)", exitCode: 78)
+                throw CommandError("cannot set up the token client (auth.ca_file): \(error)", code: .config)
             }
             let manager = TokenManager(
                 source: source,

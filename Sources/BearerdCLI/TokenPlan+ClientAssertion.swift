@@ -21,7 +21,7 @@ extension TokenPlan {
             )
         } catch {
             // Its message names auth.client_key_file already.
-            throw StartupError(keys: ["auth.client_key_file"], report: "\(error)")
+            throw CommandError(keys: ["auth.client_key_file"], message: "\(error)")
         }
         return JWTClientAssertionSigner(key: key, keyID: oauth2.clientKeyID)
     }

@@ -16,14 +16,14 @@ extension TokenPlan {
             keys = .jwks(JWKSCache(.url(url), clock: clock))
         case .discovered:
             guard let oauth2 = source as? OAuth2Source else {
-                throw StartupError(key: "auth.verify.jwks_uri", "discover needs auth.issuer")
+                throw CommandError(key: "auth.verify.jwks_uri", "discover needs auth.issuer")
             }
             keys = .jwks(JWKSCache(.discovered { try await oauth2.discoveredJWKSURI(transport: $0) }, clock: clock))
         case .secret(let path):
             let secret = try Self.readSecret(path, key: "auth.verify.secret_file", what: "HS256 secret")
             // RFC 7518 §3.2: an HS256 key of fewer than 256 bits is too weak to rely on.
             guard secret.value.utf8.count >= 32 else {
-                throw StartupError(
+                throw CommandError(
                     key: "auth.verify.secret_file",
                     "\(path) holds fewer than 32 bytes; an HS256 secret needs at least 32 (RFC 7518 §3.2)"
                 )

@@ -92,26 +92,26 @@ enum TokenPlan {
 
     /// A secret file's content, surrounding white space removed; `key` names the file's setting
     /// and `what` the secret in errors.
-    static func readSecret(_ path: String, key: String, what: String) throws(StartupError) -> Secret {
+    static func readSecret(_ path: String, key: String, what: String) throws(CommandError) -> Secret {
         let bytes = try Self.readFile(path, key: key)
         let value = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
-            throw StartupError(key: key, "\(path) must hold the \(what) alone, on one line")
+            throw CommandError(key: key, "\(path) must hold the \(what) alone, on one line")
         }
         return Secret(value)
     }
 
     /// A file's bytes, read through a checked directory (no symlinks or foreign owners where
     /// others may write), at most 64 KiB; `key` names the setting that names the file.
-    static func readFile(_ path: String, key: String) throws(StartupError) -> [UInt8] {
+    static func readFile(_ path: String, key: String) throws(CommandError) -> [UInt8] {
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: path, limit: 64 << 10)
         } catch {
-            throw StartupError(key: key, "cannot read it: \(error)")
+            throw CommandError(key: key, "cannot read it: \(error)")
         }
         guard let contents else {
-            throw StartupError(key: key, "\(path) does not exist: create it, or correct the path")
+            throw CommandError(key: key, "\(path) does not exist: create it, or correct the path")
         }
         return contents.bytes
     }

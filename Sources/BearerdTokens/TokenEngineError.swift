@@ -1,5 +1,5 @@
 /// The token engine's one error: a login or logout that did not happen, a token source that
-/// cannot build its request or reach its server, a token endpoint's 2xx body that does not hold what it should, or
+/// cannot build its request or reach its server, a token request with no HTTP answer, a token endpoint's 2xx body that does not hold what it should, or
 /// an access token that fails `auth.verify`. Its message says what happened and what to do next;
 /// it never holds a token, a refresh token, a password, a code or a key.
 package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -7,7 +7,7 @@ package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvert
     /// enum, as swift-service-lifecycle's `ServiceGroupError.Code`.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: Hashable, Sendable {
-            case login, source, unreachable, body, verification
+            case login, source, unreachable, transport, body, verification
         }
 
         private let kind: Kind
@@ -19,6 +19,9 @@ package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvert
         /// The token server could not even be asked (discovery found every document unreachable):
         /// not a configuration error, retried as any unreachable server is.
         package static let unreachable = Code(kind: .unreachable)
+        /// A token request got no HTTP answer: the connection failed, or no complete answer came
+        /// within `auth.request_timeout`. Retried as any blip is; nothing is wiped.
+        package static let transport = Code(kind: .transport)
         /// A 2xx body from the token endpoint does not hold what it should.
         package static let body = Code(kind: .body)
         /// An access token failed `auth.verify`.
@@ -29,6 +32,7 @@ package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvert
             case .login: "login"
             case .source: "source"
             case .unreachable: "unreachable"
+            case .transport: "transport"
             case .body: "body"
             case .verification: "verification"
             }
@@ -48,6 +52,8 @@ package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvert
     package static func source(_ message: String) -> Self { Self(code: .source, message: message) }
     /// A token server that could not be reached at all.
     package static func unreachable(_ message: String) -> Self { Self(code: .unreachable, message: message) }
+    /// A token request that got no HTTP answer, said in words.
+    package static func transport(_ message: String) -> Self { Self(code: .transport, message: message) }
     /// A token endpoint's 2xx body that does not hold what it should.
     package static func body(_ message: String) -> Self { Self(code: .body, message: message) }
     /// An access token that must not be used: names what failed (a claim, a key id, the

@@ -7,14 +7,14 @@ import Testing
 
 /// Why bearerd cannot start names the config key at fault, in its text and as a value.
 @Suite("startup errors name their key")
-struct StartupErrorTests {
+struct CommandErrorTests {
     let directory: TemporaryDirectory
 
     init() throws {
         self.directory = try TemporaryDirectory()
     }
 
-    func prepare(_ auth: String) throws -> StartupError? {
+    func prepare(_ auth: String) throws -> CommandError? {
         let path = try self.directory.write(
             """
             listen: ["127.0.0.1:0"]
@@ -45,19 +45,20 @@ struct StartupErrorTests {
             )
         )
         #expect(error.keys == ["auth.client_secret_file"])
-        #expect(error.report.contains("auth.client_secret_file: \(secret) must hold the client secret alone"))
-        #expect(!error.report.contains("3391"), "never the secret itself")
+        #expect(error.code == .config && error.exitCode == 78, "a config fault exits with EX_CONFIG")
+        #expect(error.message.contains("auth.client_secret_file: \(secret) must hold the client secret alone"))
+        #expect(!error.message.contains("3391"), "never the secret itself")
     }
 
     @Test func aRefreshTokenFileMissingOrEmptyNamesItsKey() throws {
         let auth = "  token_url: http://127.0.0.1:9/token\n  client_id: c\n  refresh_token_file: "
         let missing = try #require(try self.prepare(auth + "\(self.directory.path)/none"))
         #expect(missing.keys == ["auth.refresh_token_file"])
-        #expect(missing.report.contains("auth.refresh_token_file: cannot find \(self.directory.path)/none"))
+        #expect(missing.message.contains("auth.refresh_token_file: cannot find \(self.directory.path)/none"))
         let empty = try self.directory.write("\n", to: "refresh")
         let blank = try #require(try self.prepare(auth + empty))
         #expect(blank.keys == ["auth.refresh_token_file"])
-        #expect(blank.report.contains("auth.refresh_token_file: \(empty) must hold the refresh token alone"))
+        #expect(blank.message.contains("auth.refresh_token_file: \(empty) must hold the refresh token alone"))
     }
 
     @Test func configProblemsKeepEveryKey() throws {
