@@ -27,14 +27,14 @@ extension BearerdConfiguration {
             var metrics: ListenAddress?
             if let text = builder.string(Keys.metricsListen) {
                 switch ListenAddress.parse(text) {
-                case .failure(let message):
-                    builder.issue(Keys.metricsListen.name, message.text)
-                case .success(.unix):
+                case .refused(let reason):
+                    builder.issue(Keys.metricsListen.name, reason)
+                case .parsed(.unix):
                     builder.issue(
                         Keys.metricsListen.name,
                         "must be a TCP address like 127.0.0.1:9464 (the admin socket serves /metrics too)"
                     )
-                case .success(let address):
+                case .parsed(let address):
                     if !address.isLoopback && !builder.bool(ConfigKeys.General.allowRemote) {
                         builder.issue(
                             Keys.metricsListen.name,

@@ -40,10 +40,10 @@ extension BearerdConfiguration {
             }
             let target: UpstreamTarget
             switch UpstreamTarget.parse(text) {
-            case .failure(let message):
-                builder.issue("upstream.url", message.text)
+            case .refused(let reason):
+                builder.issue("upstream.url", reason)
                 return nil
-            case .success(let parsed):
+            case .parsed(let parsed):
                 target = parsed
             }
             let caFile = builder.string(Keys.caFile).map(builder.resolve)

@@ -36,24 +36,17 @@ package struct CanonicalTarget: Sendable, Hashable {
         self.pathLength = pathLength
     }
 
-    /// Why a target has no single meaning; the reason is written for the client.
-    package struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
-        package let reason: String
-        package var description: String { self.reason }
-        init(_ reason: String) { self.reason = reason }
-    }
-
     /// Parses an origin-form target (`/path?query`).
     /// - Parameter allowPathParams: whether `;` may appear in the path (`proxy.allow_path_params`).
-    package static func parse(_ target: String, allowPathParams: Bool) -> Result<CanonicalTarget, Refusal> {
+    package static func parse(_ target: String, allowPathParams: Bool) -> Parsed<CanonicalTarget> {
         if let pathLength = Self.canonicalPathLength(target) {
-            return .success(CanonicalTarget(canonical: target, pathLength: pathLength))
+            return .parsed(CanonicalTarget(canonical: target, pathLength: pathLength))
         }
         return Self.parseByteByByte(target, allowPathParams: allowPathParams)
     }
 
     /// The full parser, without the shortcut for targets already canonical (tests compare them).
-    static func parseByteByByte(_ target: String, allowPathParams: Bool) -> Result<CanonicalTarget, Refusal> {
+    static func parseByteByByte(_ target: String, allowPathParams: Bool) -> Parsed<CanonicalTarget> {
         var parser = Parser(allowPathParams: allowPathParams)
         return parser.parse(Array(target.utf8))
     }
@@ -115,9 +108,9 @@ package struct CanonicalTarget: Sendable, Hashable {
 
         init(allowPathParams: Bool) { self.allowPathParams = allowPathParams }
 
-        mutating func parse(_ bytes: [UInt8]) -> Result<CanonicalTarget, Refusal> {
+        mutating func parse(_ bytes: [UInt8]) -> Parsed<CanonicalTarget> {
             guard bytes.first == UInt8(ascii: "/") else {
-                return .failure(Refusal("only origin-form request targets like /path?query are accepted"))
+                return .refused("only origin-form request targets like /path?query are accepted")
             }
             self.out.reserveCapacity(bytes.count + 8)
             var index = 0
@@ -130,7 +123,7 @@ package struct CanonicalTarget: Sendable, Hashable {
                 }
                 switch byte {
                 case UInt8(ascii: "/"):
-                    if let refusal = self.endSegment() { return .failure(refusal) }
+                    if let refusal = self.endSegment() { return .refused(refusal) }
                     if self.out.last != UInt8(ascii: "/") {
                         self.out.append(byte)
                         self.decoded.append(byte)
@@ -139,18 +132,18 @@ package struct CanonicalTarget: Sendable, Hashable {
                     index += 1
                 case UInt8(ascii: "%"):
                     guard let value = Self.escape(bytes, at: index) else {
-                        return .failure(Refusal("the path holds an invalid %-escape"))
+                        return .refused("the path holds an invalid %-escape")
                     }
                     if let refusal = self.appendDecoded(value) {
-                        return .failure(refusal)
+                        return .refused(refusal)
                     }
                     index += 3
                 default:
-                    if let refusal = self.appendRaw(byte) { return .failure(refusal) }
+                    if let refusal = self.appendRaw(byte) { return .refused(refusal) }
                     index += 1
                 }
             }
-            if let refusal = self.endSegment() { return .failure(refusal) }
+            if let refusal = self.endSegment() { return .refused(refusal) }
             // `%25` then two hex digits, however it was spelled (`%252e`, `%25%32%65`): a
             // server that decodes twice reads another character.
             for index in self.out.indices.dropLast(4)
@@ -158,28 +151,28 @@ package struct CanonicalTarget: Sendable, Hashable {
                 && self.out[index + 2] == UInt8(ascii: "5") && Self.hex(self.out[index + 3]) != nil
                 && Self.hex(self.out[index + 4]) != nil
             {
-                return .failure(
-                    Refusal("the path holds a double-encoded %-escape (like %252e), which some servers decode twice")
+                return .refused(
+                    "the path holds a double-encoded %-escape (like %252e), which some servers decode twice"
                 )
             }
             guard String(validating: self.decoded, as: UTF8.self) != nil else {
-                return .failure(Refusal("the path is not valid UTF-8 once decoded (overlong forms can hide / or .)"))
+                return .refused("the path is not valid UTF-8 once decoded (overlong forms can hide / or .)")
             }
             let path = String(decoding: self.out, as: UTF8.self)
-            guard let queryStart else { return .success(CanonicalTarget(path: path, query: nil)) }
+            guard let queryStart else { return .parsed(CanonicalTarget(path: path, query: nil)) }
             return Self.query(bytes[queryStart...]).map { CanonicalTarget(path: path, query: $0) }
         }
 
-        private mutating func appendRaw(_ byte: UInt8) -> Refusal? {
+        private mutating func appendRaw(_ byte: UInt8) -> String? {
             switch byte {
             case UInt8(ascii: "#"):
-                return Refusal("a request target must not hold # (a fragment is never sent to a server)")
+                return "a request target must not hold # (a fragment is never sent to a server)"
             case UInt8(ascii: "\\"):
-                return Refusal("the path holds a backslash, which some servers read as /")
+                return "the path holds a backslash, which some servers read as /"
             case UInt8(ascii: ";") where !self.allowPathParams:
-                return Refusal("the path holds ; (path parameters are refused unless proxy.allow_path_params is on)")
+                return "the path holds ; (path parameters are refused unless proxy.allow_path_params is on)"
             case 0..<0x21, 0x7F:
-                return Refusal("the request target holds a space or a control character")
+                return "the request target holds a space or a control character"
             default:
                 if byte >= 0x80 { self.segmentHasNonASCII = true }
                 if Self.mayStandRaw(byte) { self.out.append(byte) } else { Self.writeEscape(byte, into: &self.out) }
@@ -188,16 +181,14 @@ package struct CanonicalTarget: Sendable, Hashable {
             }
         }
 
-        private mutating func appendDecoded(_ value: UInt8) -> Refusal? {
+        private mutating func appendDecoded(_ value: UInt8) -> String? {
             switch value {
             case UInt8(ascii: "/"), UInt8(ascii: "\\"):
-                return Refusal("the path holds an encoded / or \\ (%2F, %5C), which servers read in different ways")
+                return "the path holds an encoded / or \\ (%2F, %5C), which servers read in different ways"
             case 0..<0x20, 0x7F:
-                return Refusal("the path holds an encoded control character (like %00 or %0A)")
+                return "the path holds an encoded control character (like %00 or %0A)"
             case UInt8(ascii: ";") where !self.allowPathParams:
-                return Refusal(
-                    "the path holds an encoded ; (path parameters are refused unless proxy.allow_path_params is on)"
-                )
+                return "the path holds an encoded ; (path parameters are refused unless proxy.allow_path_params is on)"
             default:
                 if value >= 0x80 { self.segmentHasNonASCII = true }
                 if Self.isUnreserved(value) { self.out.append(value) } else { Self.writeEscape(value, into: &self.out) }
@@ -207,7 +198,7 @@ package struct CanonicalTarget: Sendable, Hashable {
         }
 
         /// Checks the segment that just ended: no `.` or `..`, in any form.
-        private mutating func endSegment() -> Refusal? {
+        private mutating func endSegment() -> String? {
             defer { self.segmentHasNonASCII = false }
             var segment = self.out[self.segmentStart...]
             if self.allowPathParams {
@@ -222,7 +213,7 @@ package struct CanonicalTarget: Sendable, Hashable {
             if segment.elementsEqual([UInt8(ascii: ".")])
                 || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
             {
-                return Refusal("the path holds a . or .. segment (also %2E); send a normalized path")
+                return "the path holds a . or .. segment (also %2E); send a normalized path"
             }
             guard self.segmentHasNonASCII else { return nil }
             // Some servers normalise (NFC, NFKC) before routing: U+FF0E FULLWIDTH FULL STOP and
@@ -235,13 +226,13 @@ package struct CanonicalTarget: Sendable, Hashable {
             if folded == "." || folded == ".."
                 || folded.unicodeScalars.contains(where: { delimiters.contains($0) || $0.value < 0x20 })
             {
-                return Refusal("the path holds a character that some servers read as ., / or another delimiter")
+                return "the path holds a character that some servers read as ., / or another delimiter"
             }
             return nil
         }
 
         /// The query: escapes checked and upper-cased, unsafe bytes escaped, nothing decoded.
-        static func query(_ bytes: ArraySlice<UInt8>) -> Result<String, Refusal> {
+        static func query(_ bytes: ArraySlice<UInt8>) -> Parsed<String> {
             var out: [UInt8] = []
             out.reserveCapacity(bytes.count)
             var index = bytes.startIndex
@@ -249,12 +240,12 @@ package struct CanonicalTarget: Sendable, Hashable {
                 let byte = bytes[index]
                 switch byte {
                 case UInt8(ascii: "#"):
-                    return .failure(Refusal("a request target must not hold # (a fragment is never sent to a server)"))
+                    return .refused("a request target must not hold # (a fragment is never sent to a server)")
                 case 0..<0x21, 0x7F:
-                    return .failure(Refusal("the request target holds a space or a control character"))
+                    return .refused("the request target holds a space or a control character")
                 case UInt8(ascii: "%"):
                     guard let value = Self.escape(Array(bytes[index..<min(index + 3, bytes.endIndex)]), at: 0) else {
-                        return .failure(Refusal("the query holds an invalid %-escape"))
+                        return .refused("the query holds an invalid %-escape")
                     }
                     Self.writeEscape(value, into: &out)
                     index += 3
@@ -268,7 +259,7 @@ package struct CanonicalTarget: Sendable, Hashable {
                 }
                 index += 1
             }
-            return .success(String(decoding: out, as: UTF8.self))
+            return .parsed(String(decoding: out, as: UTF8.self))
         }
 
         /// The value of the `%XY` escape at `index`, or `nil` when it is not one.

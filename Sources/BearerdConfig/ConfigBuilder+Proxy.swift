@@ -60,12 +60,12 @@ extension ConfigBuilder {
         var canonical: [String] = []
         for path in self.list(key) {
             switch CanonicalTarget.parse(path, allowPathParams: allowPathParams) {
-            case .success(let target) where target.query == nil:
+            case .parsed(let target) where target.query == nil:
                 canonical.append(target.path)
-            case .success:
+            case .parsed:
                 self.issue(key.name, "must list paths like /api/ or /admin, without a query (got \"\(path)\")")
-            case .failure(let refusal):
-                self.issue(key.name, "must list paths like /api/ or /admin: \(refusal.reason) (got \"\(path)\")")
+            case .refused(let reason):
+                self.issue(key.name, "must list paths like /api/ or /admin: \(reason) (got \"\(path)\")")
             }
         }
         return canonical

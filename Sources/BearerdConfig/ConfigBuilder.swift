@@ -67,9 +67,9 @@ struct ConfigBuilder {
         var addresses: [ListenAddress] = []
         for entry in entries {
             switch ListenAddress.parse(entry) {
-            case .failure(let message):
-                self.issue("listen", message.text)
-            case .success(let address):
+            case .refused(let reason):
+                self.issue("listen", reason)
+            case .parsed(let address):
                 if !address.isLoopback && !allowRemote {
                     self.issue(
                         "listen",

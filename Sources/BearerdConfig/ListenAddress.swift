@@ -14,37 +14,37 @@ package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses one `listen` entry.
     /// - Returns: the address, or a message saying what form is expected.
-    package static func parse(_ text: String) -> Result<ListenAddress, ConfigIssueMessage> {
+    package static func parse(_ text: String) -> Parsed<ListenAddress> {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst("unix:".count))
             guard path.hasPrefix("/") else {
-                return .failure("a unix socket path must be absolute (got \"\(text)\")")
+                return .refused("a unix socket path must be absolute (got \"\(text)\")")
             }
             guard path.utf8.count < 104 else {
-                return .failure("a unix socket path must be shorter than 104 bytes (got \(path.utf8.count))")
+                return .refused("a unix socket path must be shorter than 104 bytes (got \(path.utf8.count))")
             }
-            return .success(.unix(path: path))
+            return .parsed(.unix(path: path))
         }
         guard let colon = text.lastIndex(of: ":") else {
-            return .failure("expected HOST:PORT or unix:PATH (got \"\(text)\")")
+            return .refused("expected HOST:PORT or unix:PATH (got \"\(text)\")")
         }
         var host = String(text[..<colon])
         let portText = text[text.index(after: colon)...]
         guard let port = Int(portText), (0...65535).contains(port) else {
-            return .failure("the port must be a number from 0 to 65535 (got \"\(text)\")")
+            return .refused("the port must be a number from 0 to 65535 (got \"\(text)\")")
         }
         if host.hasPrefix("[") && host.hasSuffix("]") {
             host = String(host.dropFirst().dropLast())
-            guard Self.isIPv6(host) else { return .failure("\"\(host)\" is not an IPv6 address") }
-            return .success(.tcp(host: host, port: port))
+            guard Self.isIPv6(host) else { return .refused("\"\(host)\" is not an IPv6 address") }
+            return .parsed(.tcp(host: host, port: port))
         }
-        if host == "localhost" { return .success(.tcp(host: "127.0.0.1", port: port)) }
+        if host == "localhost" { return .parsed(.tcp(host: "127.0.0.1", port: port)) }
         guard Self.isIPv4(host) else {
-            return .failure(
+            return .refused(
                 "the host must be an IP address, \"localhost\" or [IPv6] (got \"\(host)\"); bearerd does not resolve names to listen on"
             )
         }
-        return .success(.tcp(host: host, port: port))
+        return .parsed(.tcp(host: host, port: port))
     }
 
     /// Whether only processes on this machine can reach the address.
@@ -73,19 +73,4 @@ package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
         var address = in6_addr()
         return inet_pton(AF_INET6, text, &address) == 1
     }
-}
-
-/// A message explaining why a value was refused.
-package struct ConfigIssueMessage: Error, Sendable, Hashable, ExpressibleByStringInterpolation,
-    CustomStringConvertible
-{
-    /// The text.
-    package var text: String
-    /// Creates a message.
-    package init(stringLiteral value: String) { self.text = value }
-    /// Creates a message.
-    package init(stringInterpolation: DefaultStringInterpolation) {
-        self.text = String(stringInterpolation: stringInterpolation)
-    }
-    package var description: String { self.text }
 }

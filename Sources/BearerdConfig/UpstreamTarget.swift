@@ -24,41 +24,41 @@ package struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `upstream.url`.
-    package static func parse(_ text: String) -> Result<UpstreamTarget, ConfigIssueMessage> {
+    package static func parse(_ text: String) -> Parsed<UpstreamTarget> {
         guard let components = URLComponents(string: text), let schemeText = components.scheme?.lowercased(),
             let scheme = Scheme(rawValue: schemeText)
         else {
-            return .failure("must be an http or https URL (got \"\(text)\")")
+            return .refused("must be an http or https URL (got \"\(text)\")")
         }
         // The host as it goes on the wire: an international name in its ASCII (xn--) form, which
         // DNS and the Host header take, never decoded to Unicode.
         guard let rawHost = components.encodedHost, !rawHost.isEmpty else {
-            return .failure("must name a host (got \"\(text)\")")
+            return .refused("must name a host (got \"\(text)\")")
         }
         guard !rawHost.contains("%") else {
-            return .failure("must name its host without percent-encoding (got \"\(text)\")")
+            return .refused("must name its host without percent-encoding (got \"\(text)\")")
         }
         guard components.user == nil, components.password == nil else {
-            return .failure("must not hold a user name or password; credentials come from auth.*")
+            return .refused("must not hold a user name or password; credentials come from auth.*")
         }
         guard components.query == nil, components.fragment == nil else {
-            return .failure("must not have a query or fragment (got \"\(text)\")")
+            return .refused("must not have a query or fragment (got \"\(text)\")")
         }
         let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
         let defaultPort = scheme == .https ? 443 : 80
         let port = components.port ?? defaultPort
-        guard (1...65535).contains(port) else { return .failure("has an invalid port \(port)") }
+        guard (1...65535).contains(port) else { return .refused("has an invalid port \(port)") }
         var basePath = components.percentEncodedPath
         if !basePath.isEmpty {
             switch CanonicalTarget.parse(basePath.hasPrefix("/") ? basePath : "/" + basePath, allowPathParams: true) {
-            case .success(let canonical): basePath = canonical.path
-            case .failure(let refusal): return .failure("has a path bearerd cannot forward under: \(refusal.reason)")
+            case .parsed(let canonical): basePath = canonical.path
+            case .refused(let reason): return .refused("has a path bearerd cannot forward under: \(reason)")
             }
         }
         while basePath.hasSuffix("/") { basePath.removeLast() }
         let bracketedHost = host.contains(":") ? "[\(host)]" : host
         let hostHeader = port == defaultPort ? bracketedHost : "\(bracketedHost):\(port)"
-        return .success(
+        return .parsed(
             UpstreamTarget(scheme: scheme, host: host, port: port, basePath: basePath, hostHeader: hostHeader)
         )
     }

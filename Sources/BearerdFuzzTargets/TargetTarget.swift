@@ -5,17 +5,17 @@ import Foundation
 /// promises: what it accepts is canonical and idempotent, holds no dot segment, encoded slash,
 /// backslash or control character in any decoding, and once joined stays under the base path.
 enum TargetTarget {
-    static let upstream = try! UpstreamTarget.parse("https://api.example.com/v2").get()
+    static let upstream = UpstreamTarget.parse("https://api.example.com/v2").value!
 
     static func run(_ bytes: [UInt8]) -> String {
         guard let mode = bytes.first else { return "empty" }
         let allowPathParams = mode & 1 == 1
         let input = String(decoding: bytes.dropFirst(), as: UTF8.self)
-        guard case .success(let canonical) = CanonicalTarget.parse(input, allowPathParams: allowPathParams) else {
+        guard case .parsed(let canonical) = CanonicalTarget.parse(input, allowPathParams: allowPathParams) else {
             return "refused"
         }
         let again = CanonicalTarget.parse(canonical.target, allowPathParams: allowPathParams)
-        promise((try? again.get()) == canonical, "the canonical form is idempotent")
+        promise(again.value == canonical, "the canonical form is idempotent")
         promise(canonical.path.hasPrefix("/") && !canonical.path.contains("//"), "one slash between segments")
         let joined = Self.upstream.join(canonical)
         promise(joined.hasPrefix("/v2/"), "the joined target stays under the base path")

@@ -34,8 +34,8 @@ enum RequestPolicy {
         }
         let target: CanonicalTarget
         switch CanonicalTarget.parse(head.uri, allowPathParams: settings.proxy.allowPathParams) {
-        case .success(let canonical): target = canonical
-        case .failure(let refusal): return .failure(.badRequest(refusal.reason))
+        case .parsed(let canonical): target = canonical
+        case .refused(let reason): return .failure(.badRequest(reason))
         }
         if let failure = Self.checkHeaders(head, target: target, settings: settings, viaTCP: viaTCP, local: local) {
             return .failure(failure)

@@ -22,8 +22,8 @@ struct UpstreamTargetTests {
         ]
     )
     func join(base: String, target: String, expected: String) throws {
-        let upstream = try UpstreamTarget.parse(base).get()
-        #expect(upstream.join(try CanonicalTarget.parse(target, allowPathParams: false).get()) == expected)
+        let upstream = try #require(UpstreamTarget.parse(base).value)
+        #expect(upstream.join(try #require(CanonicalTarget.parse(target, allowPathParams: false).value)) == expected)
     }
 
     @Test(
@@ -39,20 +39,17 @@ struct UpstreamTargetTests {
         ]
     )
     func hostHeader(url: String, expected: String) throws {
-        #expect(try UpstreamTarget.parse(url).get().hostHeader == expected)
+        #expect(try #require(UpstreamTarget.parse(url).value).hostHeader == expected)
     }
 
     @Test func ipv6HostIsUnbracketedForConnecting() throws {
-        let upstream = try UpstreamTarget.parse("http://[::1]:9401").get()
+        let upstream = try #require(UpstreamTarget.parse("http://[::1]:9401").value)
         #expect(upstream.host == "::1")
         #expect(upstream.port == 9401)
     }
 
     @Test func aPercentEncodedHostIsRefused() {
-        guard case .failure(let problem) = UpstreamTarget.parse("https://ex%61mple.com/v1") else {
-            Issue.record("a percent-encoded host was taken")
-            return
-        }
-        #expect(problem.description.contains("percent-encoding"))
+        let problem = UpstreamTarget.parse("https://ex%61mple.com/v1").refusal
+        #expect(problem?.contains("percent-encoding") == true, "a percent-encoded host was taken")
     }
 }
