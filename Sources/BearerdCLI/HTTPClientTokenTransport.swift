@@ -27,7 +27,7 @@ package struct HTTPClientTokenTransport: TokenTransport {
     ///   - clientCertificate: presented to the token server (`auth.tls_cert_file`, RFC 8705).
     ///   - timeout: for each whole request, its body included (`auth.request_timeout`).
     ///   - connectTimeout: for connecting, tried once (`auth.connect_timeout`).
-    /// - Throws: ``ProxySetupError`` when the certificate or its key cannot be used.
+    /// - Throws: ``ProxyError`` when the certificate or its key cannot be used.
     package init(
         caFile: String?,
         clientCertificate: ClientCertificateFiles? = nil,

@@ -8,7 +8,7 @@ extension StartupChecks {
     static func clientCertificateProblem(_ certificate: ClientCertificateFiles?) -> String? {
         guard let certificate else { return nil }
         var tls = TLSConfiguration.makeClientConfiguration()
-        do throws(ProxySetupError) {
+        do throws(ProxyError) {
             try certificate.apply(to: &tls)
             return nil
         } catch {

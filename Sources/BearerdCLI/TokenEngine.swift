@@ -41,7 +41,7 @@ enum TokenEngine {
             let client: HTTPClientTokenTransport
             do {
                 client = try transport.make(logger: logger)
-            } catch let error as ProxySetupError {
+            } catch let error as ProxyError {
                 throw CommandError("cannot set up the token client: \(error)", code: .config)
             } catch {
                 throw CommandError("cannot set up the token client (auth.ca_file): \(error)", code: .config)

@@ -1,3 +1,4 @@
+import BearerdConfig
 import NIOCore
 
 /// The body of one message framed by a length or by chunks (RFC 9112 §6.2, §7.1), cut out of
@@ -5,10 +6,9 @@ import NIOCore
 /// slices of the read buffers, never copies; chunked bodies give their data only, and trailer
 /// fields are read and dropped (RFC 9110 §6.5.1 lets a proxy discard them).
 ///
-/// `strict` (client requests, as llhttp): lines end with CRLF and trailer fields must be fields,
-/// without framing fields; otherwise (upstream responses) a bare LF ends a line and trailers
-/// are only bounded.
-struct BodyFramer<Failure: HeadSyntaxError> {
+/// From a client (as llhttp): lines end with CRLF and trailer fields must be fields, without
+/// framing fields; from the upstream, a bare LF ends a line and trailers are only bounded.
+struct BodyFramer {
     enum Piece {
         case data(ByteBuffer)
         /// The body is complete.
@@ -28,26 +28,26 @@ struct BodyFramer<Failure: HeadSyntaxError> {
     static var maxChunkLine: Int { 4096 }
 
     private var state: State
-    private let strict: Bool
+    private let sender: Sender
     /// Upper bound on the trailer section.
     private let trailerLimit: Int
 
     /// A body of `length` bytes.
-    init(length: Int, strict: Bool) {
+    init(length: Int, from sender: Sender) {
         self.state = length == 0 ? .done : .fixed(remaining: length)
-        self.strict = strict
+        self.sender = sender
         self.trailerLimit = 0
     }
 
     /// A chunked body whose trailer section may take `trailerLimit` bytes.
-    init(chunkedWithTrailerLimit trailerLimit: Int, strict: Bool) {
+    init(chunkedWithTrailerLimit trailerLimit: Int, from sender: Sender) {
         self.state = .chunkSize
-        self.strict = strict
+        self.sender = sender
         self.trailerLimit = trailerLimit
     }
 
     /// The next piece of the body, or `nil` when it needs more bytes.
-    mutating func next(from buffer: inout ByteBuffer) throws(Failure) -> Piece? {
+    mutating func next(from buffer: inout ByteBuffer) throws(ProxyError) -> Piece? {
         while true {
             switch self.state {
             case .done:
@@ -60,10 +60,9 @@ struct BodyFramer<Failure: HeadSyntaxError> {
             case .chunkSize:
                 guard let line = try self.line(in: &buffer, limit: Self.maxChunkLine) else { return nil }
                 let size: Int
-                do throws(ChunkSize.Malformed) {
-                    size = try ChunkSize.parse(line)
-                } catch {
-                    throw .syntax(error.what)
+                switch ChunkSize.parse(line) {
+                case .parsed(let parsed): size = parsed
+                case .refused(let what): throw self.sender.malformed(what)
                 }
                 self.state = size == 0 ? .trailers(size: 0) : .chunkData(remaining: size)
             case .chunkData(let remaining):
@@ -73,14 +72,14 @@ struct BodyFramer<Failure: HeadSyntaxError> {
                 return .data(buffer.readSlice(length: count)!)
             case .chunkDataEnd:
                 guard let line = try self.line(in: &buffer, limit: 2) else { return nil }
-                guard line.readableBytes == 0 else { throw .syntax("a chunk longer than its size") }
+                guard line.readableBytes == 0 else { throw self.sender.malformed("a chunk longer than its size") }
                 self.state = .chunkSize
             case .trailers(let size):
                 guard let line = try self.line(in: &buffer, limit: self.trailerLimit - size) else { return nil }
                 if line.readableBytes == 0 {
                     self.state = .done
                 } else {
-                    if self.strict { try Self.checkTrailer(line) }
+                    if self.sender.strict { try Self.checkTrailer(line) }
                     self.state = .trailers(size: size + line.readableBytes + 2)
                 }
             }
@@ -89,29 +88,33 @@ struct BodyFramer<Failure: HeadSyntaxError> {
 
     /// One line (without its line end) when a whole one is there; over `limit` bytes without a
     /// line end is an error.
-    private func line(in buffer: inout ByteBuffer, limit: Int) throws(Failure) -> ByteBuffer? {
+    private func line(in buffer: inout ByteBuffer, limit: Int) throws(ProxyError) -> ByteBuffer? {
         let lineEnd = buffer.withUnsafeReadableBytes { raw in raw.firstIndex(of: UInt8(ascii: "\n")) }
         guard let lineEnd else {
-            if buffer.readableBytes > max(0, limit) + 1 { throw .syntax("an over-long line in a chunked body") }
+            if buffer.readableBytes > max(0, limit) + 1 {
+                throw self.sender.malformed("an over-long line in a chunked body")
+            }
             return nil
         }
         let crlf = lineEnd > 0 && buffer.getInteger(at: buffer.readerIndex + lineEnd - 1, as: UInt8.self) == 0x0D
-        if self.strict && !crlf { throw .syntax("a line ended by LF without CR in a chunked body") }
+        if self.sender.strict && !crlf {
+            throw self.sender.malformed("a line ended by LF without CR in a chunked body")
+        }
         let line = buffer.readSlice(length: crlf ? lineEnd - 1 : lineEnd)!
         buffer.moveReaderIndex(forwardBy: crlf ? 2 : 1)
-        guard line.readableBytes <= limit else { throw .syntax("an over-long line in a chunked body") }
+        guard line.readableBytes <= limit else { throw self.sender.malformed("an over-long line in a chunked body") }
         return line
     }
 
     /// A trailer field: the same syntax as a header field, and no framing field (RFC 9110
     /// §6.5.1; llhttp refuses them too).
-    private static func checkTrailer(_ line: ByteBuffer) throws(Failure) {
-        try line.withUnsafeReadableBytes { raw throws(Failure) in
-            let field = try HeadField.parse(raw, 0..<raw.count, as: Failure.self)
+    private static func checkTrailer(_ line: ByteBuffer) throws(ProxyError) {
+        try line.withUnsafeReadableBytes { raw throws(ProxyError) in
+            let field = try HeadField.parse(raw, 0..<raw.count, from: .client)
             if HeaderName.equals(raw, field.name, "transfer-encoding")
                 || HeaderName.equals(raw, field.name, "content-length")
             {
-                throw .syntax("a framing field in the trailer")
+                throw .badRequest("a framing field in the trailer")
             }
         }
     }

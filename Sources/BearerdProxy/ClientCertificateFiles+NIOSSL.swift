@@ -11,28 +11,28 @@ extension ClientCertificateFiles {
     static let fileLimit = 256 << 10
 
     /// Reads both files (through a checked directory, as every secret) and sets them on `tls`.
-    /// - Throws: ``ProxySetupError``, naming the key at fault and never the key's bytes.
-    package func apply(to tls: inout TLSConfiguration) throws(ProxySetupError) {
+    /// - Throws: ``ProxyError``, naming the key at fault and never the key's bytes.
+    package func apply(to tls: inout TLSConfiguration) throws(ProxyError) {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMBytes(try Self.read(self.certificateFile, key: self.certificateKey))
-        } catch let error as ProxySetupError {
+        } catch let error as ProxyError {
             throw error
         } catch {
-            throw ProxySetupError(
+            throw ProxyError.setup(
                 "\(self.certificateKey): \(self.certificateFile) holds no PEM certificate bearerd can read"
             )
         }
         guard !chain.isEmpty else {
-            throw ProxySetupError("\(self.certificateKey): \(self.certificateFile) holds no PEM certificate")
+            throw ProxyError.setup("\(self.certificateKey): \(self.certificateFile) holds no PEM certificate")
         }
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(bytes: try Self.read(self.keyFile, key: self.keyKey), format: .pem)
-        } catch let error as ProxySetupError {
+        } catch let error as ProxyError {
             throw error
         } catch {
-            throw ProxySetupError(
+            throw ProxyError.setup(
                 "\(self.keyKey): \(self.keyFile) holds no unencrypted PEM private key bearerd can read"
             )
         }
@@ -42,20 +42,20 @@ extension ClientCertificateFiles {
         do {
             _ = try NIOSSLContext(configuration: tls)
         } catch {
-            throw ProxySetupError(
+            throw ProxyError.setup(
                 "\(self.keyKey): \(self.keyFile) is not the private key of the certificate in \(self.certificateFile) (\(error))"
             )
         }
     }
 
-    private static func read(_ path: String, key: String) throws(ProxySetupError) -> [UInt8] {
+    private static func read(_ path: String, key: String) throws(ProxyError) -> [UInt8] {
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: path, limit: Self.fileLimit)
         } catch {
-            throw ProxySetupError("\(key): cannot read \(path): \(error)")
+            throw ProxyError.setup("\(key): cannot read \(path): \(error)")
         }
-        guard let contents else { throw ProxySetupError("\(key): \(path) does not exist") }
+        guard let contents else { throw ProxyError.setup("\(key): \(path) does not exist") }
         return contents.bytes
     }
 }

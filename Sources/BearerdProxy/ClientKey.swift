@@ -13,16 +13,16 @@ struct ClientKey: Sendable, CustomStringConvertible {
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: file, limit: 64 << 10)
         } catch {
-            throw ProxySetupError("proxy.client_key_file: \(error)")
+            throw ProxyError.setup("proxy.client_key_file: \(error)")
         }
         guard let contents else {
-            throw ProxySetupError(
+            throw ProxyError.setup(
                 "proxy.client_key_file: \(file) does not exist: create it (bearerd keygen, or any 16+ characters)"
             )
         }
         let text = String(decoding: contents.bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count >= 16, !text.contains(where: \.isNewline) else {
-            throw ProxySetupError(
+            throw ProxyError.setup(
                 "proxy.client_key_file: \(file) must hold one key of at least 16 characters, on one line"
             )
         }

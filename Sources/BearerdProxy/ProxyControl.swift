@@ -16,7 +16,7 @@ package final class ProxyControl: Sendable {
     /// - Throws: when a new listener cannot be bound; then nothing changed.
     package func reload(configuration: BearerdConfiguration, settings: ProxySettings) async throws {
         guard let listeners = self.listeners.withLock({ $0 }) else {
-            throw ProxySetupError("the proxy is not listening yet")
+            throw ProxyError.setup("the proxy is not listening yet")
         }
         try await listeners.reload(
             settings: settings,

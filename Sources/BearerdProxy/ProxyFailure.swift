@@ -4,8 +4,9 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// An answer bearerd makes itself, as JSON `{"error": "…", "message": "…"}`.
-struct ProxyFailure: Error, Sendable {
+/// An answer bearerd makes itself, as JSON `{"error": "…", "message": "…"}`: a value to
+/// send, not an error to throw (BearerdProxy's one error is ``ProxyError``).
+struct ProxyFailure: Sendable {
     var status: HTTPResponseStatus
     /// Short machine-readable name.
     var error: String

@@ -113,7 +113,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             requestEnded: exchange.requestEnded,
             requestBodyBytes: exchange.requestBodyBytes,
             idempotent: exchange.request.method.isIdempotent,
-            malformedResponse: error is UpstreamResponseError,
+            malformedResponse: (error as? ProxyError)?.code == .badResponse,
             provesPossession: self.settings.dpop != nil
         )
         switch failure.action {

@@ -144,7 +144,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     var isBusy: Bool { self.machine.isBusy }
 
     /// Answers a request that cannot be parsed, or is over a limit, then closes.
-    private func refuse(_ error: RequestHeadError) {
+    private func refuse(_ error: ProxyError) {
         let failure = error.failure(limits: self.parser.limits)
         switch self.state {
         case .exchanging(let exchange) where exchange.phase != .finished:
@@ -248,9 +248,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         // After a reload, the next response says `Connection: close` and is the last.
         if self.machine.begin(exchange) { exchange.closeClientAfter = true }
         switch RequestPolicy.check(head, settings: self.settings, viaTCP: self.viaTCP, local: self.local) {
-        case .success(let target):
+        case .forward(let target):
             exchange.target = target
-        case .failure(let failure):
+        case .answer(let failure):
             self.fail(exchange, failure)
             return
         }

@@ -117,7 +117,7 @@ package final class ProxyListeners: Sendable {
 
     /// Binds every address in `listen` — or, under socket activation, serves the listening
     /// sockets systemd `passed` instead — and starts serving.
-    /// - Throws: ``ProxySetupError`` or the bind error; whatever was bound is closed again.
+    /// - Throws: ``ProxyError`` or the bind error; whatever was bound is closed again.
     package static func bind(
         listen: [ListenAddress],
         passed: [Int32] = [],
@@ -143,14 +143,14 @@ package final class ProxyListeners: Sendable {
                     .withBoundSocket(descriptor).get()
                 guard let local = channel.localAddress else {
                     try? await channel.close()
-                    throw ProxySetupError(
+                    throw ProxyError.setup(
                         "a socket systemd passed has no address; check bearerd.socket's ListenStream="
                     )
                 }
                 // systemd's socket unit chose the address: it gets the same check as `listen`.
                 if let ip = local.ipAddress, !allowRemote, !ListenAddress.tcp(host: ip, port: 0).isLoopback {
                     try? await channel.close()
-                    throw ProxySetupError(
+                    throw ProxyError.setup(
                         "the socket systemd passed listens on \(local.bearerdDescription), not a loopback address: anyone who can reach it could use the token; use ListenStream=127.0.0.1:PORT in bearerd.socket, or set allow_remote: true"
                     )
                 }
@@ -280,7 +280,7 @@ package final class ProxyListeners: Sendable {
                 let current = state.withLockedValue { $0.generation }
                 let configure: @Sendable () throws -> Void = {
                     guard let pool = current.pools[ObjectIdentifier(channel.eventLoop)] else {
-                        throw ProxySetupError("no upstream pool for this event loop")
+                        throw ProxyError.setup("no upstream pool for this event loop")
                     }
                     current.serve(channel)
                     // One handler: it parses the request bytes itself (RequestParser) and writes

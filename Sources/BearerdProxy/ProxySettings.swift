@@ -44,7 +44,7 @@ package struct ProxySettings: Sendable {
     package var accessLogQuery: Bool
 
     /// Derives the settings from a validated configuration.
-    /// - Throws: ``ProxySetupError`` when the TLS configuration cannot be built (for example an unreadable CA file).
+    /// - Throws: ``ProxyError`` when the TLS configuration cannot be built (for example an unreadable CA file).
     package init(configuration: BearerdConfiguration) throws {
         let upstream = configuration.upstream
         self.proxy = configuration.proxy
@@ -56,7 +56,7 @@ package struct ProxySettings: Sendable {
                 do {
                     tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
                 } catch {
-                    throw ProxySetupError(
+                    throw ProxyError.setup(
                         "upstream.ca_file: \(caFile) holds no PEM certificate bearerd can read (\(error))"
                     )
                 }
@@ -80,14 +80,4 @@ package struct ProxySettings: Sendable {
         self.accessLog = configuration.log.access
         self.accessLogQuery = configuration.log.accessQuery
     }
-}
-
-/// BearerdProxy's one error: the proxy cannot start (or take a reload), or a client
-/// certificate or its key cannot be used. The message starts with the config key at fault when
-/// there is one (`upstream.ca_file: …`), says what to change, and never holds a key's bytes.
-package struct ProxySetupError: Error, Sendable, CustomStringConvertible {
-    /// What went wrong.
-    package var message: String
-    package init(_ message: String) { self.message = message }
-    package var description: String { self.message }
 }

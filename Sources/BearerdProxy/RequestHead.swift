@@ -63,10 +63,10 @@ package struct RequestHead {
     }
 
     /// Parses a complete head: the request line, the fields and the empty line, CRLF each.
-    static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(RequestHeadError) -> RequestHead {
-        try bytes.withUnsafeReadableBytes { raw throws(RequestHeadError) in
-            var lines = HeadLines<RequestHeadError>(raw, strict: true)
-            guard let requestLine = try lines.next() else { throw .malformed("an empty request line") }
+    static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(ProxyError) -> RequestHead {
+        try bytes.withUnsafeReadableBytes { raw throws(ProxyError) in
+            var lines = HeadLines(raw, from: .client)
+            guard let requestLine = try lines.next() else { throw .badRequest("an empty request line") }
             var head = try Self.parseRequestLine(raw, requestLine, bytes: bytes)
             // One allocation for the usual request, not one per doubling.
             head.fields.reserveCapacity(16)
@@ -76,21 +76,21 @@ package struct RequestHead {
             var sawUpgrade = false
             var sawTransferEncoding = false
             while let line = try lines.next() {
-                let field = try HeadField.parse(raw, line, as: RequestHeadError.self)
+                let field = try HeadField.parse(raw, line, from: .client)
                 head.fields.append(field)
                 fieldBytes += field.name.count + field.value.count
                 guard head.fields.count <= limits.maxHeaderCount else { throw .tooManyFields }
                 guard fieldBytes <= limits.maxHeaderSize else { throw .fieldsTooLarge }
                 switch field.name.count {
                 case 14 where HeaderName.equals(raw, field.name, "content-length"):
-                    guard !field.tabAround else { throw .malformed("a tab around a framing value") }
+                    guard !field.tabAround else { throw .badRequest("a tab around a framing value") }
                     // llhttp refuses a repeat too, even of the same value.
-                    guard head.contentLength == nil else { throw .malformed("more than one Content-Length") }
+                    guard head.contentLength == nil else { throw .badRequest("more than one Content-Length") }
                     head.contentLength = try Self.parseContentLength(raw, field.value)
                 case 17 where HeaderName.equals(raw, field.name, "transfer-encoding"):
-                    guard !field.tabAround else { throw .malformed("a tab around a framing value") }
+                    guard !field.tabAround else { throw .badRequest("a tab around a framing value") }
                     guard !sawTransferEncoding, HeaderName.equals(raw, field.value, "chunked") else {
-                        throw .malformed("a transfer coding other than a single chunked", chunked: true)
+                        throw .unsupportedCoding("a transfer coding other than a single chunked")
                     }
                     sawTransferEncoding = true
                     head.isChunked = true
@@ -104,11 +104,11 @@ package struct RequestHead {
             }
             if head.isChunked && head.contentLength != nil {
                 // RFC 9112 §6.3: request smuggling's classic; never guess which one is right.
-                throw .malformed("both Transfer-Encoding and Content-Length")
+                throw .badRequest("both Transfer-Encoding and Content-Length")
             }
             if head.isChunked && head.version.minor == 0 {
                 // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
-                throw .malformed("Transfer-Encoding in an HTTP/1.0 request")
+                throw .badRequest("Transfer-Encoding in an HTTP/1.0 request")
             }
             head.keepAlive = connection.keepsAlive(minor: head.version.minor)
             head.connectionOptions = connection.others
@@ -123,12 +123,12 @@ package struct RequestHead {
         _ raw: UnsafeRawBufferPointer,
         _ line: Range<Int>,
         bytes: ByteBuffer
-    ) throws(RequestHeadError) -> RequestHead {
+    ) throws(ProxyError) -> RequestHead {
         var index = line.lowerBound
         while index < line.upperBound && HeaderName.isTokenByte(raw[index]) { index += 1 }
         let method = line.lowerBound..<index
         guard !method.isEmpty, index < line.upperBound, raw[index] == UInt8(ascii: " ") else {
-            throw .malformed("a method that is not a token")
+            throw .badRequest("a method that is not a token")
         }
         index += 1
         if HeaderName.hasPrefix(raw, method, "CONNECT") && method.count == 7 { throw .connect }
@@ -142,14 +142,14 @@ package struct RequestHead {
         let version = index + 1
         guard !target.isEmpty, index < line.upperBound, raw[index] == UInt8(ascii: " "),
             line.upperBound - version == 8, HeaderName.hasPrefix(raw, version..<line.upperBound, "HTTP/1.")
-        else { throw .malformed("a request line that is not `method target HTTP/1.x`") }
+        else { throw .badRequest("a request line that is not `method target HTTP/1.x`") }
         let minor = raw[version + 7]
         guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1") else {
-            throw .malformed("an HTTP version other than 1.0 and 1.1")
+            throw .badRequest("an HTTP version other than 1.0 and 1.1")
         }
         let known = Self.method(raw, method)
         // llhttp knows a fixed list of methods (HTTPMethod's); bearerd forwards no other.
-        if case .RAW = known { throw .malformed("a method that is not a known HTTP method") }
+        if case .RAW = known { throw .badRequest("a method that is not a known HTTP method") }
         return RequestHead(
             bytes: bytes,
             method: known,
@@ -177,13 +177,13 @@ package struct RequestHead {
     private static func parseContentLength(
         _ raw: UnsafeRawBufferPointer,
         _ value: Range<Int>
-    ) throws(RequestHeadError) -> Int {
-        guard !value.isEmpty, value.count <= 18 else { throw .malformed("a Content-Length that is not one number") }
+    ) throws(ProxyError) -> Int {
+        guard !value.isEmpty, value.count <= 18 else { throw .badRequest("a Content-Length that is not one number") }
         var length = 0
         for index in value {
             let byte = raw[index]
             guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else {
-                throw .malformed("a Content-Length that is not one number")
+                throw .badRequest("a Content-Length that is not one number")
             }
             length = length * 10 + Int(byte - UInt8(ascii: "0"))
         }

@@ -38,7 +38,7 @@ package struct RequestParser {
         /// request line ended among them or not: each byte is looked at once, however the head
         /// is split into reads.
         case head(scanned: Int, lineEnded: Bool)
-        case body(BodyFramer<RequestHeadError>)
+        case body(BodyFramer)
         case ending
         /// After an upgrade request, a last request or an error: nothing more is parsed.
         case stopped
@@ -68,7 +68,7 @@ package struct RequestParser {
         return false
     }
 
-    package mutating func next(from buffer: inout ByteBuffer) throws(RequestHeadError) -> Part? {
+    package mutating func next(from buffer: inout ByteBuffer) throws(ProxyError) -> Part? {
         do {
             return try self.step(&buffer)
         } catch {
@@ -77,7 +77,7 @@ package struct RequestParser {
         }
     }
 
-    private mutating func step(_ buffer: inout ByteBuffer) throws(RequestHeadError) -> Part? {
+    private mutating func step(_ buffer: inout ByteBuffer) throws(ProxyError) -> Part? {
         while true {
             switch self.state {
             case .stopped:
@@ -94,9 +94,9 @@ package struct RequestParser {
                 // HTTP (llhttp refuses data after `Connection: close`, too).
                 self.lastOnConnection = head.isUpgrade || !head.keepAlive
                 if head.isChunked {
-                    self.state = .body(BodyFramer(chunkedWithTrailerLimit: self.limits.maxHeaderSize, strict: true))
+                    self.state = .body(BodyFramer(chunkedWithTrailerLimit: self.limits.maxHeaderSize, from: .client))
                 } else if let length = head.contentLength, length > 0 {
-                    self.state = .body(BodyFramer(length: length, strict: true))
+                    self.state = .body(BodyFramer(length: length, from: .client))
                 } else {
                     self.state = .ending
                 }
@@ -120,13 +120,13 @@ package struct RequestParser {
     }
 
     /// Drops the empty lines a request may follow; `false` when the buffer ends among them.
-    private func skipLeadingEmptyLines(_ buffer: inout ByteBuffer) throws(RequestHeadError) -> Bool {
+    private func skipLeadingEmptyLines(_ buffer: inout ByteBuffer) throws(ProxyError) -> Bool {
         var skipped = 0
         while let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self), first == UInt8(ascii: "\r") {
             guard let second = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) else { return false }
-            guard second == UInt8(ascii: "\n") else { throw .malformed("a CR without LF in the head") }
+            guard second == UInt8(ascii: "\n") else { throw .badRequest("a CR without LF in the head") }
             skipped += 1
-            guard skipped <= Self.maxLeadingEmptyLines else { throw .malformed("empty lines instead of a request") }
+            guard skipped <= Self.maxLeadingEmptyLines else { throw .badRequest("empty lines instead of a request") }
             buffer.moveReaderIndex(forwardBy: 2)
         }
         return buffer.readableBytes > 0
@@ -139,7 +139,7 @@ package struct RequestParser {
         _ buffer: ByteBuffer,
         from scanned: Int,
         lineEnded: Bool
-    ) throws(RequestHeadError) -> (end: Int?, lineEnded: Bool) {
+    ) throws(ProxyError) -> (end: Int?, lineEnded: Bool) {
         let limits = self.limits
         let (end, lineEnded, bareLF) = buffer.withUnsafeReadableBytes { raw -> (Int?, Bool, Bool) in
             var lineEnded = lineEnded
@@ -160,7 +160,7 @@ package struct RequestParser {
             }
             return (nil, lineEnded, false)
         }
-        if bareLF { throw .malformed("a line ended by LF without CR") }
+        if bareLF { throw .badRequest("a line ended by LF without CR") }
         if !lineEnded && buffer.readableBytes > limits.requestLineBytes { throw .targetTooLong }
         if (end ?? buffer.readableBytes) > limits.headBytes { throw .headTooLarge }
         return (end, lineEnded)

@@ -12,6 +12,14 @@ import NIOHTTP1
 /// `Host` headers are refused, and the path lists see the one canonical form of the target that
 /// is also the one forwarded (``CanonicalTarget``), so it never leaves the upstream's base path.
 enum RequestPolicy {
+    /// What to do with a request.
+    enum Verdict {
+        /// Forward it, to this canonical target.
+        case forward(CanonicalTarget)
+        /// Answer it with this refusal; nothing goes upstream.
+        case answer(ProxyFailure)
+    }
+
     /// The canonical target to check and forward, or the failure to answer with.
     /// `viaTCP`: the caller came in on a TCP listener (the shared key applies); unix-socket
     /// callers are already limited by the socket's mode. `local`: the address the client
@@ -21,26 +29,26 @@ enum RequestPolicy {
         settings: ProxySettings,
         viaTCP: Bool = true,
         local: SocketAddress? = nil
-    ) -> Result<CanonicalTarget, ProxyFailure> {
-        if head.method == .CONNECT { return .failure(Self.connectRefused) }
+    ) -> Verdict {
+        if head.method == .CONNECT { return .answer(Self.connectRefused) }
         // TRACE echoes the request, and with it the token bearerd adds (nginx refuses it too).
         // TRACK, and every other method llhttp does not know, the parser refuses already.
-        if head.method == .TRACE { return .failure(.methodNotAllowed("TRACE")) }
+        if head.method == .TRACE { return .answer(.methodNotAllowed("TRACE")) }
         if head.target.count > settings.proxy.maxRequestLine {
-            return .failure(.targetTooLong(limit: settings.proxy.maxRequestLine))
+            return .answer(.targetTooLong(limit: settings.proxy.maxRequestLine))
         }
         guard head.bytes.getInteger(at: head.target.lowerBound, as: UInt8.self) == UInt8(ascii: "/") else {
-            return .failure(Self.notOriginForm)
+            return .answer(Self.notOriginForm)
         }
         let target: CanonicalTarget
         switch CanonicalTarget.parse(head.uri, allowPathParams: settings.proxy.allowPathParams) {
         case .parsed(let canonical): target = canonical
-        case .refused(let reason): return .failure(.badRequest(reason))
+        case .refused(let reason): return .answer(.badRequest(reason))
         }
         if let failure = Self.checkHeaders(head, target: target, settings: settings, viaTCP: viaTCP, local: local) {
-            return .failure(failure)
+            return .answer(failure)
         }
-        return .success(target)
+        return .forward(target)
     }
 
     static let connectRefused = ProxyFailure.badRequest(

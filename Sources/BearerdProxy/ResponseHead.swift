@@ -21,29 +21,29 @@ package struct ResponseHead {
     var connectionOptions: [Range<Int>] = []
 
     /// Parses a complete head (status line, fields, empty line).
-    static func parse(_ bytes: ByteBuffer) throws(UpstreamResponseError) -> ResponseHead {
-        try bytes.withUnsafeReadableBytes { raw throws(UpstreamResponseError) in
-            var lines = HeadLines<UpstreamResponseError>(raw, strict: false)
-            guard let statusLine = try lines.next() else { throw .malformed("an empty status line") }
+    static func parse(_ bytes: ByteBuffer) throws(ProxyError) -> ResponseHead {
+        try bytes.withUnsafeReadableBytes { raw throws(ProxyError) in
+            var lines = HeadLines(raw, from: .upstream)
+            guard let statusLine = try lines.next() else { throw .badResponse("an empty status line") }
             var head = try Self.parseStatusLine(raw, statusLine, bytes: bytes)
             // One allocation for the usual response, not one per doubling.
             head.fields.reserveCapacity(16)
             var connection = ConnectionOptions()
             var sawTransferEncoding = false
             while let line = try lines.next() {
-                let field = try HeadField.parse(raw, line, as: UpstreamResponseError.self)
+                let field = try HeadField.parse(raw, line, from: .upstream)
                 head.fields.append(field)
                 switch field.name.count {
                 case 14 where HeaderName.equals(raw, field.name, "content-length"):
                     let length = try Self.parseContentLength(raw, field.value)
                     if let previous = head.contentLength, previous != length {
-                        throw .malformed("Content-Length values that disagree")
+                        throw .badResponse("Content-Length values that disagree")
                     }
                     head.contentLength = length
                 case 17 where HeaderName.equals(raw, field.name, "transfer-encoding"):
                     // Only `chunked`, once: other transfer codings are not forwarded (RFC 9112 §6.1).
                     if sawTransferEncoding || !HeaderName.equals(raw, field.value, "chunked") {
-                        throw .malformed("a transfer coding other than a single chunked")
+                        throw .badResponse("a transfer coding other than a single chunked")
                     }
                     sawTransferEncoding = true
                     head.isChunked = true
@@ -55,7 +55,7 @@ package struct ResponseHead {
             }
             if head.isChunked && head.contentLength != nil {
                 // RFC 9112 §6.3: a sign of response splitting; never guess which one is right.
-                throw .malformed("both Transfer-Encoding and Content-Length")
+                throw .badResponse("both Transfer-Encoding and Content-Length")
             }
             head.keepAlive = connection.keepsAlive(minor: head.minorVersion)
             head.connectionOptions = connection.others
@@ -68,32 +68,32 @@ package struct ResponseHead {
         _ raw: UnsafeRawBufferPointer,
         _ line: Range<Int>,
         bytes: ByteBuffer
-    ) throws(UpstreamResponseError) -> ResponseHead {
+    ) throws(ProxyError) -> ResponseHead {
         let prefix: StaticString = "HTTP/1."
         guard line.count >= 12, HeaderName.hasPrefix(raw, line, prefix) else {
-            throw .malformed("a status line that is not HTTP/1.x")
+            throw .badResponse("a status line that is not HTTP/1.x")
         }
         let minor = raw[line.lowerBound + 7]
         guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1"), raw[line.lowerBound + 8] == UInt8(ascii: " ")
-        else { throw .malformed("a status line that is not HTTP/1.0 or HTTP/1.1") }
+        else { throw .badResponse("a status line that is not HTTP/1.0 or HTTP/1.1") }
         var status = 0
         for index in (line.lowerBound + 9)..<(line.lowerBound + 12) {
             let byte = raw[index]
             guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else {
-                throw .malformed("a status code that is not three digits")
+                throw .badResponse("a status code that is not three digits")
             }
             status = status * 10 + Int(byte - UInt8(ascii: "0"))
         }
-        guard status >= 100 else { throw .malformed("a status code below 100") }
+        guard status >= 100 else { throw .badResponse("a status code below 100") }
         var reasonStart = line.lowerBound + 12
         if reasonStart < line.upperBound {
             guard raw[reasonStart] == UInt8(ascii: " ") else {
-                throw .malformed("a status code that is not three digits")
+                throw .badResponse("a status code that is not three digits")
             }
             reasonStart += 1
         }
         for index in reasonStart..<line.upperBound where !HeaderName.isFieldValueByte(raw[index]) {
-            throw .malformed("a control character in the reason phrase")
+            throw .badResponse("a control character in the reason phrase")
         }
         return ResponseHead(
             bytes: bytes,
@@ -108,7 +108,7 @@ package struct ResponseHead {
         _ raw: UnsafeRawBufferPointer,
         _ value: Range<Int>
     )
-        throws(UpstreamResponseError) -> Int
+        throws(ProxyError) -> Int
     {
         var result: Int?
         var failed = false
@@ -129,16 +129,7 @@ package struct ResponseHead {
             if let result, result != length { failed = true }
             result = length
         }
-        guard !failed, let result else { throw .malformed("a Content-Length that is not one number") }
+        guard !failed, let result else { throw .badResponse("a Content-Length that is not one number") }
         return result
-    }
-}
-
-/// The upstream broke HTTP/1.1; bearerd answers 502 and drops the connection.
-package struct UpstreamResponseError: Error, CustomStringConvertible {
-    package let description: String
-
-    static func malformed(_ what: String) -> Self {
-        Self(description: "the upstream sent a response with \(what)")
     }
 }

@@ -22,7 +22,7 @@ package struct ResponseParser {
         case head(forHEAD: Bool, upgrade: Bool, scanned: Int)
         /// The body (if any) is complete; `.end` is next.
         case ending
-        case body(BodyFramer<UpstreamResponseError>)
+        case body(BodyFramer)
         case untilClose
     }
 
@@ -50,21 +50,21 @@ package struct ResponseParser {
         return false
     }
 
-    package mutating func next(from buffer: inout ByteBuffer) throws(UpstreamResponseError) -> Part? {
+    package mutating func next(from buffer: inout ByteBuffer) throws(ProxyError) -> Part? {
         while true {
             switch self.state {
             case .idle:
                 return nil
             case .head(let forHEAD, let upgrade, let scanned):
                 guard let end = Self.endOfHead(buffer, from: scanned) else {
-                    if buffer.readableBytes > Self.maxHeadSize { throw .malformed("a head over 256 KiB") }
+                    if buffer.readableBytes > Self.maxHeadSize { throw .badResponse("a head over 256 KiB") }
                     self.state = .head(forHEAD: forHEAD, upgrade: upgrade, scanned: max(0, buffer.readableBytes - 3))
                     return nil
                 }
-                guard end <= Self.maxHeadSize else { throw .malformed("a head over 256 KiB") }
+                guard end <= Self.maxHeadSize else { throw .badResponse("a head over 256 KiB") }
                 var head = try ResponseHead.parse(buffer.readSlice(length: end)!)
                 if head.status == 101 {
-                    guard upgrade else { throw .malformed("101 Switching Protocols, which nobody asked for") }
+                    guard upgrade else { throw .badResponse("101 Switching Protocols, which nobody asked for") }
                     // The connection now speaks another protocol: nothing more to parse.
                     self.state = .idle
                     return .head(head)
@@ -76,9 +76,9 @@ package struct ResponseParser {
                 if forHEAD || head.status == 204 || head.status == 304 {
                     self.state = .ending
                 } else if head.isChunked {
-                    self.state = .body(BodyFramer(chunkedWithTrailerLimit: Self.maxHeadSize, strict: false))
+                    self.state = .body(BodyFramer(chunkedWithTrailerLimit: Self.maxHeadSize, from: .upstream))
                 } else if let length = head.contentLength {
-                    self.state = length == 0 ? .ending : .body(BodyFramer(length: length, strict: false))
+                    self.state = length == 0 ? .ending : .body(BodyFramer(length: length, from: .upstream))
                 } else {
                     head.keepAlive = false
                     self.state = .untilClose

@@ -199,7 +199,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
         case .leased:
             if ended {
                 // Same, and the connection went straight to the next request: that one fails.
-                self.fail(UpstreamResponseError.malformed("bytes after the end of the previous response"))
+                self.fail(ProxyError.badResponse("bytes after the end of the previous response"))
             } else {
                 bytes.discardReadBytes()
                 self.unparsed = bytes

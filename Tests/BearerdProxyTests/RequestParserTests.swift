@@ -11,7 +11,7 @@ struct RequestParserTests {
         _ text: String,
         step: Int = .max,
         limits: RequestLimits = RequestHead.testLimits
-    ) throws(RequestHeadError) -> [String] {
+    ) throws(ProxyError) -> [String] {
         var parser = RequestParser(limits: limits)
         var pending = ByteBuffer()
         var parts: [String] = []
@@ -107,7 +107,7 @@ struct RequestParserTests {
 
     @Test func limitsAreHeldAsTheBytesArrive() {
         let limits = RequestLimits(maxRequestLine: 100, maxHeaderSize: 200, maxHeaderCount: 3)
-        func refusal(_ text: String, step: Int = .max) -> RequestHeadError? {
+        func refusal(_ text: String, step: Int = .max) -> ProxyError? {
             do {
                 _ = try Self.parse(text, step: step, limits: limits)
                 return nil

@@ -139,7 +139,7 @@ struct ResponseParserTests {
 
     @Test func anEndlessHeadIsCutOff() {
         let huge = "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Filler: 0123456789\r\n", count: 13_000)
-        #expect(throws: UpstreamResponseError.self) { _ = try Self.parse(huge, step: 64 * 1024) }
+        #expect(throws: ProxyError.self) { _ = try Self.parse(huge, step: 64 * 1024) }
     }
 }
 

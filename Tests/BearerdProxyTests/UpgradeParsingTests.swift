@@ -41,7 +41,7 @@ struct UpgradeParsingTests {
         // Not asked for: still an error, as before.
         parser.expectResponse(toHEAD: false)
         var unasked = ByteBuffer(string: switching)
-        #expect(throws: UpstreamResponseError.self) { _ = try parser.next(from: &unasked) }
+        #expect(throws: ProxyError.self) { _ = try parser.next(from: &unasked) }
     }
 
     static func settings(_ yaml: String = "") throws -> ProxySettings {
