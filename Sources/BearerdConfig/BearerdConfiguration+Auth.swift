@@ -69,7 +69,7 @@ extension BearerdConfiguration {
             case (nil, true, false):
                 source = .oauth2(OAuth2(reading: &builder))
             case (nil, false, true):
-                source = .json(JSON(reading: &builder))
+                source = .json(builder.section("json") { JSON(reading: &$0) })
             case (nil, false, false):
                 builder.issue(
                     "auth",
@@ -107,7 +107,7 @@ extension BearerdConfiguration {
                     "does not apply to a static token: nothing is sent to a token server"
                 )
             }
-            let verify = Verify.reading(&builder, source: source)
+            let verify = builder.section("verify") { Verify.reading(&$0, source: source) }
             let dpop = builder.bool(Keys.dpop)
             if dpop {
                 switch source {

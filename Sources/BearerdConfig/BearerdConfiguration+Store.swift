@@ -57,7 +57,7 @@ extension BearerdConfiguration {
                         "postgres keeps the same sealed tokens as the file store: set store.key_file (the same key on every host of the fleet)"
                     )
                 }
-                postgres = Postgres(reading: &builder)
+                postgres = builder.section("postgres") { Postgres(reading: &$0) }
             default:
                 // file, or a word choice() has reported.
                 break

@@ -10,8 +10,18 @@ import Darwin
 #endif
 
 /// Reads each key through the `ConfigReader`, parses it and collects an issue per bad value.
+///
+/// Each section reads through a reader scoped to it (``section(_:_:)``, as swift-configuration's
+/// guide does for a library's settings: `proxy.max_request_line` is `max_request_line` in the
+/// `proxy` scope). A key outside the scope, such as the top-level `allow_remote` a section
+/// consults, is read from the root.
 struct ConfigBuilder {
-    let reader: ConfigReader
+    /// The reader of the whole configuration.
+    let root: ConfigReader
+    /// The reader of the section being read, or the root.
+    private(set) var reader: ConfigReader
+    /// The section being read, as key components (`["auth", "json"]`); empty at the top.
+    private(set) var scope: [String] = []
     let environment: [String: String]
     let baseDirectory: String
     var issues: [ConfigIssue]
@@ -22,7 +32,7 @@ struct ConfigBuilder {
         self.allowInsecureHTTP = self.bool(ConfigKeys.General.allowInsecureHTTP)
         let allowRemote = self.bool(ConfigKeys.General.allowRemote)
         let listen = self.listen(allowRemote: allowRemote)
-        let upstream = BearerdConfiguration.Upstream(reading: &self)
+        let upstream = self.section("upstream") { BearerdConfiguration.Upstream(reading: &$0) }
         // Every section is read even without an upstream, so that each problem is reported.
         let socketMode = self.parsed(
             ConfigKeys.General.socketMode,
@@ -34,11 +44,11 @@ struct ConfigBuilder {
         let allowGIDs = self.ids(ConfigKeys.General.socketAllowGIDs) { getgrnam($0).map { $0.pointee.gr_gid } }
         let threads = self.count(ConfigKeys.General.threads)
         let shutdownGrace = self.duration(ConfigKeys.General.shutdownGrace)
-        let proxy = BearerdConfiguration.Proxy(reading: &self)
-        let auth = BearerdConfiguration.Auth(reading: &self)
-        let store = BearerdConfiguration.Store(reading: &self)
-        let admin = BearerdConfiguration.Admin(reading: &self)
-        let log = BearerdConfiguration.Log(reading: &self)
+        let proxy = self.section("proxy") { BearerdConfiguration.Proxy(reading: &$0) }
+        let auth = self.section("auth") { BearerdConfiguration.Auth(reading: &$0) }
+        let store = self.section("store") { BearerdConfiguration.Store(reading: &$0) }
+        let admin = self.section("admin") { BearerdConfiguration.Admin(reading: &$0) }
+        let log = self.section("log") { BearerdConfiguration.Log(reading: &$0) }
         guard let upstream, let socketMode else { return nil }
         return BearerdConfiguration(
             listen: listen,
@@ -106,6 +116,29 @@ struct ConfigBuilder {
         return group.pointee.gr_gid
     }
 
+    // MARK: Scopes
+
+    /// `body`'s reading of the section `name` within the current one, through a scoped reader;
+    /// its issues are kept.
+    mutating func section<Value>(_ name: String, _ body: (inout ConfigBuilder) -> Value) -> Value {
+        var scoped = self
+        scoped.reader = self.reader.scoped(to: ConfigKey([name]))
+        scoped.scope = self.scope + [name]
+        let value = body(&scoped)
+        self.issues = scoped.issues
+        return value
+    }
+
+    /// The key for the dotted name `key`, relative to the scope it lies in, and that scope's
+    /// reader: the section's when the key is in it, else the root.
+    private func locate(_ key: String) -> (ConfigReader, ConfigKey) {
+        let components = key.split(separator: ".").map(String.init)
+        guard !self.scope.isEmpty, components.count > self.scope.count,
+            components.starts(with: self.scope)
+        else { return (self.root, ConfigKey(components)) }
+        return (self.reader, ConfigKey(Array(components.dropFirst(self.scope.count))))
+    }
+
     // MARK: Values
 
     /// A relative file name resolves in `$CREDENTIALS_DIRECTORY` when systemd provides one,
@@ -120,7 +153,8 @@ struct ConfigBuilder {
     /// The value written for `key` (in the file or the environment), trimmed; `nil` when it is
     /// absent or empty.
     func string(_ key: String) -> String? {
-        guard let value = self.reader.string(forKey: ConfigKey(key)) else { return nil }
+        let (reader, relative) = self.locate(key)
+        guard let value = reader.string(forKey: relative) else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         return trimmed.isEmpty ? nil : trimmed
     }
@@ -135,7 +169,8 @@ struct ConfigBuilder {
 
     /// The entries written for list `key`, or else its declared default.
     func list(_ key: ConfigKeyDescriptor) -> [String] {
-        self.reader.stringArray(forKey: ConfigKey(key.name)) ?? key.defaultList
+        let (reader, relative) = self.locate(key.name)
+        return reader.stringArray(forKey: relative) ?? key.defaultList
     }
 
     mutating func bool(_ key: ConfigKeyDescriptor) -> Bool {

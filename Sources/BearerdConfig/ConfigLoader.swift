@@ -90,6 +90,7 @@ package struct ConfigLoader: Sendable {
         ]
         let reader = ConfigReader(providers: providers, accessReporter: self.accessReporter)
         var builder = ConfigBuilder(
+            root: reader,
             reader: reader,
             environment: self.environment,
             baseDirectory: baseDirectory,
