@@ -11,28 +11,9 @@ extension BearerdConfiguration {
         package var clientAuthorization: ClientAuthorizationPolicy
         /// `proxy.forwarded_headers`: add `X-Forwarded-For`, `-Proto`, `-Host`.
         package var forwardedHeaders: Bool
-        /// `proxy.max_request_body`: bytes; `nil` means unlimited.
-        package var maxRequestBody: Int?
-        /// `proxy.max_header_size`: total bytes of request headers before 431.
-        package var maxHeaderSize: Int
-        /// `proxy.client_idle_timeout`: how long a client keep-alive connection may sit idle.
-        package var clientIdleTimeout: Duration
-        /// `proxy.max_request_line`: longest request target in bytes before 414.
-        package var maxRequestLine: Int
-        /// `proxy.max_header_count`: most header fields in a request before 431.
-        package var maxHeaderCount: Int
-        /// `proxy.max_connections`: open client connections; more wait to be accepted.
-        package var maxConnections: Int
-        /// `proxy.at_connection_limit: refuse`: accept and answer 503 rather than leave clients queued.
-        package var refuseAtConnectionLimit: Bool
-        /// `proxy.header_timeout`: from a request's first byte to the end of its head, before 408.
-        package var headerTimeout: Duration
-        /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.
-        package var bodyTimeout: Duration
-        /// `proxy.send_timeout`: longest a client may leave a response unread; then both close.
-        package var sendTimeout: Duration
-        /// `proxy.token_wait`: longest a request waits for a token being refreshed, before 503.
-        package var tokenWait: Duration
+        /// `proxy.max_*`, `proxy.*_timeout`, `proxy.at_connection_limit`, `proxy.token_wait`:
+        /// what a client may send and how long bearerd waits for it.
+        package var limits: Limits
         /// `proxy.retry_body_limit`: request bodies up to this size are kept for a retry after 401.
         package var retryBodyLimit: Int
         /// `proxy.retry_methods`: methods (upper case) retried after a 401.
@@ -79,17 +60,7 @@ extension BearerdConfiguration {
             self.forwardedHeaders = builder.bool(Keys.forwardedHeaders)
             self.passOverrideHeaders = builder.bool(Keys.passOverrideHeaders)
             self.addHeaders = builder.headerFields(Keys.addHeaders, forwarded: self.forwardedHeaders)
-            self.maxRequestBody = builder.sizeOrUnlimited(Keys.maxRequestBody)
-            self.maxHeaderSize = builder.size(Keys.maxHeaderSize)
-            self.maxHeaderCount = builder.count(Keys.maxHeaderCount)
-            self.maxRequestLine = builder.size(Keys.maxRequestLine)
-            self.maxConnections = builder.count(Keys.maxConnections)
-            self.refuseAtConnectionLimit = builder.choice(Keys.atConnectionLimit) == "refuse"
-            self.clientIdleTimeout = builder.duration(Keys.clientIdleTimeout)
-            self.headerTimeout = builder.duration(Keys.headerTimeout)
-            self.bodyTimeout = builder.duration(Keys.bodyTimeout)
-            self.sendTimeout = builder.duration(Keys.sendTimeout)
-            self.tokenWait = builder.duration(Keys.tokenWait)
+            self.limits = Limits(reading: &builder)
             self.retryMethods = builder.methods(Keys.retryMethods)
             self.retryBodyLimit = builder.size(Keys.retryBodyLimit)
             self.allowUpgrades = builder.upgradeProtocols(Keys.allowUpgrades)
@@ -164,112 +135,6 @@ extension ConfigKeys {
                 X-Original-URI, X-Original-Method, X-Rewrite-URL, X-Forwarded-Prefix, X-Real-IP,
                 X-Client-IP and Forwarded from clients to the upstream. Off by default: some frameworks read
                 them instead of the method, the path or the address, which would undo the lists below.
-                """
-        )
-        static let maxRequestBody = ConfigKeyDescriptor.text(
-            "proxy.max_request_body",
-            "a size like 10MiB, or unlimited",
-            default: "",
-            reload: .applies,
-            doc: """
-                Largest request body bearerd forwards, answered 413 beyond it; empty or "unlimited": no limit.
-                Bodies are streamed, never held in memory, whatever their size.
-                """
-        )
-        static let maxHeaderSize = ConfigKeyDescriptor(
-            "proxy.max_header_size",
-            .size(1024...(1 << 20)),
-            default: "64KiB",
-            reload: .applies,
-            doc: "Largest total size of a request's headers (431 beyond it), from 1KiB to 1MiB."
-        )
-        static let maxHeaderCount = ConfigKeyDescriptor(
-            "proxy.max_header_count",
-            .count(1...10_000),
-            default: "100",
-            reload: .applies,
-            doc: "Most header fields in one request (431 beyond it), from 1 to 10000."
-        )
-        static let maxRequestLine = ConfigKeyDescriptor(
-            "proxy.max_request_line",
-            .size(256...(1 << 20)),
-            default: "8KiB",
-            reload: .applies,
-            doc: "Longest request target, the /path?query of the request line (414 beyond it), 256B to 1MiB."
-        )
-        static let maxConnections = ConfigKeyDescriptor(
-            "proxy.max_connections",
-            .count(1...Int.max),
-            default: "512",
-            reload: .applies,
-            doc: """
-                Open client connections, over all listeners. Beyond it bearerd stops accepting: new
-                connections wait in the kernel's queue (up to 1024, then the kernel refuses them) until one
-                closes. Each connection may hold an upstream connection too, so keep it under half the
-                process's open-file limit (the unit sets LimitNOFILE=8192; a shell's is often 1024).
-                """
-        )
-        static let atConnectionLimit = ConfigKeyDescriptor(
-            "proxy.at_connection_limit",
-            .choice(["wait", "refuse"]),
-            default: "wait",
-            reload: .applies,
-            doc: """
-                At max_connections: "wait" leaves new clients in the kernel's accept queue until a slot
-                frees (their requests are served late, none is refused); "refuse" accepts them and answers
-                503 with Retry-After at once, for clients that retry. Either way the metric
-                bearerd_client_connections_waiting counts the clients queued, and a warning names the count
-                every 30 s while the limit holds. Each listener may hold at most its share of the limit.
-                """
-        )
-        static let clientIdleTimeout = ConfigKeyDescriptor.duration(
-            "proxy.client_idle_timeout",
-            default: "60s",
-            within: .milliseconds(100)...(.seconds(86_400)),
-            reload: .applies,
-            doc: """
-                A client connection with no request in flight (a new one included) is closed after this
-                long, without an answer.
-                """
-        )
-        static let headerTimeout = ConfigKeyDescriptor.duration(
-            "proxy.header_timeout",
-            default: "10s",
-            within: .milliseconds(100)...(.seconds(3600)),
-            reload: .applies,
-            doc: """
-                Slow clients (slowloris): a request's head must be complete within header_timeout of its
-                first byte, and a request body may not pause longer than body_timeout while bearerd reads it
-                (pauses bearerd makes, waiting for the upstream, do not count). Otherwise the answer is 408
-                and the connection is closed.
-                """
-        )
-        static let bodyTimeout = ConfigKeyDescriptor.duration(
-            "proxy.body_timeout",
-            default: "30s",
-            within: .milliseconds(100)...(.seconds(86_400)),
-            reload: .applies,
-            doc: ""
-        )
-        static let sendTimeout = ConfigKeyDescriptor.duration(
-            "proxy.send_timeout",
-            default: "60s",
-            within: .milliseconds(100)...(.seconds(86_400)),
-            reload: .applies,
-            doc: """
-                A client that stops reading its response for this long (as nginx's send_timeout) is
-                disconnected, and the upstream connection with it, so it cannot hold either forever.
-                """
-        )
-        static let tokenWait = ConfigKeyDescriptor.duration(
-            "proxy.token_wait",
-            default: "2s",
-            within: .milliseconds(10)...(.seconds(300)),
-            reload: .applies,
-            doc: """
-                A request that needs a token being refreshed waits at most this long, then gets 503 with a
-                Retry-After saying when bearerd tries the token server next (the refresh goes on for the
-                requests after it). While the token server is down, answers therefore never take longer.
                 """
         )
         static let retryMethods = ConfigKeyDescriptor.list(

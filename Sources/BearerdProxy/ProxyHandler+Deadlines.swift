@@ -52,7 +52,7 @@ extension ProxyHandler {
         case .answerHeadTimeout:
             self.answerAndClose(
                 .requestTimeout(
-                    "the request head was not complete within proxy.header_timeout (\(TimeAmount(self.settings.proxy.headerTimeout).prettyPrint))"
+                    "the request head was not complete within proxy.header_timeout (\(TimeAmount(self.settings.proxy.limits.headerTimeout).prettyPrint))"
                 )
             )
         case .close:
@@ -84,7 +84,7 @@ extension ProxyHandler {
             self.fail(
                 exchange,
                 .requestTimeout(
-                    "the request body paused longer than proxy.body_timeout (\(TimeAmount(self.settings.proxy.bodyTimeout).prettyPrint))"
+                    "the request body paused longer than proxy.body_timeout (\(TimeAmount(self.settings.proxy.limits.bodyTimeout).prettyPrint))"
                 )
             )
         case .expired(.responseHeadLate):
@@ -98,7 +98,7 @@ extension ProxyHandler {
         case .expired(.clientStalled):
             self.logger.warning(
                 "the client read nothing within proxy.send_timeout; closing both connections",
-                metadata: ["timeout": "\(TimeAmount(self.settings.proxy.sendTimeout).prettyPrint)"]
+                metadata: ["timeout": "\(TimeAmount(self.settings.proxy.limits.sendTimeout).prettyPrint)"]
             )
             self.abandon(exchange, outcome: "send_timeout")
         }

@@ -41,7 +41,7 @@ extension ProxyHandler {
         HeaderRewriter.switchingResponse(head, into: &out)
         context.write(self.wrapOutboundOut(out), promise: nil)
         let (client, upstream) = SpliceHandler.pair(
-            idleTimeout: TimeAmount(self.settings.proxy.clientIdleTimeout),
+            idleTimeout: TimeAmount(self.settings.proxy.limits.clientIdleTimeout),
             now: self.now
         )
         do {

@@ -69,14 +69,14 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.settings = settings
         self.parser = RequestParser(limits: settings.requestLimits)
         self.exchangeTimeouts = ExchangeDeadlines.Timeouts(
-            body: TimeAmount(settings.proxy.bodyTimeout),
+            body: TimeAmount(settings.proxy.limits.bodyTimeout),
             response: TimeAmount(settings.upstream.responseTimeout),
-            send: TimeAmount(settings.proxy.sendTimeout),
+            send: TimeAmount(settings.proxy.limits.sendTimeout),
             read: TimeAmount(settings.upstream.readTimeout)
         )
         self.machine = StateMachine(
-            headerTimeout: TimeAmount(settings.proxy.headerTimeout),
-            idleTimeout: TimeAmount(settings.proxy.clientIdleTimeout),
+            headerTimeout: TimeAmount(settings.proxy.limits.headerTimeout),
+            idleTimeout: TimeAmount(settings.proxy.limits.clientIdleTimeout),
             lingerTime: Self.lingerTime
         )
         self.retryBudget = retryBudget
@@ -165,7 +165,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         case (.exchanging(let exchange), .body(let buffer)):
             exchange.requestBodyBytes += buffer.readableBytes
             exchange.keepForRetry(buffer, limit: self.settings.proxy.retryBodyLimit)
-            if let limit = self.settings.proxy.maxRequestBody, exchange.requestBodyBytes > limit {
+            if let limit = self.settings.proxy.limits.maxRequestBody, exchange.requestBodyBytes > limit {
                 self.fail(exchange, .bodyTooLarge(limit: limit))
             } else if exchange.phase == .forwarding, let upstream = exchange.upstream {
                 self.sendBody(buffer, of: exchange, to: upstream)
@@ -277,9 +277,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
         exchange.phase = .waitingForToken
-        let giveUp = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(self.settings.proxy.tokenWait)) {
+        let giveUp = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(self.settings.proxy.limits.tokenWait)) {
             guard self.isCurrent(exchange), exchange.phase == .waitingForToken else { return }
-            var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.tokenWait))
+            var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.limits.tokenWait))
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
         }

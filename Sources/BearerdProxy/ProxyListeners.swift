@@ -102,13 +102,13 @@ package final class ProxyListeners: Sendable {
         let metrics = ProxyMetrics()
         self.metrics = metrics
         self.limiter = ConnectionLimiter(
-            limit: generation.settings.proxy.maxConnections,
+            limit: generation.settings.proxy.limits.maxConnections,
             metrics: metrics,
             logger: logger
         )
         self.limiter.setLimit(
-            generation.settings.proxy.maxConnections,
-            refuse: generation.settings.proxy.refuseAtConnectionLimit
+            generation.settings.proxy.limits.maxConnections,
+            refuse: generation.settings.proxy.limits.refuseAtConnectionLimit
         )
         self.tokens = tokens
         self.group = group
@@ -217,7 +217,7 @@ package final class ProxyListeners: Sendable {
             return (removed, old)
         }
         old.retire()
-        self.limiter.setLimit(settings.proxy.maxConnections, refuse: settings.proxy.refuseAtConnectionLimit)
+        self.limiter.setLimit(settings.proxy.limits.maxConnections, refuse: settings.proxy.limits.refuseAtConnectionLimit)
         for listener in removed {
             if let path = listener.unixPath { UnixSocketFile.remove(path) }
             listener.quiescer.initiateShutdown(promise: nil)

@@ -17,9 +17,9 @@ package struct ProxySettings: Sendable {
     /// The three limits a request head is parsed under.
     package var requestLimits: RequestLimits {
         RequestLimits(
-            maxRequestLine: self.proxy.maxRequestLine,
-            maxHeaderSize: self.proxy.maxHeaderSize,
-            maxHeaderCount: self.proxy.maxHeaderCount
+            maxRequestLine: self.proxy.limits.maxRequestLine,
+            maxHeaderSize: self.proxy.limits.maxHeaderSize,
+            maxHeaderCount: self.proxy.limits.maxHeaderCount
         )
     }
     /// The most bytes of request bodies kept for retries over all connections at once; beyond

@@ -34,8 +34,8 @@ enum RequestPolicy {
         // TRACE echoes the request, and with it the token bearerd adds (nginx refuses it too).
         // TRACK, and every other method llhttp does not know, the parser refuses already.
         if head.method == .TRACE { return .answer(.methodNotAllowed("TRACE")) }
-        if head.target.count > settings.proxy.maxRequestLine {
-            return .answer(.targetTooLong(limit: settings.proxy.maxRequestLine))
+        if head.target.count > settings.proxy.limits.maxRequestLine {
+            return .answer(.targetTooLong(limit: settings.proxy.limits.maxRequestLine))
         }
         guard head.bytes.getInteger(at: head.target.lowerBound, as: UInt8.self) == UInt8(ascii: "/") else {
             return .answer(Self.notOriginForm)
@@ -124,7 +124,7 @@ enum RequestPolicy {
         if let expect, !HeaderName.equals(expect, "100-continue") {
             return .expectationFailed(expect)
         }
-        if let limit = settings.proxy.maxRequestBody, let length = head.contentLength, length > limit {
+        if let limit = settings.proxy.limits.maxRequestBody, let length = head.contentLength, length > limit {
             return .bodyTooLarge(limit: limit)
         }
         if settings.proxy.clientAuthorization == .reject && authorization {

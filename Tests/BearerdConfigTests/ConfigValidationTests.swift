@@ -54,8 +54,8 @@ struct ConfigValidationTests {
         #expect(config.upstream.maxIdleConnections == 512)
         #expect(config.proxy.clientAuthorization == .replace)
         #expect(config.proxy.forwardedHeaders)
-        #expect(config.proxy.maxRequestBody == nil)
-        #expect(config.proxy.maxHeaderSize == 64 * 1024)
+        #expect(config.proxy.limits.maxRequestBody == nil)
+        #expect(config.proxy.limits.maxHeaderSize == 64 * 1024)
         #expect(config.log.level == .info)
         #expect(config.log.access)
         #expect(!config.log.accessQuery)
@@ -197,7 +197,7 @@ struct ConfigValidationTests {
             ]
         )
         #expect(config.log.level == .warning)
-        #expect(config.proxy.maxRequestBody == 10 << 20)
+        #expect(config.proxy.limits.maxRequestBody == 10 << 20)
     }
 
     @Test func aBadEnvironmentValueNamesTheVariable() {
