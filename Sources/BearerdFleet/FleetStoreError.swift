@@ -3,17 +3,35 @@ import PostgresNIO
 /// The fleet's store cannot be used; the message says what to do and never holds a token, a
 /// password or the database URL.
 package struct FleetStoreError: Error, Sendable, CustomStringConvertible {
-    package enum Code: Sendable, Equatable {
-        /// A `store.postgres.*` setting is wrong.
-        case config
+    /// Which failure it is, for code to compare (`error.code == .lockTimeout`). A struct over a
+    /// private enum, as swift-service-lifecycle's `ServiceGroupError.Code`.
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: Hashable, Sendable {
+            case config, wrongKey, damaged, unavailable, lockTimeout
+        }
+
+        private let kind: Kind
+
+        /// A `store.postgres.*` setting (or the store key) is wrong.
+        package static let config = Code(kind: .config)
         /// The row was sealed with another key or for another profile; nothing was changed.
-        case wrongKey
+        package static let wrongKey = Code(kind: .wrongKey)
         /// The row cannot be opened; nothing was changed.
-        case damaged
+        package static let damaged = Code(kind: .damaged)
         /// PostgreSQL did not answer, or refused.
-        case unavailable
+        package static let unavailable = Code(kind: .unavailable)
         /// Another host held the refresh lock for longer than `store.postgres.lock_timeout`.
-        case lockTimeout
+        package static let lockTimeout = Code(kind: .lockTimeout)
+
+        package var description: String {
+            switch self.kind {
+            case .config: "config"
+            case .wrongKey: "wrong_key"
+            case .damaged: "damaged"
+            case .unavailable: "unavailable"
+            case .lockTimeout: "lock_timeout"
+            }
+        }
     }
 
     package let code: Code
