@@ -1,4 +1,5 @@
 import BearerdAuth
+import Configuration
 import Foundation
 
 extension BearerdConfiguration.Auth {
@@ -33,36 +34,20 @@ extension BearerdConfiguration.Auth {
         /// (else discovered).
         package var deviceAuthorizationURL: String?
 
-        package init(
-            tokenURL: String?,
-            issuer: String?,
-            clientID: String,
-            clientSecretFile: String? = nil,
-            clientAuthentication: ClientAuthentication,
-            clientKeyFile: String? = nil,
-            clientKeyID: String? = nil,
-            clientAssertionAlgorithm: String? = nil,
-            clientAssertionAudience: String,
-            scopes: [String],
-            extraParameters: [Pair],
-            clientCredentials: Bool,
-            revocationURL: String?,
-            deviceAuthorizationURL: String?
-        ) {
-            self.tokenURL = tokenURL
-            self.issuer = issuer
-            self.clientID = clientID
-            self.clientSecretFile = clientSecretFile
-            self.clientAuthentication = clientAuthentication
-            self.clientKeyFile = clientKeyFile
-            self.clientKeyID = clientKeyID
-            self.clientAssertionAlgorithm = clientAssertionAlgorithm
-            self.clientAssertionAudience = clientAssertionAudience
-            self.scopes = scopes
-            self.extraParameters = extraParameters
-            self.clientCredentials = clientCredentials
-            self.revocationURL = revocationURL
-            self.deviceAuthorizationURL = deviceAuthorizationURL
+        /// A client built in code (tests, the fuzz target): `auth.token_url` or `auth.issuer`
+        /// and `auth.client_id` as given, every other key at its declared default, as a config
+        /// that writes only those would give. Set the other fields afterwards.
+        package init(tokenURL: String?, issuer: String?, clientID: String) {
+            var values: [AbsoluteConfigKey: ConfigValue] = [
+                ["auth", "client_id"]: ConfigValue(.string(clientID), isSecret: false)
+            ]
+            if let tokenURL { values[["auth", "token_url"]] = ConfigValue(.string(tokenURL), isSecret: false) }
+            if let issuer { values[["auth", "issuer"]] = ConfigValue(.string(issuer), isSecret: false) }
+            let reader = ConfigReader(provider: InMemoryProvider(name: "code", values: values))
+            var builder = ConfigBuilder(root: reader, reader: reader, environment: [:], baseDirectory: "/", issues: [])
+            // The caller's URLs are taken as given (a test's token server is plain http).
+            builder.allowInsecureHTTP = true
+            self = builder.section("auth") { Self(reading: &$0) }
         }
 
         /// Reads and checks the client's `auth.*` keys.
@@ -113,26 +98,24 @@ extension BearerdConfiguration.Auth {
                 )
             }
             let assertion = builder.clientAssertion(authentication: parsed, issuer: issuer)
-            self.init(
-                tokenURL: tokenURL,
-                issuer: issuer,
-                clientID: clientID ?? "",
-                clientSecretFile: secretFile,
-                clientAuthentication: authentication,
-                clientKeyFile: assertion.keyFile,
-                clientKeyID: assertion.keyID,
-                clientAssertionAlgorithm: assertion.algorithm,
-                clientAssertionAudience: assertion.audience,
-                scopes: builder.list(Keys.scopes),
-                extraParameters: builder.pairs(
-                    Keys.extraParams,
-                    separator: "=",
-                    example: "audience=https://api.example"
-                ),
-                clientCredentials: builder.bool(Keys.clientCredentials),
-                revocationURL: revocationURL,
-                deviceAuthorizationURL: deviceURL
+            self.tokenURL = tokenURL
+            self.issuer = issuer
+            self.clientID = clientID ?? ""
+            self.clientSecretFile = secretFile
+            self.clientAuthentication = authentication
+            self.clientKeyFile = assertion.keyFile
+            self.clientKeyID = assertion.keyID
+            self.clientAssertionAlgorithm = assertion.algorithm
+            self.clientAssertionAudience = assertion.audience
+            self.scopes = builder.list(Keys.scopes)
+            self.extraParameters = builder.pairs(
+                Keys.extraParams,
+                separator: "=",
+                example: "audience=https://api.example"
             )
+            self.clientCredentials = builder.bool(Keys.clientCredentials)
+            self.revocationURL = revocationURL
+            self.deviceAuthorizationURL = deviceURL
         }
     }
 }

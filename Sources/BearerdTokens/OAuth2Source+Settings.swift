@@ -58,19 +58,16 @@ extension OAuth2Source {
                 case .issuer: "issuer"
                 case .fixed(let value): value
                 }
+            var client = BearerdConfiguration.Auth.OAuth2(tokenURL: tokenURL, issuer: issuer, clientID: clientID)
+            client.clientAuthentication = clientAuthentication
+            client.clientAssertionAudience = audience
+            client.scopes = scopes
+            client.extraParameters = extraParameters.map { .init(name: $0.0, value: $0.1) }
+            client.clientCredentials = clientCredentials
+            client.revocationURL = revocationURL
+            client.deviceAuthorizationURL = deviceAuthorizationURL
             self.init(
-                client: BearerdConfiguration.Auth.OAuth2(
-                    tokenURL: tokenURL,
-                    issuer: issuer,
-                    clientID: clientID,
-                    clientAuthentication: clientAuthentication,
-                    clientAssertionAudience: audience,
-                    scopes: scopes,
-                    extraParameters: extraParameters.map { .init(name: $0.0, value: $0.1) },
-                    clientCredentials: clientCredentials,
-                    revocationURL: revocationURL,
-                    deviceAuthorizationURL: deviceAuthorizationURL
-                ),
+                client: client,
                 clientSecret: clientSecret,
                 allowInsecureHTTP: allowInsecureHTTP,
                 assertionSigner: assertionSigner,

@@ -86,6 +86,33 @@ struct ExampleConfigTests {
         #expect(documented.count == real.count && documented.count > 50)
     }
 
+    /// A client built in code (tests, the fuzz target) is the one a config writing only its
+    /// token URL and client id gives: its other fields come from the same descriptors.
+    @Test func aClientBuiltInCodeHasTheDeclaredDefaults() throws {
+        let loaded = try ConfigLoader(environment: [:]).load(
+            yaml: """
+                upstream:
+                  url: "https://api.example.com/v2"
+                auth:
+                  token_url: https://auth.example.com/oauth/token
+                  client_id: bearerd
+                """,
+            source: "minimal.yaml",
+            baseDirectory: "/"
+        )
+        guard case .oauth2(let configured) = loaded.auth.source else {
+            Issue.record("not an OAuth 2.0 client: \(loaded.auth.source)")
+            return
+        }
+        let built = BearerdConfiguration.Auth.OAuth2(
+            tokenURL: "https://auth.example.com/oauth/token",
+            issuer: nil,
+            clientID: "bearerd"
+        )
+        #expect(Self.fields(built) == Self.fields(configured))
+        #expect(Self.fields(built).count > 10)
+    }
+
     /// Every leaf of the configuration's value, by its path (`proxy.maxHeaderCount: 100`).
     static func fields(_ value: Any, path: String = "") -> [String: String] {
         let mirror = Mirror(reflecting: value)
