@@ -185,19 +185,19 @@ package final class PostgresSessionStore: SharedSessionStore {
     private func open(_ sealed: ByteBuffer) throws(FleetStoreError) -> StoredTokens {
         do throws(StoreError) {
             return try self.sealer.open(Array(buffer: sealed))
-        } catch where error.code == .wrongKey {
+        } catch  where error.code == .wrongKey {
             throw FleetStoreError(
                 code: .wrongKey,
                 description:
                     "\(self.sealer.wrongKey): every host of the fleet needs the same store.key_file; this host changes nothing"
             )
-        } catch where error.code == .otherProfile {
+        } catch  where error.code == .otherProfile {
             throw FleetStoreError(
                 code: .wrongKey,
                 description:
                     "the fleet's row \"\(self.profile)\" holds tokens sealed for the profile \"\(error.detail ?? "")\"; this host changes nothing"
             )
-        } catch where error.code == .corrupted {
+        } catch  where error.code == .corrupted {
             throw FleetStoreError(
                 code: .damaged,
                 description:

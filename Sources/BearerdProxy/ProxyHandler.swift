@@ -277,7 +277,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
         exchange.phase = .waitingForToken
-        let giveUp = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(self.settings.proxy.limits.tokenWait)) {
+        let giveUp = context.eventLoop.assumeIsolated().scheduleTask(
+            in: TimeAmount(self.settings.proxy.limits.tokenWait)
+        ) {
             guard self.isCurrent(exchange), exchange.phase == .waitingForToken else { return }
             var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.limits.tokenWait))
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1

@@ -217,7 +217,10 @@ package final class ProxyListeners: Sendable {
             return (removed, old)
         }
         old.retire()
-        self.limiter.setLimit(settings.proxy.limits.maxConnections, refuse: settings.proxy.limits.refuseAtConnectionLimit)
+        self.limiter.setLimit(
+            settings.proxy.limits.maxConnections,
+            refuse: settings.proxy.limits.refuseAtConnectionLimit
+        )
         for listener in removed {
             if let path = listener.unixPath { UnixSocketFile.remove(path) }
             listener.quiescer.initiateShutdown(promise: nil)
