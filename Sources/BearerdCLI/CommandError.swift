@@ -33,6 +33,9 @@ struct CommandError: Error, CustomStringConvertible {
     let keys: [String]
     /// Every problem, for a person.
     let message: String
+    /// The error this one reports, when it wraps one, for code to inspect; its text is never
+    /// shown beyond ``message``.
+    let underlying: (any Error)?
 
     var description: String { self.message }
 
@@ -49,14 +52,15 @@ struct CommandError: Error, CustomStringConvertible {
         self.init(code: .config, keys: keys, message: message)
     }
 
-    /// A failure no single key is at fault for.
-    init(_ message: String, code: Code = .failed) {
-        self.init(code: code, keys: [], message: message)
+    /// A failure no single key is at fault for; `underlying`: the error it reports.
+    init(_ message: String, code: Code = .failed, underlying: (any Error)? = nil) {
+        self.init(code: code, keys: [], message: message, underlying: underlying)
     }
 
-    private init(code: Code, keys: [String], message: String) {
+    private init(code: Code, keys: [String], message: String, underlying: (any Error)? = nil) {
         self.code = code
         self.keys = keys
         self.message = message
+        self.underlying = underlying
     }
 }

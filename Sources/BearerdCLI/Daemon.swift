@@ -134,7 +134,7 @@ struct Daemon {
         try? await self.group.shutdownGracefully()
         if case .failure(let error) = outcome {
             self.logger.critical("bearerd stopped on an error", metadata: ["error": "\(error)"])
-            throw CommandError("bearerd stopped on an error: \(error)")
+            throw CommandError("bearerd stopped on an error: \(error)", underlying: error)
         }
     }
 }

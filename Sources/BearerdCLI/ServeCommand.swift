@@ -56,7 +56,7 @@ struct ServeCommand: AsyncParsableCommand {
                 logger: logger
             )
         } catch {
-            let failure = error as? CommandError ?? CommandError("\(error)", code: .config)
+            let failure = error as? CommandError ?? CommandError("\(error)", code: .config, underlying: error)
             StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(failure.exitCode)
         }

@@ -59,7 +59,7 @@ enum SessionAccess {
         } catch let failure as CommandError {
             throw failure
         } catch {
-            throw CommandError("\(error)", code: .config)
+            throw CommandError("\(error)", code: .config, underlying: error)
         }
         let pool = await engine.startInProcess(logger: logger)
         return InProcessAdminChannel(api: AdminAPI(backend: engine.backend, logger: logger)) {

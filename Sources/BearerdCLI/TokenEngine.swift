@@ -33,7 +33,7 @@ enum TokenEngine {
                         logger: logger
                     )
                 } catch {
-                    throw CommandError("\(error)", code: .config)
+                    throw CommandError("\(error)", code: .config, underlying: error)
                 }
             }
             // The fleet's row is the store; the file store is not opened (nor locked) then.
@@ -42,9 +42,13 @@ enum TokenEngine {
             do {
                 client = try transport.make(logger: logger)
             } catch let error as ProxyError {
-                throw CommandError("cannot set up the token client: \(error)", code: .config)
+                throw CommandError("cannot set up the token client: \(error)", code: .config, underlying: error)
             } catch {
-                throw CommandError("cannot set up the token client (auth.ca_file): \(error)", code: .config)
+                throw CommandError(
+                    "cannot set up the token client (auth.ca_file): \(error)",
+                    code: .config,
+                    underlying: error
+                )
             }
             let manager = TokenManager(
                 source: source,

@@ -15,7 +15,7 @@ extension TokenEngineError {
         let target =
             url.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: true).dropFirst().first
             .map(String.init) ?? url
-        return .transport(Self.describe(error, target: target))
+        return .transport(Self.describe(error, target: target), underlying: error)
     }
 
     /// No complete answer within `timeout`.

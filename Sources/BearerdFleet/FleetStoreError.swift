@@ -36,6 +36,15 @@ package struct FleetStoreError: Error, Sendable, CustomStringConvertible {
 
     package let code: Code
     package let description: String
+    /// The error this one reports (PostgreSQL's, the store key's), for code to inspect; its
+    /// text is never shown beyond ``description``.
+    package let underlying: (any Error)?
+
+    init(code: Code, description: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.description = description
+        self.underlying = underlying
+    }
 
     static func config(_ key: String, _ message: String) -> Self {
         Self(code: .config, description: "\(key): \(message)")
@@ -44,7 +53,7 @@ package struct FleetStoreError: Error, Sendable, CustomStringConvertible {
     /// What PostgreSQL (or the way to it) said, without the query's parameters.
     static func unavailable(_ error: any Error) -> Self {
         if let error = error as? FleetStoreError { return error }
-        return Self(code: .unavailable, description: "PostgreSQL: \(Self.describe(error))")
+        return Self(code: .unavailable, description: "PostgreSQL: \(Self.describe(error))", underlying: error)
     }
 
     static func describe(_ error: any Error) -> String {

@@ -48,7 +48,7 @@ package final class PostgresSessionStore: SharedSessionStore {
                 place: "the fleet's row \"\(profile)\" in the PostgreSQL table \(settings.table)"
             )
         } catch {
-            throw FleetStoreError(code: .config, description: "store.key_file: \(error)")
+            throw FleetStoreError(code: .config, description: "store.key_file: \(error)", underlying: error)
         }
         let base = logger.handler
         self.client = PostgresClient(
@@ -204,7 +204,7 @@ package final class PostgresSessionStore: SharedSessionStore {
                     "the fleet's row \"\(self.profile)\" in \(self.table) is damaged (\(error.detail ?? "unreadable")); nothing was changed: delete the row (DELETE FROM \(self.table) WHERE profile = '\(self.profile)') and log in again"
             )
         } catch {
-            throw FleetStoreError(code: .config, description: "store.key_file: \(error)")
+            throw FleetStoreError(code: .config, description: "store.key_file: \(error)", underlying: error)
         }
     }
 

@@ -43,7 +43,10 @@ package final class JWTClientAssertionSigner: ClientAssertionSigner {
         do {
             return Secret(try await self.keys.sign(claims, kid: self.kid, header: header))
         } catch {
-            throw TokenEngineError.source("cannot sign the client assertion with auth.client_key_file (\(error))")
+            throw TokenEngineError.source(
+                "cannot sign the client assertion with auth.client_key_file (\(error))",
+                underlying: error
+            )
         }
     }
 }

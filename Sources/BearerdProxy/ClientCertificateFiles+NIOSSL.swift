@@ -20,7 +20,8 @@ extension ClientCertificateFiles {
             throw error
         } catch {
             throw ProxyError.setup(
-                "\(self.certificateKey): \(self.certificateFile) holds no PEM certificate bearerd can read"
+                "\(self.certificateKey): \(self.certificateFile) holds no PEM certificate bearerd can read",
+                underlying: error
             )
         }
         guard !chain.isEmpty else {
@@ -33,7 +34,8 @@ extension ClientCertificateFiles {
             throw error
         } catch {
             throw ProxyError.setup(
-                "\(self.keyKey): \(self.keyFile) holds no unencrypted PEM private key bearerd can read"
+                "\(self.keyKey): \(self.keyFile) holds no unencrypted PEM private key bearerd can read",
+                underlying: error
             )
         }
         tls.certificateChain = chain.map { .certificate($0) }
@@ -43,7 +45,8 @@ extension ClientCertificateFiles {
             _ = try NIOSSLContext(configuration: tls)
         } catch {
             throw ProxyError.setup(
-                "\(self.keyKey): \(self.keyFile) is not the private key of the certificate in \(self.certificateFile) (\(error))"
+                "\(self.keyKey): \(self.keyFile) is not the private key of the certificate in \(self.certificateFile) (\(error))",
+                underlying: error
             )
         }
     }
@@ -53,7 +56,7 @@ extension ClientCertificateFiles {
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: path, limit: Self.fileLimit)
         } catch {
-            throw ProxyError.setup("\(key): cannot read \(path): \(error)")
+            throw ProxyError.setup("\(key): cannot read \(path): \(error)", underlying: error)
         }
         guard let contents else { throw ProxyError.setup("\(key): \(path) does not exist") }
         return contents.bytes

@@ -13,7 +13,7 @@ struct ClientKey: Sendable, CustomStringConvertible {
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: file, limit: 64 << 10)
         } catch {
-            throw ProxyError.setup("proxy.client_key_file: \(error)")
+            throw ProxyError.setup("proxy.client_key_file: \(error)", underlying: error)
         }
         guard let contents else {
             throw ProxyError.setup(

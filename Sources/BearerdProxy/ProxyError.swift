@@ -56,10 +56,19 @@ package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// For a syntax fault, what the message has that it must not ("a tab around a framing
     /// value"); for ``Code/setup``, the whole message, from the config key at fault; else empty.
     package let what: String
+    /// The error this one reports, when it wraps one (NIOSSL's, a file's), for code to
+    /// inspect; its text is never shown beyond ``what``.
+    package let underlying: (any Error)?
 
-    private init(_ code: Code, _ what: String = "") {
+    private init(_ code: Code, _ what: String = "", underlying: (any Error)? = nil) {
         self.code = code
         self.what = what
+        self.underlying = underlying
+    }
+
+    /// Two errors are the same when their code and text are; the cause is not compared.
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.code == rhs.code && lhs.what == rhs.what
     }
 
     package var description: String {
@@ -78,7 +87,9 @@ package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The proxy cannot start: `message` starts with the config key at fault when there is one
     /// (`upstream.ca_file: …`) and says what to change.
-    package static func setup(_ message: String) -> Self { Self(.setup, message) }
+    package static func setup(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(.setup, message, underlying: underlying)
+    }
     /// A client's request with `what`, which RFC 9112 does not allow.
     static func badRequest(_ what: String) -> Self { Self(.badRequest, what) }
     /// A request body in a transfer coding other than chunked.

@@ -71,7 +71,7 @@ package final class UpstreamTLS: Sendable {
         do {
             return try NIOSSLContext(configuration: tls)
         } catch {
-            throw ProxyError.setup("cannot set up TLS for the upstream: \(error)")
+            throw ProxyError.setup("cannot set up TLS for the upstream: \(error)", underlying: error)
         }
     }
 }

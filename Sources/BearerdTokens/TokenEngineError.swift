@@ -43,17 +43,37 @@ package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvert
     package let code: Code
     /// What happened and what to do next, fit for a user.
     package let message: String
+    /// The error this one reports, when it wraps one (a transport's connection error, a
+    /// signer's failure), for code to inspect; its text is never shown beyond `message`.
+    package let underlying: (any Error)?
 
     package var description: String { self.message }
 
+    init(code: Code, message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    /// Two errors are the same when their code and message are; the cause is not compared.
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message
+    }
+
     /// A login or logout that did not happen.
-    package static func login(_ message: String) -> Self { Self(code: .login, message: message) }
+    package static func login(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(code: .login, message: message, underlying: underlying)
+    }
     /// A token source that cannot build its request.
-    package static func source(_ message: String) -> Self { Self(code: .source, message: message) }
+    package static func source(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(code: .source, message: message, underlying: underlying)
+    }
     /// A token server that could not be reached at all.
     package static func unreachable(_ message: String) -> Self { Self(code: .unreachable, message: message) }
     /// A token request that got no HTTP answer, said in words.
-    package static func transport(_ message: String) -> Self { Self(code: .transport, message: message) }
+    package static func transport(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(code: .transport, message: message, underlying: underlying)
+    }
     /// A token endpoint's 2xx body that does not hold what it should.
     package static func body(_ message: String) -> Self { Self(code: .body, message: message) }
     /// An access token that must not be used: names what failed (a claim, a key id, the

@@ -56,7 +56,7 @@ extension TokenManager {
             }
             authorization = try DeviceAuthorization.parse(response.body)
         } catch {
-            throw TokenEngineError.login("cannot start a device login: \(error)")
+            throw TokenEngineError.login("cannot start a device login: \(error)", underlying: error)
         }
         await prompt(authorization.prompt)
         let deadline = self.clock.now.addingTimeInterval(TimeInterval(authorization.prompt.expiresIn))

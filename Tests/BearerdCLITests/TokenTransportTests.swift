@@ -48,6 +48,10 @@ struct TokenTransportTests {
         #expect(elapsed < .seconds(15), "took \(elapsed)")
         // Said in words: NIO's own text was "connection reset (error set): Connection refused".
         #expect("\(error.map { "\($0)" } ?? "")" == "connection refused by 127.0.0.1:\(port): nothing listens there")
+        // For code: a transport error, with NIO's own error as its cause.
+        let engineError = error as? TokenEngineError
+        #expect(engineError?.code == .transport)
+        #expect(engineError?.underlying != nil && !(engineError?.underlying is TokenEngineError))
         try await transport.shutdown()
     }
 

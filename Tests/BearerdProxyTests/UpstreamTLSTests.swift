@@ -63,6 +63,26 @@ struct UpstreamTLSTests {
         #expect(logs.entries.contains { $0.message.description.contains("present the new one") })
     }
 
+    /// A certificate file that is not PEM is refused with the key at fault, for a person, and
+    /// NIOSSL's own error as the cause, for code.
+    @Test func anUnreadableCertificateNamesItsKeyAndKeepsTheCause() throws {
+        let directory = try TemporaryDirectory()
+        let files = ClientCertificateFiles(
+            certificateFile: try directory.write("not a certificate\n", to: "client.pem"),
+            keyFile: try directory.write("not a key\n", to: "client.key"),
+            certificateKey: "upstream.client_cert_file",
+            keyKey: "upstream.client_key_file"
+        )
+        var tls = TLSConfiguration.makeClientConfiguration()
+        #expect {
+            try files.apply(to: &tls)
+        } throws: { error in
+            guard let error = error as? ProxyError else { return false }
+            return error.code == .setup && error.what.hasPrefix("upstream.client_cert_file: ")
+                && error.underlying is NIOSSLError
+        }
+    }
+
     /// Replaces `path` through a rename, as a renewal tool does.
     static func put(_ source: String, _ path: String) throws {
         try? FileManager.default.removeItem(atPath: path + ".new")
