@@ -59,7 +59,7 @@ package struct ConfigLoader: Sendable {
         do {
             root = try Yams.compose(yaml: yaml, .basic)
         } catch {
-            throw ConfigError(key: source, message: "not valid YAML: \(error)")
+            throw ConfigError(key: source, message: "not valid YAML: \(Self.yamlProblem(error))")
         }
         var issues: [ConfigIssue] = []
         var values: [AbsoluteConfigKey: ConfigValue] = [:]

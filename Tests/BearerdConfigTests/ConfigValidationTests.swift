@@ -243,4 +243,19 @@ struct ConfigValidationTests {
         let found = self.issues("upstream: [unclosed\n  url: x")
         #expect(found.first?.message.hasPrefix("not valid YAML") == true)
     }
+
+    /// A YAML syntax error says where, never what the line holds: that line may carry a
+    /// secret (Yams's own description quotes it).
+    @Test(arguments: [
+        "proxy:\n  add_headers: [\"X-Api-Key: sk-live-0123456789\n",
+        "auth:\n  extra_params:\n    - \"audience=sk-live-0123456789\n",
+        "proxy:\n  add_headers:\n  - X-Api-Key: sk-live-0123456789\n   bad: [\n",
+        "upstream:\n  url: http://127.0.0.1:9\nupstream: sk-live-0123456789\n",
+    ])
+    func aYAMLErrorNamesTheLineNeverItsText(yaml: String) {
+        let found = self.issues(yaml)
+        let message = found.first?.message ?? ""
+        #expect(message.hasPrefix("not valid YAML: line "), "\(message)")
+        #expect(!found.contains { $0.description.contains("sk-live") }, "\(found)")
+    }
 }
