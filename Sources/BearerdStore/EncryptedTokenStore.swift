@@ -69,13 +69,7 @@ package final class EncryptedTokenStore: TokenStore {
         case .wrongKey:
             return .wrongKey(self.path)
         case .otherProfile:
-            return StoreError(
-                code: .otherProfile,
-                description:
-                    "store.profile: the token store \(self.path) belongs to the profile \"\(error.detail ?? "")\", not \"\(self.profile)\": set store.profile to it, or store.path to another file",
-                path: self.path,
-                detail: error.detail
-            )
+            return .otherProfile(self.path, found: error.detail ?? "", configured: self.profile)
         default:
             return error
         }

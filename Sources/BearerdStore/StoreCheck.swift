@@ -53,9 +53,7 @@ package enum StoreCheck {
         } catch  where error.code == .wrongKey {
             findings.errors.append("\(Self.keyName(key)): \(StoreError.wrongKey(path))")
         } catch  where error.code == .otherProfile {
-            findings.errors.append(
-                "store.profile: the token store \(path) belongs to the profile \"\(error.detail ?? "")\", not \"\(profile)\""
-            )
+            findings.errors.append("\(StoreError.otherProfile(path, found: error.detail ?? "", configured: profile))")
         } catch  where error.code == .corrupted {
             findings.notes.append(
                 "store.path: \(path) is damaged (\(error.detail ?? "unreadable")); serve will move it aside and start logged out"

@@ -83,6 +83,17 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
         )
     }
 
+    /// The store file at `path` holds tokens sealed for the profile `found`, not `configured`.
+    static func otherProfile(_ path: String, found: String, configured: String) -> Self {
+        Self(
+            code: .otherProfile,
+            description:
+                "store.profile: the token store \(path) belongs to the profile \"\(found)\", not \"\(configured)\": set store.profile to it, or store.path to another file",
+            path: path,
+            detail: found
+        )
+    }
+
     static func corrupted(_ path: String, why: String, movedTo: String?) -> Self {
         let moved = movedTo.map { "; it was moved aside to \($0)" } ?? ""
         return Self(
