@@ -6,29 +6,14 @@ import NIOHTTP1
 
 /// One request/response pair passing through a client connection.
 final class Exchange {
-    /// Where the exchange is on its way upstream. Request parts that come before it is
-    /// attached are buffered (at most one read's worth: reads stop until then).
-    enum Phase {
-        /// Waiting for the token provider, at most `proxy.token_wait`.
-        case waitingForToken
-        /// The upstream head is written; waiting for a pooled or a new upstream connection.
-        case connecting
-        /// Attached to an upstream connection; parts flow both ways.
-        case forwarding
-        /// Done; nothing more may happen to it.
-        case finished
-    }
-
     let request: RequestHead
     /// The request target as checked and forwarded (set once the request passed the checks).
     var target: CanonicalTarget?
     let startedAt: NIODeadline
-    var phase: Phase = .connecting
-    /// Request parts received before the upstream connection was attached (at most one read's worth,
-    /// because reads stop until then).
-    var buffered: [RequestParser.Part] = []
-    var requestEnded = false
-    var requestBodyBytes = 0
+    /// Where the request is on its way upstream, and the parts held until it is attached.
+    var course = ExchangeCourse()
+    var requestEnded: Bool { self.course.requestEnded }
+    var requestBodyBytes: Int { self.course.requestBodyBytes }
     var responseBodyBytes = 0
     /// The request head for the upstream, serialised (kept for a replay on a fresh connection).
     var upstreamHead: ByteBuffer?

@@ -66,7 +66,7 @@ extension ProxyHandler {
 
     /// Does what the exchange's deadlines say is due.
     private func exchangeTimerFired(_ exchange: Exchange, now: NIODeadline) {
-        guard exchange.phase != .finished else { return }
+        guard exchange.course.isLive else { return }
         let snapshot = ExchangeDeadlines.Snapshot(
             requestBodyBytes: exchange.requestBodyBytes,
             requestEnded: exchange.requestEnded,

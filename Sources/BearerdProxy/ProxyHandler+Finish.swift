@@ -8,7 +8,7 @@ import NIOPosix
 extension ProxyHandler {
     /// The upstream's response ended: pool the connection if it can carry another request.
     func finish(_ exchange: Exchange) {
-        exchange.phase = .finished
+        exchange.course.finished()
         if let connection = exchange.upstream {
             exchange.upstream = nil
             self.pool.release(connection, reusable: exchange.requestEnded && exchange.upstreamKeepAlive)
@@ -25,7 +25,7 @@ extension ProxyHandler {
             self.abandon(exchange, outcome: failure.error)
             return
         }
-        exchange.phase = .finished
+        exchange.course.finished()
         if !exchange.requestEnded && exchange.requestHasBody { exchange.closeClientAfter = true }
         // Nothing is parsed after an upgrade request: nothing else can come on this connection.
         if exchange.request.isUpgrade { exchange.closeClientAfter = true }
@@ -76,7 +76,7 @@ extension ProxyHandler {
     /// The exchange cannot end cleanly (client gone, or upstream gone after the response head
     /// was sent): drop both connections.
     func abandon(_ exchange: Exchange, outcome: String) {
-        exchange.phase = .finished
+        exchange.course.finished()
         exchange.closeUpstream()
         self.logAccess(exchange, outcome: outcome)
         self.closeClient()
@@ -104,7 +104,7 @@ extension ProxyHandler {
     // MARK: Client connection events
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
+        if case .exchanging(let exchange) = self.state, exchange.course.isLive {
             self.abandon(exchange, outcome: "client_closed")
         }
         self.machine.closed()
@@ -116,7 +116,7 @@ extension ProxyHandler {
         // What a lingering client still sends is dropped, parseable or not.
         if case .lingering = self.state { return }
         self.logger.debug("client connection error", metadata: ["error": "\(error)"])
-        if case .exchanging(let exchange) = self.state, exchange.phase != .finished {
+        if case .exchanging(let exchange) = self.state, exchange.course.isLive {
             self.abandon(exchange, outcome: "client_error")
         } else {
             self.closeClient()

@@ -126,7 +126,7 @@ extension ProxyHandler {
             exchange.responseStatus = nil
             let body = exchange.retryBody
             exchange.dropRetryBody()
-            exchange.buffered = (body.map { [.body($0)] } ?? []) + [.end]
+            exchange.course.resend(body: body)
             self.prepare(exchange, token: token)
             self.logger.debug(
                 held.forNonce

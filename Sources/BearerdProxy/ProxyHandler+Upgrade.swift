@@ -20,7 +20,7 @@ extension ProxyHandler {
     /// upstream, and this handler leaves the pipeline.
     func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
         guard case .exchanging(let exchange) = self.state else { return }
-        guard exchange.phase == .forwarding, exchange.upgrade != nil, let connection = exchange.upstream,
+        guard exchange.course.isForwarding, exchange.upgrade != nil, let connection = exchange.upstream,
             let context
         else {
             // The parser takes a 101 only when the lease asked for one: never trust it anyway
@@ -29,7 +29,7 @@ extension ProxyHandler {
             return
         }
         exchange.upstream = nil
-        exchange.phase = .finished
+        exchange.course.finished()
         exchange.dropRetryBody()
         exchange.deadlines.stopWaitingForResponseHead()
         exchange.responseStatus = .switchingProtocols

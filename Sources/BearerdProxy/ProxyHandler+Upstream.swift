@@ -8,7 +8,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
     var clientIsWritable: Bool { self.context?.channel.isWritable ?? false }
 
     func upstreamReceived(_ part: ResponseParser.Part) {
-        guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, let context else { return }
+        guard case .exchanging(let exchange) = self.state, exchange.course.isForwarding, let context else { return }
         switch part {
         case .head(let head):
             exchange.deadlines.stopWaitingForResponseHead()
@@ -103,7 +103,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func upstreamFailed(_ error: any Error) {
-        guard case .exchanging(let exchange) = self.state, exchange.phase == .forwarding else { return }
+        guard case .exchanging(let exchange) = self.state, exchange.course.isForwarding else { return }
         exchange.held = nil
         let connection = exchange.closeUpstream()
         let failure = UpstreamFailure(
@@ -126,7 +126,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
         case .replay(let reprove):
             // A pooled connection the upstream had already closed: the request goes once more.
             exchange.retried = true
-            exchange.phase = .connecting
+            exchange.course.resend(body: nil)
             if reprove {
                 self.prepare(exchange, token: exchange.token, fresh: true)
             } else {

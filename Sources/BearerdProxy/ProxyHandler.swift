@@ -147,7 +147,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func refuse(_ error: ProxyError) {
         let failure = error.failure(limits: self.parser.limits)
         switch self.state {
-        case .exchanging(let exchange) where exchange.phase != .finished:
+        case .exchanging(let exchange) where exchange.course.isLive:
             exchange.closeClientAfter = true
             self.fail(exchange, failure)
         case .idle, .discarding:
@@ -163,23 +163,11 @@ final class ProxyHandler: ChannelDuplexHandler {
             guard let context else { return }
             self.begin(head, context: context)
         case (.exchanging(let exchange), .body(let buffer)):
-            exchange.requestBodyBytes += buffer.readableBytes
+            let action = exchange.course.bodyArrived(buffer, maxBody: self.settings.proxy.limits.maxRequestBody)
             exchange.keepForRetry(buffer, limit: self.settings.proxy.retryBodyLimit)
-            if let limit = self.settings.proxy.limits.maxRequestBody, exchange.requestBodyBytes > limit {
-                self.fail(exchange, .bodyTooLarge(limit: limit))
-            } else if exchange.phase == .forwarding, let upstream = exchange.upstream {
-                self.sendBody(buffer, of: exchange, to: upstream)
-            } else {
-                exchange.buffered.append(part)
-            }
+            self.perform(action, for: exchange)
         case (.exchanging(let exchange), .end):
-            exchange.requestEnded = true
-            if exchange.phase == .forwarding, let upstream = exchange.upstream {
-                self.sendEnd(of: exchange, to: upstream)
-                self.startResponseTimeout(exchange)
-            } else {
-                exchange.buffered.append(part)
-            }
+            self.perform(exchange.course.endArrived(), for: exchange)
         case (.discarding, .end):
             self.machine.discardedRequestEnded()
         case (.discarding, _), (.lingering, _), (.closed, _):
@@ -190,11 +178,28 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
     }
 
+    /// Does what the exchange's course says of a request part.
+    private func perform(_ action: ExchangeCourse.PartAction, for exchange: Exchange) {
+        switch action {
+        case .forwardBody(let buffer):
+            guard let upstream = exchange.upstream else { return self.closeClient() }
+            self.sendBody(buffer, of: exchange, to: upstream)
+        case .forwardEnd:
+            guard let upstream = exchange.upstream else { return self.closeClient() }
+            self.sendEnd(of: exchange, to: upstream)
+            self.startResponseTimeout(exchange)
+        case .refuseBody(let limit):
+            self.fail(exchange, .bodyTooLarge(limit: limit))
+        case .hold, .drop:
+            break
+        }
+    }
+
     /// Starts the pipelined requests that waited for the previous exchange to end.
     func servePipelined() {
         self.parseInbound()
         // These parts were read before; no `channelReadComplete` will follow to flush them.
-        if !self.inRead, case .exchanging(let exchange) = self.state, exchange.phase == .forwarding {
+        if !self.inRead, case .exchanging(let exchange) = self.state, exchange.course.isForwarding {
             exchange.upstream?.flush()
         }
         self.resumeClientReads()
@@ -203,8 +208,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         self.inRead = false
         self.readEnded()
-        if case .exchanging(let exchange) = self.state, exchange.phase == .forwarding, let upstream = exchange.upstream
-        {
+        if case .exchanging(let exchange) = self.state, exchange.course.isForwarding, let upstream = exchange.upstream {
             self.pool.flushAtEndOfTurn(upstream)
         }
         context.fireChannelReadComplete()
@@ -216,12 +220,12 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.readPending = true
             return
         }
-        if case .exchanging(let exchange) = self.state, !exchange.requestEnded {
-            guard exchange.phase == .forwarding, let upstream = exchange.upstream, upstream.isWritable else {
-                self.readPending = true
-                exchange.deadlines.readsWereHeld()
-                return
-            }
+        if case .exchanging(let exchange) = self.state,
+            !exchange.course.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false)
+        {
+            self.readPending = true
+            exchange.deadlines.readsWereHeld()
+            return
         }
         context.read()
     }
@@ -276,11 +280,11 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// the time of the provider's next real attempt, while the refresh goes on for the others.
     private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
-        exchange.phase = .waitingForToken
+        exchange.course.waitForToken()
         let giveUp = context.eventLoop.assumeIsolated().scheduleTask(
             in: TimeAmount(self.settings.proxy.limits.tokenWait)
         ) {
-            guard self.isCurrent(exchange), exchange.phase == .waitingForToken else { return }
+            guard self.isCurrent(exchange), exchange.course.tokenWaitExpired() else { return }
             var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.limits.tokenWait))
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
@@ -299,8 +303,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     /// Writes the upstream head and connects; `fresh`: not on a pooled connection.
     func prepare(_ exchange: Exchange, token: BearerToken?, fresh: Bool = false) {
-        guard self.context != nil, let target = exchange.target else { return }
-        exchange.phase = .connecting
+        guard self.context != nil, let target = exchange.target, exchange.course.connecting() else { return }
         exchange.token = token
         var head = self.upstreamHeads.take(capacity: 512)
         let (framing, upgrade) = HeaderRewriter.upstreamRequest(
@@ -341,28 +344,27 @@ final class ProxyHandler: ChannelDuplexHandler {
         guard let head = exchange.upstreamHead, let context else { return }
         connection.lease(to: self, method: exchange.request.method, upgrade: exchange.upgrade != nil)
         exchange.upstream = connection
-        exchange.phase = .forwarding
         exchange.attachedAtStart = self.beginning
         exchange.upstreamStartedAt = self.now
-        if !exchange.requestEnded && exchange.requestBodyBytes == 0 && exchange.expectsContinue {
+        let attachment = exchange.course.attached(expectsContinue: exchange.expectsContinue)
+        if attachment.sendContinue {
             context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
         }
         connection.write(head)
-        for part in exchange.buffered {
+        for part in attachment.parts {
             switch part {
             case .body(let buffer): self.sendBody(buffer, of: exchange, to: connection)
             case .end: self.sendEnd(of: exchange, to: connection)
             case .head: break
             }
         }
-        exchange.buffered.removeAll()
         if !self.inRead { connection.flush() }
-        if exchange.requestEnded { self.startResponseTimeout(exchange) }
+        if attachment.requestComplete { self.startResponseTimeout(exchange) }
         if connection.isWritable { self.resumeClientReads() }
     }
 
     func isCurrent(_ exchange: Exchange) -> Bool {
-        if case .exchanging(let current) = self.state { return current === exchange && exchange.phase != .finished }
+        if case .exchanging(let current) = self.state { return current === exchange && exchange.course.isLive }
         return false
     }
 }
