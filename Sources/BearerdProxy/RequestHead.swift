@@ -64,11 +64,23 @@ package struct RequestHead {
 
     /// Parses a complete head: the request line, the fields and the empty line, CRLF each.
     static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(ProxyError) -> RequestHead {
+        var fields: [HeadField] = []
+        return try Self.parse(bytes, limits: limits, fields: &fields)
+    }
+
+    /// Parses a complete head into `fields`, an empty array (``FieldStorage``), which the head
+    /// then holds: `fields` is left empty, so the array has one owner and no copy is made.
+    static func parse(
+        _ bytes: ByteBuffer,
+        limits: RequestLimits,
+        fields: inout [HeadField]
+    ) throws(ProxyError) -> RequestHead {
         try bytes.withUnsafeReadableBytes { raw throws(ProxyError) in
             var lines = HeadLines(raw, from: .client)
             guard let requestLine = try lines.next() else { throw .badRequest("an empty request line") }
             var head = try Self.parseRequestLine(raw, requestLine, bytes: bytes)
-            // One allocation for the usual request, not one per doubling.
+            swap(&head.fields, &fields)
+            // One allocation for the usual request, not one per doubling (none when reused).
             head.fields.reserveCapacity(16)
             var connection = ConnectionOptions()
             // The name and value bytes of every field, held to `proxy.max_header_size`.

@@ -51,6 +51,8 @@ package struct RequestParser {
     let limits: RequestLimits
     private var state = State.head(scanned: 0, lineEnded: false)
     private var lastOnConnection = false
+    /// The fields array of the last head, parsed into again once that head is gone.
+    private var fieldStorage = FieldStorage()
 
     package init(limits: RequestLimits) {
         self.limits = limits
@@ -89,7 +91,9 @@ package struct RequestParser {
                     self.state = .head(scanned: buffer.readableBytes, lineEnded: ended)
                     return nil
                 }
-                let head = try RequestHead.parse(buffer.readSlice(length: end)!, limits: self.limits)
+                var fields = self.fieldStorage.take()
+                let head = try RequestHead.parse(buffer.readSlice(length: end)!, limits: self.limits, fields: &fields)
+                self.fieldStorage.keep(head.fields)
                 // After an upgrade, or a request that closes the connection, nothing more is
                 // HTTP (llhttp refuses data after `Connection: close`, too).
                 self.lastOnConnection = head.isUpgrade || !head.keepAlive

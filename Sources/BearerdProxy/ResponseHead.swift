@@ -22,11 +22,19 @@ package struct ResponseHead {
 
     /// Parses a complete head (status line, fields, empty line).
     static func parse(_ bytes: ByteBuffer) throws(ProxyError) -> ResponseHead {
+        var fields: [HeadField] = []
+        return try Self.parse(bytes, fields: &fields)
+    }
+
+    /// Parses a complete head into `fields`, an empty array (``FieldStorage``), which the head
+    /// then holds: `fields` is left empty, so the array has one owner and no copy is made.
+    static func parse(_ bytes: ByteBuffer, fields: inout [HeadField]) throws(ProxyError) -> ResponseHead {
         try bytes.withUnsafeReadableBytes { raw throws(ProxyError) in
             var lines = HeadLines(raw, from: .upstream)
             guard let statusLine = try lines.next() else { throw .badResponse("an empty status line") }
             var head = try Self.parseStatusLine(raw, statusLine, bytes: bytes)
-            // One allocation for the usual response, not one per doubling.
+            swap(&head.fields, &fields)
+            // One allocation for the usual response, not one per doubling (none when reused).
             head.fields.reserveCapacity(16)
             var connection = ConnectionOptions()
             var sawTransferEncoding = false

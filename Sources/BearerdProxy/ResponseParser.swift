@@ -30,6 +30,8 @@ package struct ResponseParser {
     static let maxHeadSize = 256 * 1024
 
     private var state = State.idle
+    /// The fields array of the last head, parsed into again once that head is gone.
+    private var fieldStorage = FieldStorage()
 
     package init() {}
 
@@ -62,7 +64,9 @@ package struct ResponseParser {
                     return nil
                 }
                 guard end <= Self.maxHeadSize else { throw .badResponse("a head over 256 KiB") }
-                var head = try ResponseHead.parse(buffer.readSlice(length: end)!)
+                var fields = self.fieldStorage.take()
+                var head = try ResponseHead.parse(buffer.readSlice(length: end)!, fields: &fields)
+                self.fieldStorage.keep(head.fields)
                 if head.status == 101 {
                     guard upgrade else { throw .badResponse("101 Switching Protocols, which nobody asked for") }
                     // The connection now speaks another protocol: nothing more to parse.
