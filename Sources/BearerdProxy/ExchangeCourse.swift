@@ -123,8 +123,8 @@ struct ExchangeCourse {
 
     /// Whether the client's next read may come now. While the request is still arriving, only
     /// a connection that is attached and can take more: otherwise reads wait (backpressure).
-    func clientMayRead(upstreamWritable: Bool) -> Bool {
-        self.requestEnded || (self.phase == .forwarding && upstreamWritable)
+    func clientMayRead(upstreamWritable: @autoclosure () -> Bool) -> Bool {
+        self.requestEnded || (self.phase == .forwarding && upstreamWritable())
     }
 
     /// The exchange is over (answered, abandoned, or handed to a splice).

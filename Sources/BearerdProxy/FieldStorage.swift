@@ -10,12 +10,11 @@ struct FieldStorage {
 
     private var spare: [HeadField] = []
 
-    /// An empty array to parse a head into, with room for the usual head.
+    /// An empty array to parse a head into, with the capacity of the last head's.
     mutating func take() -> [HeadField] {
         var fields = self.spare
         self.spare = []
         fields.removeAll(keepingCapacity: true)
-        fields.reserveCapacity(16)
         return fields
     }
 

@@ -178,7 +178,8 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Does what the exchange's course says of a request part.
+    /// Does what the exchange's course says of a request part. (The course forwards only while a
+    /// connection is attached, so `upstream` is there; never trust it.)
     private func perform(_ action: ExchangeCourse.PartAction, for exchange: Exchange) {
         switch action {
         case .forwardBody(let buffer):
