@@ -5,6 +5,14 @@ import Testing
 
 @Suite("config/bearerd.example.yaml")
 struct ExampleConfigTests {
+    /// The least a config can say: the upstream, the token URL and the client id.
+    static let minimalYAML = """
+        upstream:
+          url: "https://api.example.com/v2"
+        auth:
+          token_url: https://auth.example.com/oauth/token
+          client_id: bearerd
+        """
     static let examplePath = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("config/bearerd.example.yaml").path
@@ -67,13 +75,7 @@ struct ExampleConfigTests {
         let environment = ["BEARERD_AUTH_CLIENT_SECRET_FILE": secret, "BEARERD_STORE_KEY_FILE": key]
         let example = try ConfigLoader(environment: environment).load(path: Self.examplePath)
         let minimal = try ConfigLoader(environment: environment).load(
-            yaml: """
-                upstream:
-                  url: "https://api.example.com/v2"
-                auth:
-                  token_url: https://auth.example.com/oauth/token
-                  client_id: bearerd
-                """,
+            yaml: Self.minimalYAML,
             source: "minimal.yaml",
             baseDirectory: URL(fileURLWithPath: Self.examplePath).deletingLastPathComponent().path
         )
@@ -90,13 +92,7 @@ struct ExampleConfigTests {
     /// token URL and client id gives: its other fields come from the same descriptors.
     @Test func aClientBuiltInCodeHasTheDeclaredDefaults() throws {
         let loaded = try ConfigLoader(environment: [:]).load(
-            yaml: """
-                upstream:
-                  url: "https://api.example.com/v2"
-                auth:
-                  token_url: https://auth.example.com/oauth/token
-                  client_id: bearerd
-                """,
+            yaml: Self.minimalYAML,
             source: "minimal.yaml",
             baseDirectory: "/"
         )
