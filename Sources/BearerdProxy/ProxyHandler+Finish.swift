@@ -53,6 +53,7 @@ extension ProxyHandler {
     /// Ends the response to the client, logs it and readies the connection for the next request.
     private func complete(_ exchange: Exchange, end: ByteBuffer?) {
         guard let context else { return }
+        self.writeHeldHead(context: context)
         let action = self.machine.exchangeEnded(
             close: exchange.closeClientAfter,
             requestEnded: exchange.requestEnded,
@@ -83,6 +84,8 @@ extension ProxyHandler {
     }
 
     func closeClient() {
+        // Closing drops what is not flushed; a held head goes the same way.
+        self.heldHead = nil
         self.machine.closed()
         self.timer.cancel()
         self.context?.close(promise: nil)

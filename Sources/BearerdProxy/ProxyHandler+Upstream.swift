@@ -50,8 +50,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
                 into: &out
             )
             exchange.responseHeadSent = true
-            context.write(self.wrapOutboundOut(out), promise: nil)
-            self.clientHeads.keep(out)
+            self.heldHead = out
             self.arm(exchange.deadlines.responseStarted(now: self.now))
         case .body(let buffer) where exchange.held != nil:
             self.holdBody(buffer, of: exchange)
@@ -63,8 +62,10 @@ extension ProxyHandler: UpstreamConnectionOwner {
             case .none:
                 break
             case .length, .close:
+                if self.writeHeldHead(appending: buffer, context: context) { return }
                 context.write(self.wrapOutboundOut(buffer), promise: nil)
             case .chunked where buffer.readableBytes > 0:
+                if self.writeHeldHead(appendingChunk: buffer, context: context) { return }
                 let header = WireFormat.chunkHeader(length: buffer.readableBytes, allocator: context.channel.allocator)
                 context.write(self.wrapOutboundOut(header), promise: nil)
                 context.write(self.wrapOutboundOut(buffer), promise: nil)
@@ -95,7 +96,9 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func upstreamReadComplete() {
-        self.context?.flush()
+        guard let context else { return }
+        self.writeHeldHead(context: context)
+        context.flush()
     }
 
     func upstreamBecameWritable() {

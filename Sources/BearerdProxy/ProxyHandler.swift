@@ -41,6 +41,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// The buffers the upstream request heads and the client response heads are written into.
     var upstreamHeads = RecycledBuffer()
     var clientHeads = RecycledBuffer()
+    /// The response head, written with the first piece of body when that piece is small (one
+    /// write and one iovec instead of two), or before anything else goes to the client.
+    var heldHead: ByteBuffer?
     /// How long a lingering connection waits for the client to close.
     static let lingerTime = TimeAmount.seconds(2)
     /// Inside a read loop: upstream writes are flushed once, at `channelReadComplete`.

@@ -1,0 +1,50 @@
+import NIOCore
+
+/// A small response goes to the client in one write: its head is held until the first piece of
+/// body, which is copied in behind it when small, and written before anything else otherwise.
+/// Every write to the client between the head and the end goes through here first.
+extension ProxyHandler {
+    /// The largest piece of body copied in behind the head. Copying more costs more than the
+    /// write it saves, and the head's buffer is kept for the next response.
+    static let coalescedBodyLimit = 2048
+
+    /// Writes the held head, if any, and keeps its buffer for the next response.
+    func writeHeldHead(context: ChannelHandlerContext) {
+        guard let head = self.heldHead else { return }
+        self.heldHead = nil
+        context.write(self.wrapOutboundOut(head), promise: nil)
+        self.clientHeads.keep(head)
+    }
+
+    /// Writes the held head with `body` behind it when the body is small; `true` if `body` went.
+    /// Otherwise writes the head alone (the caller then writes `body`).
+    func writeHeldHead(appending body: ByteBuffer, context: ChannelHandlerContext) -> Bool {
+        guard var head = self.heldHead else { return false }
+        guard body.readableBytes <= Self.coalescedBodyLimit else {
+            self.writeHeldHead(context: context)
+            return false
+        }
+        self.heldHead = nil
+        head.writeImmutableBuffer(body)
+        context.write(self.wrapOutboundOut(head), promise: nil)
+        self.clientHeads.keep(head)
+        return true
+    }
+
+    /// The same for a piece of a chunked body, framed as one chunk behind the head.
+    func writeHeldHead(appendingChunk body: ByteBuffer, context: ChannelHandlerContext) -> Bool {
+        guard var head = self.heldHead else { return false }
+        guard body.readableBytes <= Self.coalescedBodyLimit else {
+            self.writeHeldHead(context: context)
+            return false
+        }
+        self.heldHead = nil
+        head.writeString(String(body.readableBytes, radix: 16))
+        head.writeStaticString("\r\n")
+        head.writeImmutableBuffer(body)
+        head.writeStaticString("\r\n")
+        context.write(self.wrapOutboundOut(head), promise: nil)
+        self.clientHeads.keep(head)
+        return true
+    }
+}
