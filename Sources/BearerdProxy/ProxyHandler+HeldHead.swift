@@ -4,10 +4,6 @@ import NIOCore
 /// body, which is copied in behind it when small, and written before anything else otherwise.
 /// Every write to the client between the head and the end goes through here first.
 extension ProxyHandler {
-    /// The largest piece of body copied in behind the head. Copying more costs more than the
-    /// write it saves, and the head's buffer is kept for the next response.
-    static let coalescedBodyLimit = 2048
-
     /// Writes the held head, if any, and keeps its buffer for the next response.
     func writeHeldHead(context: ChannelHandlerContext) {
         guard let head = self.heldHead else { return }
@@ -20,7 +16,7 @@ extension ProxyHandler {
     /// Otherwise writes the head alone (the caller then writes `body`).
     func writeHeldHead(appending body: ByteBuffer, context: ChannelHandlerContext) -> Bool {
         guard var head = self.heldHead else { return false }
-        guard body.readableBytes <= Self.coalescedBodyLimit else {
+        guard body.readableBytes <= WireFormat.copiedBodyLimit else {
             self.writeHeldHead(context: context)
             return false
         }
@@ -34,15 +30,12 @@ extension ProxyHandler {
     /// The same for a piece of a chunked body, framed as one chunk behind the head.
     func writeHeldHead(appendingChunk body: ByteBuffer, context: ChannelHandlerContext) -> Bool {
         guard var head = self.heldHead else { return false }
-        guard body.readableBytes <= Self.coalescedBodyLimit else {
+        guard body.readableBytes <= WireFormat.copiedBodyLimit else {
             self.writeHeldHead(context: context)
             return false
         }
         self.heldHead = nil
-        head.writeString(String(body.readableBytes, radix: 16))
-        head.writeStaticString("\r\n")
-        head.writeImmutableBuffer(body)
-        head.writeStaticString("\r\n")
+        WireFormat.writeChunk(body, into: &head)
         context.write(self.wrapOutboundOut(head), promise: nil)
         self.clientHeads.keep(head)
         return true

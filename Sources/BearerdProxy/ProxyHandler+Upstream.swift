@@ -66,6 +66,12 @@ extension ProxyHandler: UpstreamConnectionOwner {
                 context.write(self.wrapOutboundOut(buffer), promise: nil)
             case .chunked where buffer.readableBytes > 0:
                 if self.writeHeldHead(appendingChunk: buffer, context: context) { return }
+                if buffer.readableBytes <= WireFormat.copiedBodyLimit {
+                    var chunk = context.channel.allocator.buffer(capacity: buffer.readableBytes + 12)
+                    WireFormat.writeChunk(buffer, into: &chunk)
+                    context.write(self.wrapOutboundOut(chunk), promise: nil)
+                    return
+                }
                 let header = WireFormat.chunkHeader(length: buffer.readableBytes, allocator: context.channel.allocator)
                 context.write(self.wrapOutboundOut(header), promise: nil)
                 context.write(self.wrapOutboundOut(buffer), promise: nil)
@@ -86,6 +92,12 @@ extension ProxyHandler: UpstreamConnectionOwner {
         }
         // An empty chunk would end the body early.
         guard buffer.readableBytes > 0, let context else { return }
+        if buffer.readableBytes <= WireFormat.copiedBodyLimit {
+            var chunk = context.channel.allocator.buffer(capacity: buffer.readableBytes + 12)
+            WireFormat.writeChunk(buffer, into: &chunk)
+            upstream.write(chunk)
+            return
+        }
         upstream.write(WireFormat.chunkHeader(length: buffer.readableBytes, allocator: context.channel.allocator))
         upstream.write(buffer)
         upstream.write(WireFormat.crlf)

@@ -12,6 +12,19 @@ enum WireFormat {
     static let continueResponse = ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")
     static let empty = ByteBuffer()
 
+    /// Bodies and chunks up to this size are copied into one buffer with what frames them (the
+    /// head before, the chunk's size line and CRLF around) and leave in one write; larger ones
+    /// are written as they are, uncopied. A copy this small costs less than the writes it saves.
+    static let copiedBodyLimit = 2048
+
+    /// A whole chunk of `body`: its size line, its bytes and the CRLF after them.
+    static func writeChunk(_ body: ByteBuffer, into buffer: inout ByteBuffer) {
+        buffer.writeString(String(body.readableBytes, radix: 16))
+        buffer.writeStaticString("\r\n")
+        buffer.writeImmutableBuffer(body)
+        buffer.writeStaticString("\r\n")
+    }
+
     /// The size line that starts a chunk of `length` bytes.
     static func chunkHeader(length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 18)

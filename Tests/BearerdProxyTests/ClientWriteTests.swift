@@ -47,7 +47,7 @@ struct ClientWriteTests {
     @Test func aLargeBodyIsNotCopiedBehindTheHead() throws {
         let proxy = try EmbeddedProxy(Self.yaml)
         try Self.exchange(proxy)
-        let body = String(repeating: "y", count: ProxyHandler.coalescedBodyLimit + 1)
+        let body = String(repeating: "y", count: WireFormat.copiedBodyLimit + 1)
         try proxy.upstream.answer("HTTP/1.1 200 OK\r\ncontent-length: \(body.utf8.count)\r\n\r\n\(body)")
         let writes = try Self.writes(proxy).filter { !$0.isEmpty }
         #expect(writes.count == 2)
@@ -64,8 +64,24 @@ struct ClientWriteTests {
         )
         let head = try Self.writes(proxy).joined()
         #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n") && head.hasSuffix("\r\n\r\n"), "\(head)")
-        try proxy.upstream.answer("7\r\ndata: 1\r\n")
-        #expect(try Self.writes(proxy).joined() == "7\r\ndata: 1\r\n")
+        // Each event after it is one write too: size line, bytes and CRLF in one buffer.
+        for event in 1...3 {
+            try proxy.upstream.answer("7\r\ndata: \(event)\r\n")
+            #expect(try Self.writes(proxy) == ["7\r\ndata: \(event)\r\n"])
+        }
+    }
+
+    @Test func aSmallChunkOfAnUploadIsOneWriteUpstream() throws {
+        let proxy = try EmbeddedProxy(Self.yaml)
+        try proxy.send("POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+        #expect(try proxy.upstream.sent().hasPrefix("POST /up HTTP/1.1\r\n"))
+        let channel = try #require(proxy.upstream.channels.last)
+        for piece in ["abc", "defgh"] {
+            try proxy.send("\(piece.utf8.count)\r\n\(piece)\r\n")
+            var writes: [String] = []
+            while let buffer = try channel.readOutbound(as: ByteBuffer.self) { writes.append(String(buffer: buffer)) }
+            #expect(writes == ["\(piece.utf8.count)\r\n\(piece)\r\n"])
+        }
     }
 
     @Test func aBodylessResponseEndsWithItsHead() throws {
