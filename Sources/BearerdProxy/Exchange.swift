@@ -81,11 +81,11 @@ final class Exchange {
         self.retryBudget?.give(self.retryReserved)
     }
 
-    init(request: RequestHead, startedAt: NIODeadline, timeouts: ExchangeDeadlines.Timeouts) {
+    init(request: consuming RequestHead, startedAt: NIODeadline, timeouts: ExchangeDeadlines.Timeouts) {
+        self.closeClientAfter = !request.keepAlive
         self.request = request
         self.startedAt = startedAt
         self.deadlines = ExchangeDeadlines(timeouts: timeouts)
-        self.closeClientAfter = !request.keepAlive
     }
 
     /// Whether the client said a body follows the head.

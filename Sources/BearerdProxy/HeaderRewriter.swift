@@ -173,10 +173,12 @@ enum HeaderRewriter {
     /// How the body of the response to `request` reaches the client: a body without
     /// Content-Length goes chunked to an HTTP/1.1 client, and to an HTTP/1.0 client it ends with
     /// the connection.
-    static func clientFraming(_ head: ResponseHead, for request: RequestHead) -> ResponseFraming {
-        if request.method == .HEAD || head.status == 204 || head.status == 304 { return .none }
+    /// (The request's method and version, not its head: passing a head held by the exchange
+    /// would copy it.)
+    static func clientFraming(_ head: ResponseHead, method: HTTPMethod, version: HTTPVersion) -> ResponseFraming {
+        if method == .HEAD || head.status == 204 || head.status == 304 { return .none }
         if head.contentLength != nil { return .length }
-        return request.version.minor >= 1 ? .chunked : .close
+        return version.minor >= 1 ? .chunked : .close
     }
 
     /// Writes the response head for the client: the upstream's status, the client's HTTP
@@ -184,12 +186,12 @@ enum HeaderRewriter {
     /// connection open, and the framing the body will be sent with.
     static func clientResponse(
         _ head: ResponseHead,
-        for request: RequestHead,
+        version: HTTPVersion,
         framing: ResponseFraming,
         close: Bool,
         into buffer: inout ByteBuffer
     ) {
-        buffer.writeStaticString(request.version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        buffer.writeStaticString(version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
         head.bytes.withUnsafeReadableBytes { raw in
             // The head starts with `HTTP/1.x NNN`; the reason phrase was checked by the parser.
             buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[9..<12]))
@@ -220,7 +222,7 @@ enum HeaderRewriter {
         if framing == .chunked { buffer.writeStaticString("transfer-encoding: chunked\r\n") }
         if close {
             buffer.writeStaticString("connection: close\r\n")
-        } else if request.version.minor == 0 {
+        } else if version.minor == 0 {
             buffer.writeStaticString("connection: keep-alive\r\n")
         }
         buffer.writeStaticString("\r\n")

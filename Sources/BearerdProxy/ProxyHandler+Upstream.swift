@@ -38,13 +38,14 @@ extension ProxyHandler: UpstreamConnectionOwner {
             }
             // This answer goes to the client: no retry can follow, so the kept body goes.
             exchange.dropRetryBody()
-            let framing = HeaderRewriter.clientFraming(head, for: exchange.request)
+            let version = exchange.request.version
+            let framing = HeaderRewriter.clientFraming(head, method: exchange.request.method, version: version)
             exchange.responseFraming = framing
             if !exchange.requestEnded || framing == .close { exchange.closeClientAfter = true }
             var out = self.clientHeads.take(capacity: head.bytes.readableBytes + 64)
             HeaderRewriter.clientResponse(
                 head,
-                for: exchange.request,
+                version: version,
                 framing: framing,
                 close: exchange.closeClientAfter,
                 into: &out

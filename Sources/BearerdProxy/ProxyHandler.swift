@@ -160,24 +160,42 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
     }
 
-    private func handle(_ part: RequestParser.Part) {
-        switch (self.state, part) {
-        case (.idle, .head(let head)):
-            guard let context else { return }
-            self.begin(head, context: context)
-        case (.exchanging(let exchange), .body(let buffer)):
-            let action = exchange.course.bodyArrived(buffer, maxBody: self.settings.proxy.limits.maxRequestBody)
-            exchange.keepForRetry(buffer, limit: self.settings.proxy.retryBodyLimit)
-            self.perform(action, for: exchange)
-        case (.exchanging(let exchange), .end):
-            self.perform(exchange.course.endArrived(), for: exchange)
-        case (.discarding, .end):
-            self.machine.discardedRequestEnded()
-        case (.discarding, _), (.lingering, _), (.closed, _):
-            break
-        case (.idle, _), (.exchanging, .head):
-            // The parser and `parseInbound` make this impossible; never trust it.
-            self.closeClient()
+    /// Handles a parsed part. The part is consumed: its head moves into the exchange, uncopied.
+    private func handle(_ part: consuming RequestParser.Part) {
+        // The parser and `parseInbound` make the `closeClient()` cases impossible; never trust it.
+        switch consume part {
+        case .head(let head):
+            switch self.state {
+            case .idle:
+                guard let context else { return }
+                self.begin(head, context: context)
+            case .exchanging:
+                self.closeClient()
+            case .discarding, .lingering, .closed:
+                break
+            }
+        case .body(let buffer):
+            switch self.state {
+            case .exchanging(let exchange):
+                let action = exchange.course.bodyArrived(buffer, maxBody: self.settings.proxy.limits.maxRequestBody)
+                exchange.keepForRetry(buffer, limit: self.settings.proxy.retryBodyLimit)
+                self.perform(action, for: exchange)
+            case .idle:
+                self.closeClient()
+            case .discarding, .lingering, .closed:
+                break
+            }
+        case .end:
+            switch self.state {
+            case .exchanging(let exchange):
+                self.perform(exchange.course.endArrived(), for: exchange)
+            case .discarding:
+                self.machine.discardedRequestEnded()
+            case .idle:
+                self.closeClient()
+            case .lingering, .closed:
+                break
+            }
         }
     }
 
@@ -250,12 +268,19 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     // MARK: Starting an exchange
 
-    private func begin(_ head: RequestHead, context: ChannelHandlerContext) {
+    private func begin(_ head: consuming RequestHead, context: ChannelHandlerContext) {
+        // Everything asked of the head is asked before it moves into the exchange, uncopied.
+        let verdict = RequestPolicy.check(head, settings: self.settings, viaTCP: self.viaTCP, local: self.local)
+        let clientKeepsOwnAuthorization =
+            self.settings.proxy.clientAuthorization == .keep && head.contains("authorization")
+        // The body is kept for a retry after a 401 only when such a retry can happen.
+        let retryPossible =
+            !clientKeepsOwnAuthorization && self.settings.proxy.retryMethods.contains(head.method.rawValue)
         let exchange = Exchange(request: head, startedAt: self.now, timeouts: self.exchangeTimeouts)
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
         if self.machine.begin(exchange) { exchange.closeClientAfter = true }
-        switch RequestPolicy.check(head, settings: self.settings, viaTCP: self.viaTCP, local: self.local) {
+        switch verdict {
         case .forward(let target):
             exchange.target = target
         case .answer(let failure):
@@ -264,10 +289,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
         self.beginning = true
         defer { self.beginning = false }
-        let clientKeepsOwnAuthorization =
-            self.settings.proxy.clientAuthorization == .keep && head.contains("authorization")
-        // The body is kept for a retry after a 401 only when such a retry can happen.
-        if !clientKeepsOwnAuthorization && self.settings.proxy.retryMethods.contains(head.method.rawValue) {
+        if retryPossible {
             exchange.retryPossible = true
             exchange.retryBudget = self.retryBudget
         }

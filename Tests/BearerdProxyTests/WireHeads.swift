@@ -66,8 +66,8 @@ enum WireHeads {
         let request = try RequestHead(request)
         HeaderRewriter.clientResponse(
             parsed,
-            for: request,
-            framing: HeaderRewriter.clientFraming(parsed, for: request),
+            version: request.version,
+            framing: HeaderRewriter.clientFraming(parsed, method: request.method, version: request.version),
             close: close,
             into: &out
         )
