@@ -7,9 +7,10 @@ import NIOHTTP1
 extension ProxyHandler {
     /// Counts the finished exchange in the metrics, then writes one line: method, path (without
     /// the query unless `log.access_query`), status, body bytes each way, total and upstream
-    /// time. Headers are never logged. Called exactly once per exchange.
-    func logAccess(_ exchange: Exchange, outcome: String?) {
-        let now = self.now
+    /// time. Headers are never logged. Called exactly once per exchange; `now` when the caller
+    /// has just read the clock.
+    func logAccess(_ exchange: Exchange, outcome: String?, now: NIODeadline? = nil) {
+        let now = now ?? self.now
         self.metrics.finished(
             status: exchange.responseStatus.map { Int($0.code) },
             bytesIn: exchange.requestBodyBytes,

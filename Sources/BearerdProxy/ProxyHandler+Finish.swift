@@ -54,13 +54,14 @@ extension ProxyHandler {
     private func complete(_ exchange: Exchange, end: ByteBuffer?) {
         guard let context else { return }
         self.writeHeldHead(context: context)
+        let now = self.now
         let action = self.machine.exchangeEnded(
             close: exchange.closeClientAfter,
             requestEnded: exchange.requestEnded,
-            now: self.now
+            now: now
         )
         if case .keepOpen(let idleUntil) = action { self.arm(idleUntil) }
-        self.logAccess(exchange, outcome: nil)
+        self.logAccess(exchange, outcome: nil, now: now)
         switch action {
         case .closeAfterWrite:
             self.timer.cancel()

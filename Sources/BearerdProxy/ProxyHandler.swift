@@ -371,7 +371,8 @@ final class ProxyHandler: ChannelDuplexHandler {
         connection.lease(to: self, method: exchange.request.method, upgrade: exchange.upgrade != nil)
         exchange.upstream = connection
         exchange.attachedAtStart = self.beginning
-        exchange.upstreamStartedAt = self.now
+        // Attached as it began: the clock was read a moment ago.
+        exchange.upstreamStartedAt = self.beginning ? exchange.startedAt : self.now
         let attachment = exchange.course.attached(expectsContinue: exchange.expectsContinue)
         if attachment.sendContinue {
             context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
