@@ -12,30 +12,21 @@ extension ProxyHandler {
         self.clientHeads.keep(head)
     }
 
-    /// Writes the held head with `body` behind it when the body is small; `true` if `body` went.
-    /// Otherwise writes the head alone (the caller then writes `body`).
-    func writeHeldHead(appending body: ByteBuffer, context: ChannelHandlerContext) -> Bool {
+    /// Writes the held head with `body` behind it (framed as one chunk when `chunked`) when the
+    /// body is small; `true` if `body` went. Otherwise writes the head alone, and the caller
+    /// writes `body`.
+    func writeHeldHead(appending body: ByteBuffer, chunked: Bool, context: ChannelHandlerContext) -> Bool {
         guard var head = self.heldHead else { return false }
         guard body.readableBytes <= WireFormat.copiedBodyLimit else {
             self.writeHeldHead(context: context)
             return false
         }
         self.heldHead = nil
-        head.writeImmutableBuffer(body)
-        context.write(self.wrapOutboundOut(head), promise: nil)
-        self.clientHeads.keep(head)
-        return true
-    }
-
-    /// The same for a piece of a chunked body, framed as one chunk behind the head.
-    func writeHeldHead(appendingChunk body: ByteBuffer, context: ChannelHandlerContext) -> Bool {
-        guard var head = self.heldHead else { return false }
-        guard body.readableBytes <= WireFormat.copiedBodyLimit else {
-            self.writeHeldHead(context: context)
-            return false
+        if chunked {
+            WireFormat.writeChunk(body, into: &head)
+        } else {
+            head.writeImmutableBuffer(body)
         }
-        self.heldHead = nil
-        WireFormat.writeChunk(body, into: &head)
         context.write(self.wrapOutboundOut(head), promise: nil)
         self.clientHeads.keep(head)
         return true

@@ -63,13 +63,11 @@ extension ProxyHandler: UpstreamConnectionOwner {
             case .none:
                 break
             case .length, .close:
-                if self.writeHeldHead(appending: buffer, context: context) { return }
+                if self.writeHeldHead(appending: buffer, chunked: false, context: context) { return }
                 context.write(self.wrapOutboundOut(buffer), promise: nil)
             case .chunked where buffer.readableBytes > 0:
-                if self.writeHeldHead(appendingChunk: buffer, context: context) { return }
-                if buffer.readableBytes <= WireFormat.copiedBodyLimit {
-                    var chunk = context.channel.allocator.buffer(capacity: buffer.readableBytes + 12)
-                    WireFormat.writeChunk(buffer, into: &chunk)
+                if self.writeHeldHead(appending: buffer, chunked: true, context: context) { return }
+                if let chunk = WireFormat.smallChunk(buffer, allocator: context.channel.allocator) {
                     context.write(self.wrapOutboundOut(chunk), promise: nil)
                     return
                 }
@@ -93,9 +91,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
         }
         // An empty chunk would end the body early.
         guard buffer.readableBytes > 0, let context else { return }
-        if buffer.readableBytes <= WireFormat.copiedBodyLimit {
-            var chunk = context.channel.allocator.buffer(capacity: buffer.readableBytes + 12)
-            WireFormat.writeChunk(buffer, into: &chunk)
+        if let chunk = WireFormat.smallChunk(buffer, allocator: context.channel.allocator) {
             upstream.write(chunk)
             return
         }

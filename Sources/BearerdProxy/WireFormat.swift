@@ -25,6 +25,15 @@ enum WireFormat {
         buffer.writeStaticString("\r\n")
     }
 
+    /// `body` framed as a whole chunk in a buffer of its own when it is small enough to copy
+    /// (``copiedBodyLimit``); `nil` otherwise.
+    static func smallChunk(_ body: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer? {
+        guard body.readableBytes <= Self.copiedBodyLimit else { return nil }
+        var chunk = allocator.buffer(capacity: body.readableBytes + 12)
+        Self.writeChunk(body, into: &chunk)
+        return chunk
+    }
+
     /// The size line that starts a chunk of `length` bytes.
     static func chunkHeader(length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 18)
