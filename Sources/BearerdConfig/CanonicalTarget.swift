@@ -56,12 +56,19 @@ package struct CanonicalTarget: Sendable, Hashable {
     /// segment, no `%`, `;`, `\` or `#`, and a query of the same bytes plus `/` and `?`. Then
     /// the target is forwarded as the client's own string, with no copy. `nil`: parse it.
     static func canonicalPathLength(_ target: String) -> Int? {
+        var target = target
+        return target.withUTF8 { Self.canonicalPathLength(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The same test on the target's bytes, which the data path reads from the request head
+    /// without making a string of them.
+    package static func canonicalPathLength(_ target: UnsafeRawBufferPointer) -> Int? {
         var count = 0
         var pathLength: Int?
         var previous: UInt8 = 0
         var segmentLength = 0
         var segmentDots = 0
-        for byte in target.utf8 {
+        for byte in target {
             count += 1
             if pathLength != nil {
                 guard
@@ -93,7 +100,7 @@ package struct CanonicalTarget: Sendable, Hashable {
             }
             previous = byte
         }
-        guard count > 0, target.utf8.first == UInt8(ascii: "/") else { return nil }
+        guard count > 0, target.first == UInt8(ascii: "/") else { return nil }
         if pathLength == nil && segmentLength > 0 && segmentLength == segmentDots && segmentDots <= 2 { return nil }
         return pathLength ?? count
     }

@@ -8,7 +8,7 @@ import NIOHTTP1
 final class Exchange {
     let request: RequestHead
     /// The request target as checked and forwarded (set once the request passed the checks).
-    var target: CanonicalTarget?
+    var target: ForwardTarget?
     let startedAt: NIODeadline
     /// Where the request is on its way upstream, and the parts held until it is attached.
     var course = ExchangeCourse()

@@ -45,7 +45,7 @@ enum HeaderRewriter {
     /// content-length` cannot desynchronise the upstream connection.
     static func upstreamRequest(
         _ head: RequestHead,
-        target: CanonicalTarget,
+        target: ForwardTarget,
         token: BearerToken?,
         proof: String? = nil,
         peer: String?,
@@ -58,7 +58,7 @@ enum HeaderRewriter {
         buffer.writeString(head.method.rawValue)
         buffer.writeInteger(UInt8(ascii: " "))
         buffer.writeString(settings.upstream.target.basePath)
-        buffer.writeString(target.target)
+        target.write(of: head, into: &buffer)
         buffer.writeStaticString(" HTTP/1.1\r\n")
         WireFormat.writeField("host", settings.upstream.target.hostHeader, into: &buffer)
         var clientHost: Range<Int>?

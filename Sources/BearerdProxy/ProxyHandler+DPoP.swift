@@ -7,13 +7,13 @@ import NIOHTTP1
 extension ProxyHandler {
     /// The DPoP proof for this exchange's upstream request, `nil` without `auth.dpop`. It
     /// carries the newest nonce the upstream sent, which the exchange remembers for a retry.
-    func dpopProof(for exchange: Exchange, target: CanonicalTarget, token: BearerToken) -> String? {
+    func dpopProof(for exchange: Exchange, target: ForwardTarget, token: BearerToken) -> String? {
         guard let dpop = self.settings.dpop else { return nil }
         let nonce = dpop.nonce
         exchange.dpopNonce = nonce
         let proof = dpop.proof(
             method: exchange.request.method.rawValue,
-            htu: self.settings.htuPrefix + target.path,
+            htu: self.settings.htuPrefix + target.path(of: exchange.request),
             token: token,
             nonce: nonce
         )

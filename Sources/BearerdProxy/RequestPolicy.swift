@@ -15,7 +15,7 @@ enum RequestPolicy {
     /// What to do with a request.
     enum Verdict {
         /// Forward it, to this canonical target.
-        case forward(CanonicalTarget)
+        case forward(ForwardTarget)
         /// Answer it with this refusal; nothing goes upstream.
         case answer(ProxyFailure)
     }
@@ -40,8 +40,8 @@ enum RequestPolicy {
         guard head.bytes.getInteger(at: head.target.lowerBound, as: UInt8.self) == UInt8(ascii: "/") else {
             return .answer(Self.notOriginForm)
         }
-        let target: CanonicalTarget
-        switch CanonicalTarget.parse(head.uri, allowPathParams: settings.proxy.allowPathParams) {
+        let target: ForwardTarget
+        switch ForwardTarget.of(head, allowPathParams: settings.proxy.allowPathParams) {
         case .parsed(let canonical): target = canonical
         case .refused(let reason): return .answer(.badRequest(reason))
         }
@@ -61,7 +61,7 @@ enum RequestPolicy {
 
     private static func checkHeaders(
         _ head: RequestHead,
-        target: CanonicalTarget,
+        target: ForwardTarget,
         settings: ProxySettings,
         viaTCP: Bool,
         local: SocketAddress?
@@ -118,7 +118,9 @@ enum RequestPolicy {
                 "Host: \(shown) is not a name of this listener, so a web page may have sent it (DNS rebinding); use 127.0.0.1:PORT or localhost:PORT, or list the name in proxy.allowed_hosts"
             )
         }
-        if !settings.access.isEmpty, let refusal = settings.access.refusal(method: head.method, path: target.path) {
+        if !settings.access.isEmpty,
+            let refusal = settings.access.refusal(method: head.method, path: target.path(of: head))
+        {
             return .forbidden(refusal)
         }
         if let expect, !HeaderName.equals(expect, "100-continue") {

@@ -29,7 +29,7 @@ struct HeaderRewriterTests {
         var out = ByteBuffer()
         _ = HeaderRewriter.upstreamRequest(
             try RequestHead(head),
-            target: try #require(CanonicalTarget.parse(uri, allowPathParams: false).value),
+            target: .rewritten(try #require(CanonicalTarget.parse(uri, allowPathParams: false).value)),
             token: self.token,
             peer: "127.0.0.1",
             settings: try settings ?? Self.settings(),
@@ -79,7 +79,7 @@ struct HeaderRewriterTests {
         var bytes = ByteBuffer()
         _ = HeaderRewriter.upstreamRequest(
             try RequestHead(head),
-            target: try #require(CanonicalTarget.parse("/", allowPathParams: false).value),
+            target: .rewritten(try #require(CanonicalTarget.parse("/", allowPathParams: false).value)),
             token: nil,
             peer: nil,
             settings: settings,

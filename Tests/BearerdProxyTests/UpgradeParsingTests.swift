@@ -60,7 +60,7 @@ struct UpgradeParsingTests {
         var buffer = ByteBuffer()
         let (_, upgrade) = HeaderRewriter.upstreamRequest(
             try RequestHead(head),
-            target: try #require(CanonicalTarget.parse("/ws", allowPathParams: false).value),
+            target: .rewritten(try #require(CanonicalTarget.parse("/ws", allowPathParams: false).value)),
             token: nil,
             peer: "127.0.0.1",
             settings: settings,

@@ -1,0 +1,46 @@
+import BearerdConfig
+import NIOCore
+
+/// The request target bearerd forwards, once checked.
+///
+/// Most targets are canonical as the client sent them (``CanonicalTarget/canonicalPathLength(_:)``
+/// on the head's bytes): those are forwarded from the head's own bytes, with no string made of
+/// them, so a target longer than a small string costs no allocation per request. The others are
+/// rewritten into their canonical form by ``CanonicalTarget``.
+enum ForwardTarget: Equatable {
+    /// Canonical as sent: the head's `target` bytes, of which the first `pathLength` are the path.
+    case asSent(pathLength: Int)
+    /// Rewritten into its canonical form.
+    case rewritten(CanonicalTarget)
+
+    /// The target of `head` to forward, or why it is refused.
+    static func of(_ head: RequestHead, allowPathParams: Bool) -> Parsed<ForwardTarget> {
+        let pathLength = head.bytes.withUnsafeReadableBytes { raw in
+            CanonicalTarget.canonicalPathLength(UnsafeRawBufferPointer(rebasing: raw[head.target]))
+        }
+        if let pathLength { return .parsed(.asSent(pathLength: pathLength)) }
+        return CanonicalTarget.parse(head.uri, allowPathParams: allowPathParams).map { .rewritten($0) }
+    }
+
+    /// Writes the target (after the upstream's base path) into the upstream request line.
+    func write(of head: RequestHead, into buffer: inout ByteBuffer) {
+        switch self {
+        case .asSent:
+            head.bytes.withUnsafeReadableBytes { raw in
+                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.target]))
+            }
+        case .rewritten(let canonical):
+            buffer.writeString(canonical.target)
+        }
+    }
+
+    /// The path, for the access lists and the DPoP proof.
+    func path(of head: RequestHead) -> String {
+        switch self {
+        case .asSent(let pathLength):
+            head.bytes.getString(at: head.target.lowerBound, length: pathLength) ?? ""
+        case .rewritten(let canonical):
+            canonical.path
+        }
+    }
+}
