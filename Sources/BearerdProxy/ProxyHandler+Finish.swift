@@ -70,7 +70,7 @@ extension ProxyHandler {
             }
         case .keepOpen:
             if let end { context.write(self.wrapOutboundOut(end), promise: nil) }
-            context.flush()
+            self.pool.endOfTurn.client(context)
             self.servePipelined()
         }
     }
@@ -147,9 +147,12 @@ extension ProxyHandler {
             context.fireUserInboundEventTriggered(event)
             return
         }
-        // Graceful shutdown: idle connections close now, busy ones after their response.
+        // Graceful shutdown: idle connections close now, busy ones after their response. A
+        // response that ended in this turn goes out first: its flush waits for the turn's end.
         switch self.machine.quiesce() {
-        case .close: self.closeClient()
+        case .close:
+            context.flush()
+            self.closeClient()
         case .lastExchange(let exchange): exchange.closeClientAfter = true
         case .none: break
         }

@@ -231,7 +231,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.inRead = false
         self.readEnded()
         if case .exchanging(let exchange) = self.state, exchange.course.isForwarding, let upstream = exchange.upstream {
-            self.pool.flushAtEndOfTurn(upstream)
+            self.pool.endOfTurn.upstream(upstream)
         }
         context.fireChannelReadComplete()
     }

@@ -19,10 +19,9 @@ final class UpstreamConnectionPool: @unchecked Sendable {
     /// Shared by every loop's pool: each idle connection holds one slot.
     private let budget: SharedBudget
     private var idle: [UpstreamConnection] = []
-    /// Connections with requests written in this turn of the loop, flushed together at its end.
-    private var unflushed: [UpstreamConnection] = []
-    /// ``flushUnflushed()`` as one closure made once, so a turn does not allocate one.
-    private var flushTask: (@Sendable () -> Void)?
+    /// The loop's writes to flush at the end of its turn: requests to the upstream, and the
+    /// responses of the client connections this pool serves.
+    let endOfTurn: EndOfTurnFlush
     private var isClosed = false
     /// Opens new connections (``TCPUpstreamConnector`` unless a test gives another).
     private let connector: any UpstreamConnector
@@ -37,7 +36,7 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         self.settings = settings
         self.budget = budget
         self.connector = connector ?? TCPUpstreamConnector(settings: settings)
-        self.flushTask = { [weak self] in self?.flushUnflushed() }
+        self.endOfTurn = EndOfTurnFlush(eventLoop: eventLoop)
     }
 
     /// The most recently used open connection, or a new one (always new when `fresh`).
@@ -59,28 +58,6 @@ final class UpstreamConnectionPool: @unchecked Sendable {
         }
         connection.returnToIdle(idleTimeout: TimeAmount(self.settings.upstream.idleTimeout))
         self.idle.append(connection)
-    }
-
-    /// Flushes `connection` once the loop has handled every event of this turn: requests from
-    /// several clients then reach the upstream together, which serves them in one wake-up
-    /// instead of one each.
-    func flushAtEndOfTurn(_ connection: UpstreamConnection) {
-        self.eventLoop.assertInEventLoop()
-        if self.unflushed.isEmpty, let flushTask = self.flushTask {
-            self.eventLoop.execute(flushTask)
-        }
-        self.unflushed.append(connection)
-    }
-
-    /// Flushes by index and empties the list in place: a copy of it would cost an allocation
-    /// per turn.
-    private func flushUnflushed() {
-        var index = 0
-        while index < self.unflushed.count {
-            self.unflushed[index].flush()
-            index += 1
-        }
-        self.unflushed.removeAll(keepingCapacity: true)
     }
 
     /// Forgets a connection that closed.

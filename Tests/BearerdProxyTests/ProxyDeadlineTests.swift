@@ -76,6 +76,7 @@ struct ProxyDeadlineTests {
         let channel = try Self.connection()
         // Refused (TRACE) and answered at once; the connection is then idle, with 2 s to live.
         try channel.writeInbound(ByteBuffer(string: "TRACE /x HTTP/1.1\r\nHost: h\r\n\r\n"))
+        channel.embeddedEventLoop.run()  // the end of the turn, which flushes the answer
         #expect(try Self.answer(channel).hasPrefix("HTTP/1.1 405 "))
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(1000))
         #expect(channel.isActive, "closed by the header timeout, which only runs while a head arrives")

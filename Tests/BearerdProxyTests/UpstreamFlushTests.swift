@@ -23,9 +23,9 @@ struct UpstreamFlushTests {
         }
         for (index, connection) in connections.enumerated() {
             connection.write(ByteBuffer(string: "GET /\(index) HTTP/1.1\r\n\r\n"))
-            pool.flushAtEndOfTurn(connection)
+            pool.endOfTurn.upstream(connection)
         }
-        pool.flushAtEndOfTurn(connections[0])  // a second read of the same client in the turn
+        pool.endOfTurn.upstream(connections[0])  // a second read of the same client in the turn
         for channel in channels {
             #expect(try channel.readOutbound(as: ByteBuffer.self) == nil, "nothing leaves before the turn ends")
         }
@@ -36,7 +36,7 @@ struct UpstreamFlushTests {
         }
         // The next turn starts empty: a later request is flushed at the end of its own turn.
         connections[1].write(ByteBuffer(string: "GET /again HTTP/1.1\r\n\r\n"))
-        pool.flushAtEndOfTurn(connections[1])
+        pool.endOfTurn.upstream(connections[1])
         loop.run()
         #expect(
             try channels[1].readOutbound(as: ByteBuffer.self).map { String(buffer: $0) }
