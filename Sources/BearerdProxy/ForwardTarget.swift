@@ -38,7 +38,13 @@ enum ForwardTarget: Equatable {
     func path(of head: RequestHead) -> String {
         switch self {
         case .asSent(let pathLength):
-            head.bytes.getString(at: head.target.lowerBound, length: pathLength) ?? ""
+            head.bytes.withUnsafeReadableBytes { raw in
+                let start = head.target.lowerBound
+                return String(
+                    decoding: UnsafeRawBufferPointer(rebasing: raw[start..<start + pathLength]),
+                    as: UTF8.self
+                )
+            }
         case .rewritten(let canonical):
             canonical.path
         }
