@@ -27,7 +27,7 @@ enum ForwardTarget: Equatable {
         switch self {
         case .asSent:
             head.bytes.withUnsafeReadableBytes { raw in
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.target]))
+                _ = buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.target]))
             }
         case .rewritten(let canonical):
             buffer.writeString(canonical.target)
