@@ -154,10 +154,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Lines an outside party can cause at request rate, written once, then summarised.
+        .target(
+            name: "BearerdLogging",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         // The data path: NIO channel handlers, the upstream pool, the listeners.
         .target(
             name: "BearerdProxy",
             dependencies: [
+                "BearerdLogging",
                 "BearerdFiles",
                 "BearerdSockets",
                 "BearerdAuth",
@@ -178,6 +188,7 @@ let package = Package(
         .target(
             name: "BearerdAdmin",
             dependencies: [
+                "BearerdLogging",
                 "BearerdAuth",
                 "BearerdTokens",
                 "BearerdSockets",
@@ -289,9 +300,21 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "BearerdLoggingTests",
+            dependencies: [
+                "BearerdLogging",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "BearerdProxyTests",
             dependencies: [
                 "BearerdProxy", "BearerdAuth", "BearerdConfig", "BearerdSockets", "BearerdTestSupport",
+                "BearerdLogging",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
