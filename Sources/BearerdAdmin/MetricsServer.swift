@@ -1,3 +1,4 @@
+import BearerdLogging
 import BearerdSockets
 import Logging
 import NIOConcurrencyHelpers
@@ -34,7 +35,9 @@ package struct MetricsServer: Service {
     package func run() async throws {
         let server: AdminHTTP.Accepted
         let open = NIOLockedValueBox(0)
-        let logger = self.logger
+        // Any local process can open connections at any rate: refusals are logged once, then summarised.
+        let failures = ThrottledLogger(logger: self.logger, eventLoop: self.group.next())
+        defer { failures.flush() }
         do {
             server = try await ServerBootstrap(group: self.group)
                 .serverChannelOption(.backlog, value: 64)
@@ -47,9 +50,11 @@ package struct MetricsServer: Service {
                             return true
                         }
                         guard admitted else {
-                            logger.warning(
+                            failures.warning(
+                                kind: "metrics_connection_limit",
                                 "metrics.listen: connection limit reached; closed a new connection",
-                                metadata: ["limit": "\(Self.maxConnections)"]
+                                metadata: ["limit": "\(Self.maxConnections)"],
+                                now: channel.eventLoop.now
                             )
                             channel.close(promise: nil)
                             return nil

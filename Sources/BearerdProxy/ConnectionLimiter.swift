@@ -1,3 +1,4 @@
+import BearerdLogging
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -33,12 +34,14 @@ final class ConnectionLimiter: Sendable {
 
     private let state: NIOLockedValueBox<State>
     private let metrics: ProxyMetrics
-    private let logger: Logger
+    /// At the limit, every connection that closes lets one more in and the limit is reached
+    /// again: the warning goes through the throttle, not once per connection.
+    private let failures: ThrottledLogger
 
-    init(limit: Int, metrics: ProxyMetrics, logger: Logger) {
+    init(limit: Int, metrics: ProxyMetrics, failures: ThrottledLogger) {
         self.state = NIOLockedValueBox(State(limit: limit))
         self.metrics = metrics
-        self.logger = logger
+        self.failures = failures
     }
 
     /// A listener starts or stops taking slots; the shares follow the number of listeners.
@@ -70,7 +73,8 @@ final class ConnectionLimiter: Sendable {
             return (false, !state.full)
         }
         if becameFull {
-            self.logger.warning(
+            self.failures.warning(
+                kind: "max_connections",
                 "proxy.max_connections reached: new connections wait until one closes",
                 metadata: ["limit": "\(self.state.withLockedValue { $0.limit })"]
             )

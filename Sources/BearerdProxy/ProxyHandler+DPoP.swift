@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdLogging
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -18,7 +19,11 @@ extension ProxyHandler {
             nonce: nonce
         )
         if proof == nil {
-            self.logger.error("cannot sign the DPoP proof of a request; it goes upstream without one")
+            self.failures.error(
+                kind: "dpop_proof_unsigned",
+                "cannot sign the DPoP proof of a request; it goes upstream without one",
+                now: self.now
+            )
         }
         return proof
     }

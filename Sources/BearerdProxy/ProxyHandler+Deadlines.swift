@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdLogging
 import Logging
 import NIOCore
 
@@ -90,15 +91,19 @@ extension ProxyHandler {
         case .expired(.responseHeadLate):
             self.responseTimedOut(exchange)
         case .expired(.upstreamStalled):
-            self.logger.warning(
+            self.failures.warning(
+                kind: "upstream_read_timeout",
                 "the upstream sent nothing more within upstream.read_timeout; closing both connections",
-                metadata: ["timeout": "\(TimeAmount(self.settings.upstream.readTimeout).prettyPrint)"]
+                metadata: ["timeout": "\(TimeAmount(self.settings.upstream.readTimeout).prettyPrint)"],
+                now: now
             )
             self.abandon(exchange, outcome: "upstream_read_timeout")
         case .expired(.clientStalled):
-            self.logger.warning(
+            self.failures.warning(
+                kind: "send_timeout",
                 "the client read nothing within proxy.send_timeout; closing both connections",
-                metadata: ["timeout": "\(TimeAmount(self.settings.proxy.limits.sendTimeout).prettyPrint)"]
+                metadata: ["timeout": "\(TimeAmount(self.settings.proxy.limits.sendTimeout).prettyPrint)"],
+                now: now
             )
             self.abandon(exchange, outcome: "send_timeout")
         }

@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdLogging
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -42,9 +43,12 @@ extension ProxyHandler {
         out.writeImmutableBuffer(body)
         context.write(self.wrapOutboundOut(out), promise: nil)
         if failure.status.code >= 500 {
-            self.logger.warning(
+            // One of a kind at once, then a summary per window: an outage fails every request.
+            self.failures.warning(
+                kind: failure.error,
                 "request failed",
-                metadata: ["status": "\(failure.status.code)", "error": "\(failure.message)"]
+                metadata: ["status": "\(failure.status.code)", "error": "\(failure.message)"],
+                now: self.now
             )
         }
         self.complete(exchange, end: nil)

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdLogging
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -55,7 +56,12 @@ extension ProxyHandler {
             pipeline.removeHandler(self, promise: nil)
             client.startReading()
         } catch {
-            self.logger.error("cannot splice an upgraded connection; closing it", metadata: ["error": "\(error)"])
+            self.failures.error(
+                kind: "splice_failed",
+                "cannot splice an upgraded connection; closing it",
+                metadata: ["error": "\(error)"],
+                now: self.now
+            )
             connection.close()
             context.close(promise: nil)
         }

@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdLogging
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -130,9 +131,11 @@ extension ProxyHandler: UpstreamConnectionOwner {
         )
         switch failure.action {
         case .abandon:
-            self.logger.warning(
+            self.failures.warning(
+                kind: "upstream_closed",
                 "upstream closed the connection in the middle of a response; closing the client connection",
-                metadata: ["error": "\(error)"]
+                metadata: ["error": "\(error)"],
+                now: self.now
             )
             self.abandon(exchange, outcome: "upstream_closed")
         case .replay(let reprove):

@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdLogging
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -25,6 +26,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     let pool: UpstreamConnectionPool
     let tokens: any TokenProvider
     let logger: Logger
+    /// What a client, the upstream or the token server can cause at request rate is logged
+    /// through this, shared by every connection: once per kind, then summarised.
+    let failures: ThrottledLogger
     /// The connection's lifecycle and its idle, head and linger deadlines
     /// (``ProxyHandler/StateMachine``); the exchange in flight is its `.exchanging` case.
     var machine: StateMachine<Exchange>
@@ -67,7 +71,8 @@ final class ProxyHandler: ChannelDuplexHandler {
         pool: UpstreamConnectionPool,
         tokens: any TokenProvider,
         metrics: ProxyMetrics,
-        logger: Logger
+        logger: Logger,
+        failures: ThrottledLogger
     ) {
         self.settings = settings
         self.parser = RequestParser(limits: settings.requestLimits)
@@ -88,6 +93,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.tokens = tokens
         self.metrics = metrics
         self.logger = logger
+        self.failures = failures
     }
 
     func handlerAdded(context: ChannelHandlerContext) {

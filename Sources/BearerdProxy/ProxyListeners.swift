@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdLogging
 import BearerdSockets
 import Logging
 import NIOConcurrencyHelpers
@@ -91,6 +92,9 @@ package final class ProxyListeners: Sendable {
     private let limiter: ConnectionLimiter
     private let group: any EventLoopGroup
     private let logger: Logger
+    /// The lines clients, the upstream or the token server can cause at request rate, over
+    /// every connection, listener and generation: once per kind, then summarised.
+    private let failures: ThrottledLogger
     /// Counts the clients that wait while `proxy.max_connections` is reached.
     private let waitingClients = NIOLockedValueBox<WaitingClients?>(nil)
 
@@ -101,10 +105,12 @@ package final class ProxyListeners: Sendable {
         self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
         let metrics = ProxyMetrics()
         self.metrics = metrics
+        let failures = ThrottledLogger(logger: logger, eventLoop: group.next())
+        self.failures = failures
         self.limiter = ConnectionLimiter(
             limit: generation.settings.proxy.limits.maxConnections,
             metrics: metrics,
-            logger: logger
+            failures: failures
         )
         self.limiter.setLimit(
             generation.settings.proxy.limits.maxConnections,
@@ -260,6 +266,7 @@ package final class ProxyListeners: Sendable {
         let tokens = self.tokens
         let metrics = self.metrics
         let logger = self.logger
+        let failures = self.failures
         let limiter = self.limiter
         var bootstrap = ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 1024)
@@ -296,7 +303,8 @@ package final class ProxyListeners: Sendable {
                             pool: pool,
                             tokens: tokens,
                             metrics: metrics,
-                            logger: logger
+                            logger: logger,
+                            failures: failures
                         )
                     )
                 }
@@ -308,7 +316,11 @@ package final class ProxyListeners: Sendable {
                 // A unix-socket caller whose uid or gid is not listed is closed unanswered.
                 return PeerCredentials.isListed(channel, uids: uids, gids: gids).flatMapThrowing { allowed in
                     guard allowed else {
-                        logger.warning("a unix-socket caller is not in socket_allow_uids/socket_allow_gids; closed")
+                        failures.warning(
+                            kind: "peer_not_allowed",
+                            "a unix-socket caller is not in socket_allow_uids/socket_allow_gids; closed",
+                            now: channel.eventLoop.now
+                        )
                         channel.close(promise: nil)
                         return
                     }
@@ -375,6 +387,8 @@ package final class ProxyListeners: Sendable {
                 metadata: ["shutdown_grace": "\(grace)"]
             )
         }
+        // What the last window counted, not left unsaid when bearerd stops.
+        self.failures.flush()
         return finished
     }
 }

@@ -22,7 +22,7 @@ struct AcceptGateTests {
     }
 
     static func listener(limit: Int) throws -> (EmbeddedChannel, ReadCounter, ConnectionLimiter) {
-        let limiter = ConnectionLimiter(limit: limit, metrics: ProxyMetrics(), logger: Logger(label: "test"))
+        let limiter = ConnectionLimiter(limit: limit, metrics: ProxyMetrics(), failures: .testing)
         let listener = EmbeddedChannel()
         let counter = ReadCounter()
         try listener.pipeline.syncOperations.addHandler(counter)

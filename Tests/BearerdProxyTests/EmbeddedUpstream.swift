@@ -1,3 +1,4 @@
+import BearerdLogging
 import BearerdTestSupport
 import Logging
 import NIOCore
@@ -65,7 +66,8 @@ struct EmbeddedProxy {
             ),
             tokens: RecordingTokenProvider(token: "t"),
             metrics: ProxyMetrics(),
-            logger: Logger(label: "test")
+            logger: Logger(label: "test"),
+            failures: ThrottledLogger(logger: Logger(label: "test"), eventLoop: client.eventLoop)
         )
         try client.pipeline.syncOperations.addHandler(handler)
         try client.connect(to: try SocketAddress(unixDomainSocketPath: "/tmp/bearerd-embedded.sock")).wait()

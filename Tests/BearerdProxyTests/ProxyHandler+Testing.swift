@@ -1,3 +1,4 @@
+import BearerdLogging
 import BearerdTestSupport
 import Logging
 import NIOEmbedded
@@ -19,7 +20,15 @@ extension ProxyHandler {
             ),
             tokens: RecordingTokenProvider(token: "t"),
             metrics: ProxyMetrics(),
-            logger: Logger(label: "test")
+            logger: Logger(label: "test"),
+            failures: ThrottledLogger(logger: Logger(label: "test"), eventLoop: channel.eventLoop)
         )
+    }
+}
+
+extension ThrottledLogger {
+    /// A throttled logger whose summaries nobody waits for (on a loop that is never run).
+    static var testing: ThrottledLogger {
+        ThrottledLogger(logger: Logger(label: "test"), eventLoop: EmbeddedEventLoop())
     }
 }

@@ -198,7 +198,7 @@ struct ProxyLimitsTests {
     }
 
     @Test func theLimiterWakesWaitingListenersWhenASlotFreesOrTheLimitRises() {
-        let limiter = ConnectionLimiter(limit: 1, metrics: ProxyMetrics(), logger: Logger(label: "test"))
+        let limiter = ConnectionLimiter(limit: 1, metrics: ProxyMetrics(), failures: .testing)
         let listener = ObjectIdentifier(limiter)
         limiter.addListener(listener)
         let woken = NIOLockedValueBox(0)
@@ -217,7 +217,7 @@ struct ProxyLimitsTests {
 
     /// A TCP caller holding every connection it can must leave the unix socket its share.
     @Test func eachListenerHasItsShareOfTheLimit() {
-        let limiter = ConnectionLimiter(limit: 4, metrics: ProxyMetrics(), logger: Logger(label: "test"))
+        let limiter = ConnectionLimiter(limit: 4, metrics: ProxyMetrics(), failures: .testing)
         let tcpListener = ProxyMetrics()
         let tcp = ObjectIdentifier(tcpListener)
         let unix = ObjectIdentifier(limiter)
