@@ -7,12 +7,18 @@ import Synchronization
 /// Signs `private_key_jwt` client assertions with jwt-kit: `iss` = `sub` = the client, the
 /// audience the source asks for, a random `jti`, `iat` now and `exp` a minute later, and the
 /// key's `kid` in the header when one is configured (`auth.client_key_id`).
+///
+/// `iat` and `exp` are whole seconds written as JSON integers: a NumericDate is "seconds" in
+/// RFC 7519 §2, and servers that read it as an integer (glewlwyd among them) refuse
+/// `1795706588.647921`; jwt-kit's default encoder writes a `Date` as a JSON double.
 package final class JWTClientAssertionSigner: ClientAssertionSigner {
     /// How long an assertion is valid: one request's worth, well within a minute (RFC 7523 §3
     /// lets the server refuse a long-lived one).
     package static let lifetime: TimeInterval = 60
 
-    private let keys = JWTKeyCollection()
+    private let keys = JWTKeyCollection(
+        defaultJWTSerializer: DefaultJWTSerializer(jsonEncoder: JWTClientAssertionSigner.encoder)
+    )
     private let key: ClientAssertionKey
     private let kid: JWKIdentifier?
     private let clock: any TokenClock
@@ -29,7 +35,7 @@ package final class JWTClientAssertionSigner: ClientAssertionSigner {
             await self.key.add(to: self.keys, kid: self.kid)
             self.added.withLock { $0 = true }
         }
-        let now = self.clock.now
+        let now = Date(timeIntervalSince1970: self.clock.now.timeIntervalSince1970.rounded(.down))
         let claims = ClientAssertionClaims(
             iss: IssuerClaim(value: clientID),
             sub: SubjectClaim(value: clientID),
@@ -48,6 +54,15 @@ package final class JWTClientAssertionSigner: ClientAssertionSigner {
                 underlying: error
             )
         }
+    }
+}
+
+extension JWTClientAssertionSigner {
+    /// jwt-kit's JSON encoder, with dates as integer seconds since 1970 instead of doubles.
+    fileprivate static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .integerSecondsSince1970
+        return encoder
     }
 }
 

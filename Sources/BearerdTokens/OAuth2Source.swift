@@ -27,15 +27,19 @@ package final class OAuth2Source: TokenSource {
     package var hasClientGrant: Bool { self.settings.client.clientCredentials }
 
     package var credentialKeys: String {
-        switch self.settings.client.clientAuthentication {
+        let client = self.settings.client
+        switch client.clientAuthentication {
         case .clientSecretBasic, .clientSecretPost:
-            "auth.client_id, auth.client_secret_file and auth.client_auth"
+            return "auth.client_id, auth.client_secret_file and auth.client_auth"
         case .privateKeyJWT:
-            "auth.client_id, and that the token server has the public key of auth.client_key_file (under auth.client_key_id)"
+            let keyID = client.clientKeyID == nil ? "" : " (under auth.client_key_id)"
+            return "auth.client_id and auth.client_auth (private_key_jwt): the token server must hold the public key"
+                + " of auth.client_key_file\(keyID)"
         case .tlsClientAuth:
-            "auth.client_id, and that the token server registered the subject of auth.tls_cert_file"
+            return "auth.client_id and auth.client_auth (tls_client_auth): the token server must have registered"
+                + " the certificate of auth.tls_cert_file (with auth.tls_key_file)"
         case .none:
-            "auth.client_id and auth.client_auth (this client sends no secret)"
+            return "auth.client_id and auth.client_auth (none: this client sends no secret)"
         }
     }
 

@@ -242,14 +242,7 @@ extension TokenManager {
             )
             return .failed(why)
         case .password, .importedRefreshToken:
-            let what =
-                if code == "invalid_client" || code == "unauthorized_client" {
-                    "this client (\(code)): check \(self.source.credentialKeys)"
-                } else if case .password = grant {
-                    "the login (\(code)): check the user name and password"
-                } else {
-                    "this refresh token (\(code)): it is expired, revoked or for another client"
-                }
+            let what = grant.refusal(code: code, credentialKeys: self.source.credentialKeys)
             let why = "the token server refused \(what)"
             self.lastOutcome = why
             self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")

@@ -61,13 +61,35 @@ struct ClientAssertionTests {
         #expect(!"\(first)".contains(first.value), "an assertion is a secret in logs")
     }
 
+    /// Servers that read a NumericDate as an integer (glewlwyd) refuse `"iat":1795706588.647921`:
+    /// every time claim is a JSON integer in the payload's text, whole seconds of the clock.
+    @Test func anAssertionSaysItsTimesInWholeSeconds() async throws {
+        let files = try TestKeys.shared("ec", named: "client")
+        let key = try ClientAssertionKey(pem: try Self.pem(files.privateKey), algorithm: nil, file: files.privateKey)
+        let clock = ManualTokenClock(now: Date(timeIntervalSince1970: 1_795_706_588.647921))
+        let signer = JWTClientAssertionSigner(key: key, keyID: nil, clock: clock)
+        let jws = try await signer.assertion(clientID: "client-7", audience: "https://idp.example/token").value
+        let payload = try Self.part(jws, 1)
+        let times = Dictionary(
+            uniqueKeysWithValues: payload.matches(of: /"(iat|exp|nbf)":([^,}]*)/).map { (String($0.1), String($0.2)) }
+        )
+        #expect(times == ["iat": "1795706588", "exp": "1795706648"], "\(payload)")
+    }
+
     /// A compact JWS's header, decoded from base64url JSON.
     static func header(_ jws: String) throws -> [String: String] {
-        var text = String(jws.prefix { $0 != "." }).replacingOccurrences(of: "-", with: "+")
-            .replacingOccurrences(of: "_", with: "/")
+        try JSONDecoder().decode([String: String].self, from: Data(try Self.part(jws, 0).utf8))
+    }
+
+    /// The text of a compact JWS's `index`th part, decoded from base64url.
+    static func part(_ jws: String, _ index: Int) throws -> String {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        var text = String(parts[index]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(
+            of: "_",
+            with: "/"
+        )
         text += String(repeating: "=", count: (4 - text.count % 4) % 4)
-        let data = try #require(Data(base64Encoded: text))
-        return try JSONDecoder().decode([String: String].self, from: data)
+        return String(decoding: try #require(Data(base64Encoded: text)), as: UTF8.self)
     }
 
     @Test func aKeyThatCannotSignIsRefusedWithWhatToDo() throws {

@@ -73,6 +73,18 @@ struct DPoPKeyTests {
         #expect(plain.header["jwk"] as? [String: String] == jwk, "one key for every proof")
     }
 
+    /// Servers that read a NumericDate as an integer refuse a fractional one: `iat` is whole
+    /// seconds, a JSON integer in the payload's text.
+    @Test func aProofSaysItsTimeInWholeSeconds() throws {
+        let key = DPoPKey(clock: ManualTokenClock(now: Date(timeIntervalSince1970: 1_795_706_588.647921)))
+        let proof = try #require(key.proof(method: "GET", url: "http://a/", accessToken: nil, nonce: nil))
+        var base64 = String(proof.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+")
+            .replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        let payload = String(decoding: try #require(Data(base64Encoded: base64)), as: UTF8.self)
+        #expect(payload.contains(/"iat":1795706588[,}]/), "\(payload)")
+    }
+
     @Test func aClockBeyondWhatAJWTCanSayGivesNoTrap() throws {
         for far in [1e300, -1e300, Double.infinity] {
             let key = DPoPKey(clock: ManualTokenClock(now: Date(timeIntervalSince1970: far)))
