@@ -52,26 +52,18 @@ struct CheckConfigCommand: AsyncParsableCommand {
     /// names no token endpoint, or whose issuer is another, is a problem; an issuer that cannot
     /// be reached now is a note, since `serve` starts anyway and retries.
     private static func reportDiscovery(_ prepared: Prepared) async throws {
-        guard case .oauth2(let oauth2) = prepared.configuration.auth.source, oauth2.tokenURL == nil,
-            case .engine(let source as OAuth2Source, _, _, let settings, _, _) = prepared.tokens
-        else { return }
-        let transport = try settings.make(logger: Logger(label: "bearerd.check-config"))
-        let found: Result<[(endpoint: String, url: String, document: String)], any Error>
         do {
-            found = .success(try await source.discoveredEndpoints(transport: transport))
-        } catch {
-            found = .failure(error)
-        }
-        try? await transport.shutdown()
-        switch found {
-        case .success(let endpoints):
-            for endpoint in endpoints {
-                print("auth.issuer: \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))")
+            switch try await Startup.discover(prepared, logger: Logger(label: "bearerd.check-config")) {
+            case .notNeeded: break
+            case .found(let endpoints):
+                for endpoint in endpoints {
+                    print("auth.issuer: \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))")
+                }
+            case .unreachable(let why):
+                print("note: \(why); the endpoints were not checked")
             }
-        case .failure(let error as TokenEngineError) where error.code == .unreachable:
-            print("note: \(error); the endpoints were not checked")
-        case .failure(let error):
-            StandardError.emit("bearerd: \(error)")
+        } catch {
+            StandardError.emit("bearerd: \(error.message)")
             throw ExitCode.failure
         }
     }

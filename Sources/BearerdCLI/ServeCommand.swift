@@ -45,6 +45,16 @@ struct ServeCommand: AsyncParsableCommand {
                 "allow_insecure_http is on: the token, the client secret and the refresh token may cross the network over plain http"
             )
         }
+        do {
+            // A definite "no metadata here" is a config error like any other (exit 78); an issuer
+            // that does not answer now may later, so the daemon starts and the engine retries.
+            if case .unreachable(let why) = try await Startup.discover(prepared, logger: logger) {
+                logger.warning("auth.issuer cannot be reached; starting anyway", metadata: ["reason": "\(why)"])
+            }
+        } catch {
+            StandardError.emit("bearerd: \(error.message)")
+            throw ExitCode(error.exitCode)
+        }
         let daemon: Daemon
         do {
             daemon = try Daemon(

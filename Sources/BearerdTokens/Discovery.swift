@@ -41,7 +41,8 @@ enum Discovery {
         var problems: [String] = []
         var documents: [(url: String, document: JSONValue)] = []
         var notFound = 0
-        var unreachable = 0
+        // No answer, or one that may change (5xx, 408, 429): the issuer may answer later.
+        var transient = 0
         let candidates = Self.candidates(issuer: issuer)
         for url in candidates {
             let response: TokenHTTPResponse
@@ -51,10 +52,11 @@ enum Discovery {
                 )
             } catch {
                 problems.append("\(url): \(error)")
-                unreachable += 1
+                transient += 1
                 continue
             }
             if response.status == 404 || response.status == 410 { notFound += 1 }
+            if response.status >= 500 || response.status == 408 || response.status == 429 { transient += 1 }
             guard response.status == 200, let document = JSONValue.parse(response.body) else {
                 problems.append("\(url): HTTP \(response.status)\(response.status == 200 ? " without JSON" : "")")
                 continue
@@ -66,12 +68,14 @@ enum Discovery {
             documents.append((url, document))
         }
         guard !documents.isEmpty else {
-            if unreachable == candidates.count {
-                // Not a configuration error: the issuer may answer later.
+            if transient > 0 {
+                // Not a configuration error: the document that did not answer may answer later.
                 throw TokenEngineError.unreachable(
                     "cannot reach auth.issuer \(issuer): \(problems.joined(separator: "; "))"
                 )
             }
+            // Every document gave a definite answer (404, 410, a 200 that is not this issuer's
+            // metadata): the configuration is wrong, and asking again will not change that.
             let what =
                 notFound == candidates.count ? "no metadata (every document answered 404)" : "no usable metadata"
             throw TokenEngineError.source(

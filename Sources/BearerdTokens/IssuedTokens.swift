@@ -36,8 +36,9 @@ package enum TokenOutcome: Sendable {
     case rejected(status: Int, error: String?)
     /// 5xx, 408, 429, a network error or a timeout: keep everything and retry later.
     case unavailable(reason: String, retryAfter: Duration?)
-    /// A 2xx bearerd cannot read: refreshes keep everything and retry later, like
-    /// ``unavailable(reason:retryAfter:)``; a login fails, naming what is missing.
+    /// A 2xx bearerd cannot read, or a request the source cannot make for a reason of the
+    /// configuration (discovery found no metadata): refreshes keep everything and retry later,
+    /// like ``unavailable(reason:retryAfter:)``; a login fails, naming what is missing.
     case unreadable(reason: String)
 }
 

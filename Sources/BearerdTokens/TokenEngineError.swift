@@ -14,10 +14,13 @@ package struct TokenEngineError: Error, Sendable, Equatable, CustomStringConvert
 
         /// A login or logout did not happen.
         package static let login = Code(kind: .login)
-        /// The token source cannot build its request (for example, discovery failed).
+        /// The token source cannot build its request for a reason of the configuration (for
+        /// example, every metadata document of `auth.issuer` answered 404): asking again will not
+        /// help, and a login or `serve` says what to fix.
         package static let source = Code(kind: .source)
-        /// The token server could not even be asked (discovery found every document unreachable):
-        /// not a configuration error, retried as any unreachable server is.
+        /// The token server could not even be asked (discovery got no metadata document, and at
+        /// least one did not answer or answered 5xx, 408 or 429): not a configuration error,
+        /// retried as any unreachable server is.
         package static let unreachable = Code(kind: .unreachable)
         /// A token request got no HTTP answer: the connection failed, or no complete answer came
         /// within `auth.request_timeout`. Retried as any blip is; nothing is wiped.

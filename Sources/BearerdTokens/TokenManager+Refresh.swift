@@ -109,9 +109,12 @@ extension TokenManager {
                 return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseLogin)
             }
             return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
-        } catch let error as TokenEngineError where error.code == .source || error.code == .unreachable {
-            // Discovery or the source's own setup: the reason names the config key to fix, or
-            // the issuer that could not be reached.
+        } catch let error as TokenEngineError where error.code == .source {
+            // Discovery or the source's own setup: the reason names the config key to fix. A login
+            // fails on it at once; a refresh keeps the tokens and retries.
+            return .unreadable(reason: "\(error)")
+        } catch let error as TokenEngineError where error.code == .unreachable {
+            // The issuer could not be reached: it may answer later.
             return .unavailable(reason: "\(error)", retryAfter: nil)
         } catch {
             return .unavailable(reason: "cannot reach the token endpoint: \(error)", retryAfter: nil)
