@@ -42,7 +42,7 @@ package struct AdminServer: Service {
         do {
             server = try await ServerBootstrap(group: self.group)
                 .serverChannelOption(.backlog, value: 16)
-                .bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) { channel in
+                .bind(to: try UnixSocketFile.address(temporary)) { channel in
                     PeerCredentials.isOwnerOrRoot(channel).flatMapThrowing { allowed -> (any Channel)? in
                         guard allowed else {
                             channel.close(promise: nil)

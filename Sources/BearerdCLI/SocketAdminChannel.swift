@@ -4,13 +4,23 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The running daemon, over its admin socket (HTTP/1.1 on a unix socket).
 struct SocketAdminChannel: AdminChannel {
     let socket: String
     let client: HTTPClient
+    /// The socket's directory, open while a path longer than NIO connects to (103 bytes, macOS's
+    /// limit, on every system) is reached through it; -1 otherwise.
+    private let directory: Int32
+    /// What the client connects to: `socket`, or the same socket by way of `directory`.
+    private let connectPath: String
 
     init(socket: String) {
         self.socket = socket
+        (self.directory, self.connectPath) = Self.reachable(socket)
         self.client = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled)
@@ -43,10 +53,26 @@ struct SocketAdminChannel: AdminChannel {
 
     func close() async {
         try? await self.client.shutdown()
+        #if canImport(Glibc)
+        if self.directory >= 0 { _ = Glibc.close(self.directory) }
+        #endif
+    }
+
+    /// A path of 104 to 107 bytes is valid for the kernel but not for NIO: on Linux, the kernel
+    /// resolves `/proc/self/fd/N/NAME` through the open directory `N` like the path itself.
+    private static func reachable(_ socket: String) -> (directory: Int32, path: String) {
+        #if canImport(Glibc)
+        guard socket.utf8.count > 103, let slash = socket.lastIndex(of: "/") else { return (-1, socket) }
+        let descriptor = open(String(socket[..<slash]), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return (-1, socket) }
+        return (descriptor, "/proc/self/fd/\(descriptor)/" + socket[socket.index(after: slash)...])
+        #else
+        return (-1, socket)
+        #endif
     }
 
     private func request(_ method: HTTPMethod, _ path: String, body: Data?) throws -> HTTPClientRequest {
-        guard let url = URL(httpURLWithSocketPath: self.socket, uri: path) else {
+        guard let url = URL(httpURLWithSocketPath: self.connectPath, uri: path) else {
             throw AdminMessages.Failure(error: "admin_error", message: "cannot address the admin socket \(self.socket)")
         }
         var request = HTTPClientRequest(url: url.absoluteString)

@@ -20,9 +20,11 @@ extension BearerdConfiguration {
             if let raw = builder.string(Keys.socket) {
                 socket = raw.hasPrefix("/") ? raw : (runtimeDirectory ?? builder.baseDirectory) + "/" + raw
             }
-            // sun_path holds 108 bytes with its terminating NUL.
-            if socket.utf8.count > 107 {
-                builder.issue(Keys.socket.name, "\(socket) is longer than a unix socket path may be (107 bytes)")
+            if socket.utf8.count > ListenAddress.maxUnixPathLength {
+                builder.issue(
+                    Keys.socket.name,
+                    "\(socket) is longer than a unix socket path may be (\(ListenAddress.maxUnixPathLength) bytes, got \(socket.utf8.count)); choose a shorter path"
+                )
             }
             var metrics: ListenAddress?
             if let text = builder.string(Keys.metricsListen) {

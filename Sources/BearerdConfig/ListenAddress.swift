@@ -12,6 +12,10 @@ package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// A unix domain socket.
     case unix(path: String)
 
+    /// The longest path a unix socket may have: `sun_path` less its terminating NUL (107 bytes
+    /// on Linux, 103 on macOS).
+    package static let maxUnixPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
     /// Parses one `listen` entry.
     /// - Returns: the address, or a message saying what form is expected.
     package static func parse(_ text: String) -> Parsed<ListenAddress> {
@@ -20,8 +24,10 @@ package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
             guard path.hasPrefix("/") else {
                 return .refused("a unix socket path must be absolute (got \"\(text)\")")
             }
-            guard path.utf8.count < 104 else {
-                return .refused("a unix socket path must be shorter than 104 bytes (got \(path.utf8.count))")
+            guard path.utf8.count <= Self.maxUnixPathLength else {
+                return .refused(
+                    "unix:\(path) is longer than a unix socket path may be (\(Self.maxUnixPathLength) bytes, got \(path.utf8.count)); choose a shorter path"
+                )
             }
             return .parsed(.unix(path: path))
         }

@@ -243,7 +243,7 @@ package final class ProxyListeners: Sendable {
             try UnixSocketFile.checkReplaceable(path)
             let temporary = UnixSocketFile.temporaryPath(for: path)
             let channel = try await self.bootstrap(tcp: false, quiesce: quiesce)
-                .bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true).get()
+                .bind(to: try UnixSocketFile.address(temporary)).get()
             do {
                 try UnixSocketFile.publish(temporary: temporary, final: path, mode: socketMode, group: socketGroup)
             } catch {
@@ -253,7 +253,7 @@ package final class ProxyListeners: Sendable {
             }
             return Listener(
                 address: address,
-                bound: try SocketAddress(unixDomainSocketPath: path),
+                bound: try UnixSocketFile.address(path),
                 channel: channel,
                 quiescer: quiesce,
                 unixPath: path

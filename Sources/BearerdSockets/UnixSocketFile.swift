@@ -9,13 +9,54 @@ import Darwin
 
 /// File-system steps around a listening unix socket (the proxy's, and the admin socket).
 package enum UnixSocketFile {
+    /// The longest path a unix socket may have: `sun_path` less its terminating NUL (107 bytes
+    /// on Linux, 103 on macOS).
+    package static let maxPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
     /// A name next to `path` to bind first, so mode and group are set before the socket appears
-    /// under its real name (no window in which it has a wider mode).
+    /// under its real name (no window in which it has a wider mode), and so that the rename
+    /// replaces a stale socket at once. In the same directory, so the rename stays within one
+    /// file system; and never longer than the kernel allows when `path` itself is allowed, so a
+    /// path near the limit gets a short random name instead of the descriptive one.
     package static func temporaryPath(for path: String) -> String {
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         let directory = path[..<slash]
         let name = path[path.index(after: slash)...].prefix(40)
-        return "\(directory)/.\(name).bearerd-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        let descriptive =
+            "\(directory)/.\(name).bearerd-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+        // Room for the name: what the limit leaves after the directory, at least the final name's
+        // own length. A path beyond the limit keeps the descriptive name and fails at bind.
+        let room = Self.maxPathLength - directory.utf8.count - 1
+        guard descriptive.utf8.count > Self.maxPathLength, path.utf8.count <= Self.maxPathLength, room > 0 else {
+            return descriptive
+        }
+        // Random letters and digits; a name that exists already is passed over (the bind would
+        // fail on it).
+        let length = min(room, 17)
+        for _ in 0..<64 {
+            let random = String((0..<length).map { _ in Self.alphabet.randomElement() ?? "b" })
+            let candidate = "\(directory)/" + (length > 1 ? "." + random.dropFirst() : random)
+            var info = stat()
+            if candidate != path, lstat(candidate, &info) != 0, errno == ENOENT { return candidate }
+        }
+        // Every short name taken (a directory of a handful of one-letter files): the bind fails.
+        return descriptive
+    }
+
+    private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+
+    /// The address of the socket at `path`, up to ``maxPathLength`` bytes. NIO's
+    /// `SocketAddress(unixDomainSocketPath:)` stops at 103 bytes, macOS's limit, on every system.
+    package static func address(_ path: String) throws -> SocketAddress {
+        guard path.utf8.count <= Self.maxPathLength, !path.utf8.contains(0) else {
+            throw SocketAddressError.unixDomainSocketPathTooLong
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (offset, byte) in path.utf8.enumerated() { raw[offset] = byte }
+        }
+        return SocketAddress(address)
     }
 
     /// Refuses to take over a path that is not a socket, or a socket another process still

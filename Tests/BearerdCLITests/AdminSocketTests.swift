@@ -53,6 +53,41 @@ struct AdminSocketTests {
         try await group.shutdownGracefully()
     }
 
+    /// sun_path holds 107 bytes and a NUL: a socket path of exactly 107 bytes binds (the name
+    /// bound first and renamed is no longer than it) and answers.
+    @Test func aPathOfTheKernelsLongestLengthServes() async throws {
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("admin-socket-token-31\n", to: "token")
+        let path = try directory.socketPath(length: 107, named: "admin.sock")
+        let logger = Logger(label: "test")
+        let provider = try StaticTokenProvider(path: token, logger: logger)
+        let api = AdminAPI(backend: .staticToken(provider, path: token), logger: logger)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let ready = AsyncStream.makeStream(of: Void.self)
+        let server = AdminServer(path: path, api: api, group: group, logger: logger) { ready.continuation.yield() }
+        let services = ServiceGroup(services: [server], logger: logger)
+        try await withThrowingTaskGroup { tasks in
+            tasks.addTask {
+                // A server that cannot bind ends the wait for readiness.
+                defer { ready.continuation.finish() }
+                try await services.run()
+            }
+            var readiness = ready.stream.makeAsyncIterator()
+            _ = await readiness.next()
+            var info = stat()
+            #expect(lstat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+            let answer = try await TestHTTPClient.withConnection(to: .unix(path: path), group: group) { client in
+                try await client.send(.GET, "/v1/status")
+            }
+            #expect(answer.status == 200)
+            await services.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: (path as NSString).deletingLastPathComponent)
+        #expect(left.isEmpty, "no socket, temporary or final, is left: \(left)")
+        try await group.shutdownGracefully()
+    }
+
     /// Connections that arrive as the daemon stops (a `bearerd status` at `systemctl stop`) are
     /// closed, not a crash: a connection wrapped in the initializer and dropped with the accept
     /// stream trapped the process (apple/swift-nio#3481).

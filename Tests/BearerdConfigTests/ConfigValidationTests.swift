@@ -170,6 +170,23 @@ struct ConfigValidationTests {
         )
     }
 
+    /// sun_path holds 107 bytes and a NUL: a socket path up to 107 bytes is valid, one longer
+    /// is refused naming its key and the limit, for a listener and for the admin socket.
+    @Test func aSocketPathMayBeAsLongAsTheKernelAllows() throws {
+        let longest = "/" + String(repeating: "a", count: 106)
+        let config = try self.load(self.minimal("listen: [\"unix:\(longest)\"]\nadmin:\n  socket: \(longest)"))
+        #expect(config.listen == [.unix(path: longest)] && config.admin.socket == longest)
+
+        let over = longest + "b"
+        let found = self.issues(self.minimal("listen: [\"unix:\(over)\"]\nadmin:\n  socket: \(over)"))
+        for key in ["listen", "admin.socket"] {
+            #expect(
+                found.contains { $0.key == key && $0.message.contains("(107 bytes, got 108)") },
+                "expected \(key): …107 bytes… in \(found)"
+            )
+        }
+    }
+
     @Test func everyProblemIsReportedNotJustTheFirst() {
         let found = self.issues("upstream:\n  url: ftp://x\nlog:\n  level: loud\nbogus: 1")
         #expect(Set(found.map(\.key)) == ["upstream.url", "log.level", "bogus", "auth"])

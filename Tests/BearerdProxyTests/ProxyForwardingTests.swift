@@ -226,6 +226,23 @@ struct ProxyForwardingTests {
         }
     }
 
+    /// sun_path holds 107 bytes and a NUL: a `listen: unix:` path of exactly 107 bytes binds,
+    /// with its mode, and forwards.
+    @Test func servesAUnixSocketAtTheKernelsLongestPath() async throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.socketPath(length: 107, named: "proxy.sock")
+        try await ProxyFixture.with(yaml: "socket_mode: \"0660\"", listen: ["unix:\(path)"]) { proxy in
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o660)
+            let response = try await TestHTTPClient.withConnection(to: .unix(path: path), group: proxy.group) {
+                client in
+                try await client.send(.GET, "/via-unix")
+            }
+            #expect(response.status == 200)
+        }
+        #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed at shutdown")
+    }
+
     @Test func servesAUnixSocketWithItsModeSetBeforeItAppears() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/proxy.sock"

@@ -52,7 +52,7 @@ package struct TestHTTPClient {
             channel = try await bootstrap.connect(host: "127.0.0.1", port: port, channelInitializer: initializer)
             host = "127.0.0.1:\(port)"
         case .unix(let path):
-            channel = try await bootstrap.connect(unixDomainSocketPath: path, channelInitializer: initializer)
+            channel = try await bootstrap.connect(to: try .unixSocket(path), channelInitializer: initializer)
             host = "localhost"
         }
         return try await channel.executeThenClose { inbound, outbound in
