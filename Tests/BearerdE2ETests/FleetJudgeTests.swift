@@ -62,7 +62,7 @@ struct FleetJudgeTests {
         let ports = fleet.ports
         let statuses = StatusCounts()
         let refreshesBefore = Self.refreshes(marks)
-        let versionBefore = try Int(fleet.database.sql("SELECT version FROM bearerd_sessions")) ?? 0
+        let versionBefore = try await Int(fleet.database.sql("SELECT version FROM bearerd_sessions")) ?? 0
         let load = Self.load(ports: ports, clients: 300, group: group, statuses: statuses)
         try await Task.sleep(for: .seconds(Self.seconds))
         load.cancel()
@@ -73,7 +73,7 @@ struct FleetJudgeTests {
         var versions = 0
         for _ in 0..<100 {
             let first = Self.refreshes(marks) - refreshesBefore
-            versions = (try Int(fleet.database.sql("SELECT version FROM bearerd_sessions")) ?? 0) - versionBefore
+            versions = (try await Int(fleet.database.sql("SELECT version FROM bearerd_sessions")) ?? 0) - versionBefore
             refreshes = Self.refreshes(marks) - refreshesBefore
             if first == refreshes && refreshes == versions { break }
             try await Task.sleep(for: .milliseconds(100))
@@ -124,7 +124,9 @@ struct FleetJudgeTests {
             let before = Self.lines(marks)
             try await waitUntil(.seconds(15)) { Self.lines(marks) > before }
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...300)))
-            let holder = try fleet.database.sql("SELECT coalesce(refresh_started_by, written_by) FROM bearerd_sessions")
+            let holder = try await fleet.database.sql(
+                "SELECT coalesce(refresh_started_by, written_by) FROM bearerd_sessions"
+            )
             let victim = Int(holder.dropFirst("host".count)) ?? 0
             fleet.processes[victim].signal(SIGKILL)
             _ = try await fleet.processes[victim].wait()

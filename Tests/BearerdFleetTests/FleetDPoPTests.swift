@@ -60,7 +60,7 @@ struct FleetDPoPTests {
             #expect(try Self.jwk(keys[1]) == Self.jwk(keys[0]))
             #expect(keys[1].exported() == keys[0].exported())
             #expect(endpoint.requests.count == 1)
-            let row = try database.sql("SELECT encode(sealed, 'escape') FROM bearerd_sessions")
+            let row = try await database.sql("SELECT encode(sealed, 'escape') FROM bearerd_sessions")
             #expect(!row.contains(keys[0].exported().value), "the key is sealed with the tokens")
         } catch {
             for host in hosts { await host.stop() }

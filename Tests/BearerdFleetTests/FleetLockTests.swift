@@ -82,7 +82,7 @@ struct FleetLockTests {
             #expect(endpoint.requests.count == 1)
             #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
             #expect(tokens == ["access-new-0"])
-            #expect(try database.sql("SELECT version FROM bearerd_sessions") == "2")
+            #expect(try await database.sql("SELECT version FROM bearerd_sessions") == "2")
             // The two that waited adopted what the first wrote.
             let adopted = fleet.filter { $0.logText.contains("adopted the fleet's session") }.count
             #expect(adopted == 2)
@@ -148,7 +148,7 @@ struct FleetLockTests {
             #expect(result.loggedOut)
             try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken() == nil }
             #expect(await fleet[1].manager.status().state == .loggedOut)
-            #expect(try database.sql("SELECT version FROM bearerd_sessions") == "2")
+            #expect(try await database.sql("SELECT version FROM bearerd_sessions") == "2")
             #expect(endpoint.requests.isEmpty)
         }
     }
@@ -183,10 +183,10 @@ struct FleetLockTests {
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 2)
         } _: { database, fleet, endpoint, _ in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
-            try database.sql("CREATE TABLE backup AS SELECT * FROM bearerd_sessions")
+            try await database.sql("CREATE TABLE backup AS SELECT * FROM bearerd_sessions")
             #expect(try await fleet[0].manager.token().value == "access-new-0")
             // A failover to a replica that had not received the last commit.
-            try database.sql(
+            try await database.sql(
                 "UPDATE bearerd_sessions s SET version = b.version, sealed = b.sealed FROM backup b WHERE s.profile = b.profile"
             )
             try await Task.sleep(for: .seconds(2))
@@ -194,7 +194,7 @@ struct FleetLockTests {
             #expect(endpoint.requests.count == 2)
             #expect(endpoint.requests.last.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-new-0")
             #expect(fleet[0].logText.contains("the fleet's row is older than the session this host adopted"))
-            #expect(try database.sql("SELECT version > 2 FROM bearerd_sessions") == "t")
+            #expect(try await database.sql("SELECT version > 2 FROM bearerd_sessions") == "t")
         }
     }
 
@@ -218,7 +218,8 @@ struct FleetLockTests {
             let started = clock.now
             await #expect(throws: TokenUnavailableError.self) { try await host.manager.token() }
             #expect(clock.now - started < .seconds(10))
-            #expect(await host.manager.status().fleet?.problem?.contains("PostgreSQL did not answer") == true)
+            let problem = await host.manager.status().fleet?.problem
+            #expect(problem?.contains("PostgreSQL did not answer") == true, "\(problem ?? "-")")
             try await database.pause(false)
             try await waitUntil(.seconds(20), every: .milliseconds(200)) {
                 (try? await host.manager.token().value) == "access-new-0"
@@ -233,7 +234,7 @@ struct FleetLockTests {
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { database, fleet, endpoint, directory in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
-            let before = try database.sql("SELECT version, md5(sealed) FROM bearerd_sessions")
+            let before = try await database.sql("SELECT version, md5(sealed) FROM bearerd_sessions")
             let stranger = try FleetHost(
                 "stranger",
                 database: database,
@@ -246,7 +247,7 @@ struct FleetLockTests {
             let status = await stranger.manager.status()
             #expect(status.detail?.contains("every host of the fleet needs the same store.key_file") == true)
             #expect(endpoint.requests.isEmpty)
-            #expect(try database.sql("SELECT version, md5(sealed) FROM bearerd_sessions") == before)
+            #expect(try await database.sql("SELECT version, md5(sealed) FROM bearerd_sessions") == before)
             await stranger.stop()
         }
     }
@@ -260,8 +261,8 @@ struct FleetLockTests {
             _ = try await fleet[0].manager.token()
             let created = fleet.filter { $0.logText.contains("created the fleet's table") }.count
             #expect(created == 1)
-            #expect(try database.sql("SELECT schema_version, written_by FROM bearerd_sessions") == "1|host2")
-            let row = try database.sql("SELECT encode(sealed, 'escape') FROM bearerd_sessions")
+            #expect(try await database.sql("SELECT schema_version, written_by FROM bearerd_sessions") == "1|host2")
+            let row = try await database.sql("SELECT encode(sealed, 'escape') FROM bearerd_sessions")
             let logs = fleet.map(\.logText).joined(separator: "\n")
             for secret in [
                 "access-old", "refresh-old", "access-new", "refresh-new", "bearerd-pass", "client-secret-value",

@@ -58,18 +58,27 @@ package final class PostgresServer: Sendable {
     }
 
     /// Runs `sql` as the superuser in the database `bearerd`; returns psql's unaligned output.
+    /// Waits without blocking a thread: two tests blocked in `waitUntilExit` at once held both of
+    /// a 2-core machine's cooperative threads, and every other test (the one whose lock the
+    /// statement waited for among them) stopped with them.
     @discardableResult
-    package func sql(_ sql: String) throws -> String {
+    package func sql(_ sql: String) async throws -> String {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("psql-\(UUID().uuidString).out")
+        guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
+            throw TestClientError("cannot create \(log.path)")
+        }
+        defer { try? FileManager.default.removeItem(at: log) }
+        let output = try FileHandle(forWritingTo: log)
+        defer { try? output.close() }
         let process = Process()
         process.executableURL = ProjectScript.repository.appendingPathComponent("scripts/postgres")
         process.arguments = ["psql", "--dir", self.directory.path, "--port", "\(self.port)", "-c", sql]
-        let output = Pipe()
         process.standardOutput = output
         process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+        try await waitUntil(.seconds(60)) { !process.isRunning }
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         guard process.terminationStatus == 0 else { throw TestClientError("psql failed: \(text)") }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
