@@ -84,7 +84,7 @@ extension BearerdConfiguration.Store {
             if !BearerdConfiguration.Store.Postgres.isValidTable(table) {
                 builder.issue(
                     "store.postgres.table",
-                    "must be a plain table name (lowercase letters, digits and _, optionally schema.table; got \"\(table)\")"
+                    "must be a plain table name (lowercase letters, digits and _, optionally schema.table; the table at most 58 bytes, leaving room for its lock table \(table)_lock; not pg_* or information_schema; got \"\(table)\")"
                 )
             }
             var hostName = builder.string(Keys.hostName) ?? ProcessInfo.processInfo.hostName
@@ -105,16 +105,27 @@ extension BearerdConfiguration.Store {
         }
 
         /// A table name bearerd writes into SQL: lowercase letters, digits and `_`, starting with a
-        /// letter or `_`, optionally after a schema name of the same kind.
+        /// letter or `_`, optionally after a schema name of the same kind. The table's name leaves
+        /// room for its lock table's (``lockTableSuffix``) within PostgreSQL's 63 bytes, and no
+        /// part names a system catalog (`pg_*`, `information_schema`), which bearerd must not write.
         package static func isValidTable(_ name: String) -> Bool {
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
             guard (1...2).contains(parts.count) else { return false }
-            return parts.allSatisfy { part in
-                guard let first = part.utf8.first, part.utf8.count <= 63 else { return false }
+            let longest = [63, 63 - Self.lockTableSuffix.utf8.count]
+            return zip(parts, longest.suffix(parts.count)).allSatisfy { part, limit in
+                guard let first = part.utf8.first, part.utf8.count <= limit else { return false }
+                guard !part.hasPrefix("pg_"), part != "information_schema" else { return false }
                 let isStart = { (byte: UInt8) in (0x61...0x7A).contains(byte) || byte == 0x5F }
                 return isStart(first) && part.utf8.allSatisfy { isStart($0) || (0x30...0x39).contains($0) }
             }
         }
+
+        /// The fleet's refresh lock is a row of `<table>_lock`, which only bearerd's role may
+        /// update: a role without privileges on it cannot take, hold or fake the lock.
+        package static let lockTableSuffix = "_lock"
+
+        /// `store.postgres.table`'s lock table.
+        package var lockTable: String { self.table + Self.lockTableSuffix }
     }
 }
 
@@ -155,7 +166,11 @@ extension ConfigKeys.Store {
             "a table name",
             default: "bearerd_sessions",
             reload: .newSession,
-            doc: "Created if missing (bearerd says so); lowercase letters, digits and _, or schema.table."
+            doc: """
+                Created if missing (bearerd says so), with its lock table TABLE_lock (the fleet's refresh
+                lock: a row only bearerd's role may lock); lowercase letters, digits and _, or schema.table;
+                at most 58 bytes; not pg_* or information_schema.
+                """
         )
         static let hostName = ConfigKeyDescriptor.text(
             "store.postgres.host_name",

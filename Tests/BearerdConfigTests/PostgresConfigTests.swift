@@ -108,10 +108,13 @@ struct PostgresConfigTests {
     }
 
     @Test func tableNames() {
-        for good in ["bearerd_sessions", "_x1", "ops.bearerd_sessions"] {
+        for good in ["bearerd_sessions", "_x1", "ops.bearerd_sessions", String(repeating: "a", count: 58), "s.pgx"] {
             #expect(BearerdConfiguration.Store.Postgres.isValidTable(good), "\(good)")
         }
-        for bad in ["", "1abc", "Sessions", "a.b.c", "a-b", "a b", "\"a\"", String(repeating: "a", count: 64)] {
+        for bad in [
+            "", "1abc", "Sessions", "a.b.c", "a-b", "a b", "\"a\"", String(repeating: "a", count: 59),
+            "pg_catalog.bearerd", "pg_sessions", "information_schema.t", "public.pg_authid",
+        ] {
             #expect(!BearerdConfiguration.Store.Postgres.isValidTable(bad), "\(bad)")
         }
     }
