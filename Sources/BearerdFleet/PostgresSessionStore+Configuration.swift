@@ -42,7 +42,9 @@ extension PostgresSessionStore {
             )
         }
         configuration.options.connectTimeout = settings.connectTimeout
-        configuration.options.maximumConnections = 4
+        // The listener, a refresh's lock and its writes (each on a connection of its own), a poll's
+        // read and a verb's: a lock held while its write waits for a connection would stall.
+        configuration.options.maximumConnections = 6
         configuration.options.additionalStartupParameters = [
             ("application_name", "bearerd"),
             ("tcp_keepalives_idle", "10"),

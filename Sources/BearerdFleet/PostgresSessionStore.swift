@@ -8,22 +8,25 @@ import PostgresNIO
 import Synchronization
 
 /// The fleet's session in one PostgreSQL row: the same sealed bytes as the file store (the store
-/// key is the fleet's shared credential), a version that grows with every change, and a session
-/// advisory lock per row as the fleet's one refresh lock. The lock belongs to a connection, so it
-/// is held across commits — the refresh-in-flight mark is committed before the refresh token
-/// leaves — and ends with the connection if the host dies.
+/// key is the fleet's shared credential) and a version that grows with every change. The fleet's
+/// one refresh lock is the profile's row in `<table>_lock`, locked `FOR UPDATE` in a transaction
+/// of its own connection (see `PostgresSessionStore+Lock.swift`): held while other connections
+/// commit — the refresh-in-flight mark is committed before the refresh token leaves — and ended
+/// with that connection if the host dies.
 package final class PostgresSessionStore: SharedSessionStore {
     let client: PostgresClient
     private let sealer: StoreSealer
     let profile: String
     /// Validated by the config (``BearerdConfiguration/Store/Postgres/isValidTable(_:)``).
     let table: String
+    /// The fleet's refresh lock: this profile's row in `<table>_lock`.
+    let lockTable: String
     /// The LISTEN/NOTIFY channel: the table's name.
     let channel: String
     let host: String
     let settings: BearerdConfiguration.Store.Postgres
     let logger: Logger
-    private let prepared = Mutex(false)
+    let prepared = Mutex(false)
     private let running = Mutex(false)
     static let schemaVersion: Int32 = 1
 
@@ -38,6 +41,7 @@ package final class PostgresSessionStore: SharedSessionStore {
         self.settings = settings
         self.profile = profile
         self.table = settings.table
+        self.lockTable = settings.lockTable
         self.channel = settings.table.replacingOccurrences(of: ".", with: "_")
         self.host = settings.hostName
         self.logger = logger
@@ -80,73 +84,6 @@ package final class PostgresSessionStore: SharedSessionStore {
         }
     }
 
-    package func withRefreshLock<Result: Sendable>(
-        _ body: @escaping @Sendable (SharedSession, any SharedSessionLease) async throws -> Result
-    ) async throws -> Result {
-        try await self.prepare()
-        return try await self.withConnection { connection in
-            try await self.lock(on: connection)
-            let outcome: Swift.Result<Result, any Error>
-            do {
-                let row = try await self.answering(connection, "a read of the row") {
-                    try await self.read(on: connection)
-                }
-                outcome = .success(try await body(row, Lease(store: self, connection: connection)))
-            } catch {
-                outcome = .failure(error)
-            }
-            do {
-                try await self.answering(connection, "the unlock") {
-                    _ = try await connection.query(
-                        "SELECT pg_advisory_unlock(hashtextextended(\(self.lockKey), 0))",
-                        logger: self.logger
-                    )
-                }
-            } catch {
-                // A connection that may still hold the lock goes: closing it releases the lock.
-                self.logger.warning(
-                    "cannot release the fleet's refresh lock; closing its connection",
-                    metadata: ["error": "\(FleetStoreError.describe(error))"]
-                )
-                try? await connection.close()
-            }
-            return try outcome.get()
-        }
-    }
-
-    /// The lock, waiting at most `store.postgres.lock_timeout` for the host that holds it.
-    private func lock(on connection: PostgresConnection) async throws {
-        let milliseconds =
-            "\(self.settings.lockTimeout.components.seconds * 1000 + self.settings.lockTimeout.components.attoseconds / 1_000_000_000_000_000)"
-        do {
-            // A database that does not answer at all is found here, before the long wait below.
-            try await self.answering(connection, "a statement") {
-                _ = try await connection.query(
-                    "SELECT set_config('lock_timeout', \(milliseconds), false)",
-                    logger: self.logger
-                )
-            }
-            try await self.answering(connection, within: self.settings.lockTimeout + self.statementLimit, "the lock") {
-                _ = try await connection.query(
-                    "SELECT pg_advisory_lock(hashtextextended(\(self.lockKey), 0))",
-                    logger: self.logger
-                )
-            }
-        } catch let error as FleetStoreError {
-            throw error
-        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
-            throw FleetStoreError(
-                code: .lockTimeout,
-                description:
-                    "another host has held the fleet's refresh lock for longer than store.postgres.lock_timeout (\(self.settings.lockTimeout)); bearerd keeps its token and tries again"
-            )
-        } catch {
-            throw FleetStoreError.unavailable(error)
-        }
-    }
-
-    var lockKey: String { "bearerd:\(self.table):\(self.profile)" }
-
     // MARK: Rows
 
     func read(on connection: PostgresConnection) async throws -> SharedSession {
@@ -159,27 +96,30 @@ package final class PostgresSessionStore: SharedSessionStore {
         } catch {
             throw FleetStoreError.unavailable(error)
         }
-        for try await (version, sealed, writtenBy, writtenAt, schema) in rows.decode(
-            (Int64, ByteBuffer?, String?, Date?, Int32).self
-        ) {
-            guard schema <= Self.schemaVersion else {
-                throw FleetStoreError(
-                    code: .damaged,
-                    description:
-                        "the fleet's row \"\(self.profile)\" in \(self.table) was written by a newer bearerd (schema \(schema)): upgrade this host"
-                )
-            }
-            guard let sealed else {
-                return SharedSession(version: version, tokens: nil, writtenBy: writtenBy, writtenAt: writtenAt)
-            }
-            return SharedSession(
-                version: version,
-                tokens: try self.open(sealed),
-                writtenBy: writtenBy,
-                writtenAt: writtenAt
+        // Every row is read, to the statement's end: an error after the first row still counts.
+        var found: (Int64, ByteBuffer?, String?, Date?, Int32)?
+        for try await row in rows.decode((Int64, ByteBuffer?, String?, Date?, Int32).self) where found == nil {
+            found = row
+        }
+        guard let (version, sealed, writtenBy, writtenAt, schema) = found else {
+            return SharedSession(version: 0, tokens: nil)
+        }
+        guard schema <= Self.schemaVersion else {
+            throw FleetStoreError(
+                code: .damaged,
+                description:
+                    "the fleet's row \"\(self.profile)\" in \(self.table) was written by a newer bearerd (schema \(schema)): upgrade this host"
             )
         }
-        return SharedSession(version: 0, tokens: nil)
+        guard let sealed else {
+            return SharedSession(version: version, tokens: nil, writtenBy: writtenBy, writtenAt: writtenAt)
+        }
+        return SharedSession(
+            version: version,
+            tokens: try self.open(sealed),
+            writtenBy: writtenBy,
+            writtenAt: writtenAt
+        )
     }
 
     private func open(_ sealed: ByteBuffer) throws(FleetStoreError) -> StoredTokens {
@@ -241,87 +181,36 @@ package final class PostgresSessionStore: SharedSessionStore {
                 logger: self.logger
             )
         }
-        var version: Int64 = 0
-        for try await value in rows.decode(Int64.self) { version = value }
+        var written: Int64?
+        for try await value in rows.decode(Int64.self) { written = value }
+        guard let version = written else {
+            throw FleetStoreError(code: .unavailable, description: "PostgreSQL did not confirm the write of the row")
+        }
         if announce {
             // Delivered when the write has committed (it has: each statement commits on its own).
-            try await connection.query(
-                "SELECT pg_notify(\(self.channel), \("\(self.profile) \(version)"))",
-                logger: self.logger
-            )
+            try await self.run("SELECT pg_notify(\(self.channel), \("\(self.profile) \(version)"))", on: connection)
         }
         return version
     }
 
+    /// Writes while the lock is held. Each goes through a pooled connection of its own and
+    /// commits at once, so the refresh-in-flight mark is in the row before the refresh token
+    /// leaves; the lock's connection stays in its transaction until the body ends.
     struct Lease: SharedSessionLease {
         let store: PostgresSessionStore
-        let connection: PostgresConnection
 
         func write(_ tokens: StoredTokens, announce: Bool, floor: Int64) async throws -> Int64 {
+            let store = self.store
             do {
-                return try await self.store.answering(self.connection, "a write of the row") {
-                    try await self.store.write(tokens, announce: announce, floor: floor, on: self.connection)
+                return try await store.withConnection { connection in
+                    try await store.answering(connection, "a write of the row") {
+                        try await store.write(tokens, announce: announce, floor: floor, on: connection)
+                    }
                 }
             } catch {
                 throw FleetStoreError.unavailable(error)
             }
         }
-    }
-
-    // MARK: Schema
-
-    /// Creates the table (and says so) and the profile's row if they are missing, once.
-    func prepare() async throws {
-        if self.prepared.withLock({ $0 }) { return }
-        do {
-            let created = try await self.withConnection { connection in
-                do {
-                    return try await self.answering(connection, "the table's creation") {
-                        try await self.createTable(on: connection)
-                    }
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: self.logger)
-                    throw error
-                }
-            }
-            if created {
-                self.logger.notice("created the fleet's table in PostgreSQL", metadata: ["table": "\(self.table)"])
-            }
-        } catch {
-            throw FleetStoreError.unavailable(error)
-        }
-        self.prepared.withLock { $0 = true }
-    }
-
-    /// In one transaction, under a lock that makes hosts starting together create it once.
-    private func createTable(on connection: PostgresConnection) async throws -> Bool {
-        try await connection.query("BEGIN", logger: self.logger)
-        try await connection.query(
-            "SELECT pg_advisory_xact_lock(hashtextextended('bearerd:schema', 0))",
-            logger: self.logger
-        )
-        var missing = true
-        let rows = try await connection.query("SELECT to_regclass(\(self.table)) IS NOT NULL", logger: self.logger)
-        for try await exists in rows.decode(Bool.self) { missing = !exists }
-        if missing {
-            try await connection.query(
-                """
-                CREATE TABLE \(unescaped: self.table) (
-                  profile text PRIMARY KEY,
-                  schema_version integer NOT NULL,
-                  version bigint NOT NULL,
-                  sealed bytea,
-                  written_by text,
-                  written_at timestamptz,
-                  refresh_started_by text,
-                  refresh_started_at timestamptz
-                )
-                """,
-                logger: self.logger
-            )
-        }
-        try await connection.query("COMMIT", logger: self.logger)
-        return missing
     }
 
     /// Runs `body` with a connection of the pool, or throws `unavailable` when none comes within

@@ -31,6 +31,7 @@ struct FleetHost: Sendable {
         keyFile: String,
         table: String = "bearerd_sessions",
         connectTimeout: Duration = .seconds(5),
+        lockTimeout: Duration = .seconds(10),
         tls: BearerdConfiguration.Store.Postgres.TLSMode? = nil,
         caFile: String? = nil,
         source: any TokenSource = Self.source,
@@ -46,7 +47,7 @@ struct FleetHost: Sendable {
             caFile: caFile,
             table: table,
             hostName: name,
-            lockTimeout: .seconds(10),
+            lockTimeout: lockTimeout,
             pollInterval: .seconds(30),
             connectTimeout: connectTimeout
         )

@@ -1,0 +1,152 @@
+import BearerdAuth
+import BearerdFleet
+import BearerdTestSupport
+import BearerdTokens
+import Foundation
+import Logging
+import Testing
+
+/// The fleet's lock against everything else that talks to the database: a lock held by another
+/// session past `store.postgres.lock_timeout`, a token server slower than that timeout, and a
+/// role without privileges on bearerd's tables. Each sends a refresh token twice, or stalls the
+/// fleet, with a lock whose outcome is not checked or that any role can take.
+@Suite(
+    "The fleet's lock against other sessions of the database",
+    .enabled(if: ProcessInfo.processInfo.environment["BEARERD_SKIP_E2E"] == nil),
+    .timeLimit(.minutes(2))
+)
+struct FleetLockHolderTests {
+    /// The key of the advisory lock bearerd took before its lock was a row: held too, so that a
+    /// bearerd that still used it is caught by these tests.
+    static let advisoryKey = "SELECT pg_advisory_lock(hashtextextended('bearerd:bearerd_sessions:default', 0));"
+
+    func withHosts(
+        _ count: Int,
+        lockTimeout: Duration,
+        respond: @escaping FakeTokenEndpoint.Respond,
+        _ body: (PostgresServer, [FleetHost], FakeTokenEndpoint) async throws -> Void
+    ) async throws {
+        let database = try await PostgresServer.start()
+        let directory = try TemporaryDirectory()
+        let key = try makeKey(in: directory)
+        let endpoint = FakeTokenEndpoint(respond)
+        var hosts: [FleetHost] = []
+        defer { withExtendedLifetime(directory) {} }
+        do {
+            for index in 1...count {
+                hosts.append(
+                    try FleetHost(
+                        "host\(index)",
+                        database: database,
+                        directory: directory,
+                        endpoint: endpoint,
+                        keyFile: key,
+                        lockTimeout: lockTimeout
+                    )
+                )
+            }
+            try await body(database, hosts, endpoint)
+        } catch {
+            for host in hosts { await host.stop() }
+            try? await database.stop()
+            throw error
+        }
+        for host in hosts { await host.stop() }
+        try await database.stop()
+    }
+
+    static let expired = FleetLockTests.session(access: "access-old", refresh: "refresh-old", expiresIn: -5)
+
+    @Test func aLockHeldByAnotherSessionPastTheTimeoutLetsNoRefreshTokenLeave() async throws {
+        try await self.withHosts(2, lockTimeout: .seconds(1)) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { database, hosts, endpoint in
+            try await hosts[0].seed(Self.expired)
+            let holder = try PostgresSession(database)
+            defer { holder.end() }
+            try await holder.run(
+                Self.advisoryKey
+                    + "\nBEGIN;\nSELECT profile FROM bearerd_sessions_lock WHERE profile = 'default' FOR UPDATE;",
+                until: "held"
+            )
+            for host in hosts {
+                await #expect(throws: TokenUnavailableError.self) { try await host.manager.token() }
+                let problem = await host.manager.status().fleet?.problem
+                #expect(problem?.contains("store.postgres.lock_timeout") == true, "\(problem ?? "-")\n\(host.logText)")
+            }
+            #expect(endpoint.requests.isEmpty)
+            try await holder.ended()
+            try await waitUntil(.seconds(20), every: .milliseconds(100)) {
+                (try? await hosts[1].manager.token().value) == "access-new-0"
+            }
+            #expect(endpoint.requests.count == 1)
+        }
+    }
+
+    @Test func aTokenServerSlowerThanTheLockTimeoutGetsTheRefreshTokenOnce() async throws {
+        try await self.withHosts(2, lockTimeout: .seconds(1)) { _, index in
+            try await Task.sleep(for: .seconds(3))
+            return FakeTokenEndpoint.tokens(
+                access: "access-new-\(index)",
+                refresh: "refresh-new-\(index)",
+                expiresIn: 3600
+            )
+        } _: { _, hosts, endpoint in
+            try await hosts[0].seed(Self.expired)
+            async let first = hosts[0].manager.token()
+            try await waitUntil(.seconds(10)) { endpoint.requests.count == 1 }
+            // The second host gives up waiting for the lock after 1 s, with the first host's
+            // refresh still in flight: it keeps what it has and sends nothing.
+            await #expect(throws: TokenUnavailableError.self) { try await hosts[1].manager.token() }
+            #expect(endpoint.requests.count == 1)
+            #expect(try await first.value == "access-new-0")
+            try await waitUntil(.seconds(20), every: .milliseconds(100)) {
+                (try? await hosts[1].manager.token().value) == "access-new-0"
+            }
+            #expect(endpoint.requests.count == 1)
+            #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
+        }
+    }
+
+    @Test func aRoleWithoutPrivilegesCanNeitherHoldUpNorMisleadTheFleet() async throws {
+        try await self.withHosts(1, lockTimeout: .seconds(10)) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { database, hosts, endpoint in
+            try await database.sql("CREATE ROLE intruder LOGIN")
+            let intruder = try PostgresSession(database, role: "intruder")
+            defer { intruder.end() }
+            // Every advisory key bearerd ever used, before the tables exist.
+            try await intruder.run(
+                Self.advisoryKey + "\nSELECT pg_advisory_lock(hashtextextended('bearerd:schema', 0));",
+                until: "keys"
+            )
+            let clock = ContinuousClock()
+            let started = clock.now
+            try await hosts[0].seed(Self.expired)
+            #expect(clock.now - started < .seconds(3))
+            // The lock row, as far as PostgreSQL lets this role try.
+            try await intruder.run(
+                """
+                SELECT profile FROM bearerd_sessions_lock FOR UPDATE;
+                BEGIN;
+                LOCK TABLE bearerd_sessions_lock IN ACCESS EXCLUSIVE MODE;
+                ROLLBACK;
+                """,
+                until: "tried"
+            )
+            #expect(intruder.text.contains("permission denied for table bearerd_sessions_lock"))
+            let listener = FleetService(store: hosts[0].store, manager: hosts[0].manager, logger: .init(label: "l"))
+            let listening = Task { try await listener.run() }
+            defer { listening.cancel() }
+            let refreshed = clock.now
+            #expect(try await hosts[0].manager.token().value == "access-new-0")
+            #expect(clock.now - refreshed < .seconds(3))
+            // A notification anyone may send makes the host read the row again, nothing more.
+            try await intruder.run("NOTIFY bearerd_sessions, 'default 999';", until: "notified")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(await hosts[0].manager.status().fleet?.version == 2)
+            #expect(try await hosts[0].manager.token().value == "access-new-0")
+            #expect(endpoint.requests.count == 1)
+        }
+    }
+}
