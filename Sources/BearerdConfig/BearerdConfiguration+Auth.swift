@@ -303,7 +303,9 @@ extension ConfigKeys.Auth {
             doc: """
                 A refresh that fails with 5xx, 408, 429 (Retry-After is honoured), a timeout or a network
                 error keeps every token: the current access token is used until it really expires, and the
-                refresh is retried with exponential backoff (full jitter, 1s doubling to 5m). Only a 4xx
+                refresh is retried with exponential backoff (full jitter, 1s doubling to 5m); once the token
+                has expired and requests wait for one, an attempt is made every 3s instead, so service is
+                back within about 3s of the token server. Only a 4xx
                 answer (invalid_grant, invalid_client, ...) wipes the stored tokens. On top of the backoff, at
                 most this many refresh attempts are made in any minute, successful ones included: a token
                 server that issues tokens living less than about 5s needs a higher limit.

@@ -14,6 +14,9 @@ package struct RefreshPolicy: Sendable {
     /// Backoff after a failed refresh: full jitter, doubling from `backoffBase` to `backoffCap`.
     package var backoffBase: Duration = .seconds(1)
     package var backoffCap: Duration = .seconds(300)
+    /// While callers wait for a token (none is usable), an attempt at least this often, whatever
+    /// the backoff: service is back within about this long after the token server is.
+    package var probeInterval: Duration = .seconds(3)
     /// At most this many refresh attempts in any minute (`auth.max_refreshes_per_minute`).
     package var maxRefreshesPerMinute: Int = 30
     /// A token server clock further off than this corrects JWT `exp` (and warns once).

@@ -168,6 +168,8 @@ extension TokenManager {
             }
             self.consecutiveFailures += 1
             let delay = retryAfter ?? self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+            // The server's own word on when to come back stands, even for waiting callers.
+            self.serverRetryAt = retryAfter.map { now.addingTimeInterval($0.seconds) }
             self.logger.warning(
                 "token refresh failed; keeping the tokens and retrying",
                 metadata: [
@@ -352,6 +354,12 @@ extension TokenManager {
     /// Every state change goes through here: the snapshot the data path reads, and a nudge to
     /// the scheduler.
     func transition(to state: State) {
+        if case .refreshing = self.state {
+            switch state {
+            case .refreshing: break
+            default: self.lastAttemptEnded = self.clock.now
+            }
+        }
         self.state = state
         switch state {
         case .ready(let session), .refreshing(let session?, _):

@@ -50,6 +50,32 @@ extension TokenManager {
         }
     }
 
+    /// When the next attempt is made for a caller that found no usable token: one attempt every
+    /// `policy.probeInterval` (after the last one ended), however long (or short) the backoff after a
+    /// run of failures is, within `auth.max_refreshes_per_minute`, and never before the time a
+    /// token server's `Retry-After` asked for. The state's `retryAt`
+    /// moves there, so the scheduler makes the attempt (and `Retry-After` says when) even if no
+    /// caller is there at that moment. The backoff stays for proactive refreshes while the
+    /// current token still serves, and for an engine nobody asks for a token.
+    func probe(_ session: Session?, retryAt: Date, reason: String, now: Date) -> Date {
+        if let asked = self.serverRetryAt, asked > now { return retryAt }
+        let recent = self.attempts.filter { now.timeIntervalSince($0) < 60 }
+        let last = [recent.last, self.lastAttemptEnded].compactMap { $0 }.max()
+        var probeAt = max(last.map { $0.addingTimeInterval(self.policy.probeInterval.seconds) } ?? now, now)
+        var why = reason
+        if recent.count >= self.policy.maxRefreshesPerMinute, let oldest = recent.first,
+            oldest.addingTimeInterval(60) > probeAt
+        {
+            probeAt = oldest.addingTimeInterval(60)
+            why =
+                "more than \(self.policy.maxRefreshesPerMinute) refresh attempts in a minute (auth.max_refreshes_per_minute)"
+        }
+        if probeAt != retryAt || why != reason {
+            self.transition(to: .waiting(session, retryAt: probeAt, reason: why))
+        }
+        return probeAt
+    }
+
     /// Returns once no refresh is in flight: at shutdown, the token client is closed only after
     /// the answer to a refresh token already sent has been stored (a rotated refresh token lost
     /// here would log the session out).

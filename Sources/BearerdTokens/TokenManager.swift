@@ -75,6 +75,10 @@ package actor TokenManager: TokenProvider {
     var state: State
     var consecutiveFailures = 0
     var attempts: [Date] = []
+    /// Until when the token server asked to be left alone (its `Retry-After` on the last failure).
+    var serverRetryAt: Date?
+    /// When the last attempt at a token ended: the probe interval counts from there.
+    var lastAttemptEnded: Date?
     var skewWarned = false
     var lastOutcome: String?
     var lastRefresh: LastRefresh?
@@ -219,7 +223,8 @@ package actor TokenManager: TokenProvider {
                 // While the token server fails, the token is used until it really expires.
                 if let session, let access = session.access, now < session.expiresAt { return access }
                 lastReason = reason
-                guard now >= retryAt else { throw Self.unavailable(reason, retryAt: retryAt, now: now) }
+                let probeAt = self.probe(session, retryAt: retryAt, reason: reason, now: now)
+                guard now >= probeAt else { throw Self.unavailable(reason, retryAt: probeAt, now: now) }
                 await self.refresh(reason: "retry")
             case .loggedOut(let reason):
                 guard self.source.hasClientGrant else { throw TokenUnavailableError.notLoggedIn(reason) }

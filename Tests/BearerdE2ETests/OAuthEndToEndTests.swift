@@ -108,20 +108,40 @@ struct OAuthEndToEndTests {
         #expect(!bearerd.stderr.contains("rejected"), "a refresh was rejected: reuse revoked the family?")
 
         Self.log("stopping the token server")
-        // 2. The token server goes away for longer than a token lives: 503 with Retry-After.
+        // 2. The token server goes away for 35 s, far longer than a token lives, while clients
+        // keep calling: 503 with Retry-After, and the failures build a long backoff.
         try await server.stop()
-        try await Task.sleep(for: .seconds(server.ttl + 3))
+        let outageEnds = clock.now + .seconds(35)
+        let during = StatusCounts()
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<10 {
+                tasks.addTask {
+                    while clock.now < outageEnds {
+                        let status = try await self.get(port: port, group: group).status
+                        during.counts.withLock { $0[status, default: 0] += 1 }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        Self.log("during the outage: \(during.counts.withLock { $0 })")
         let down = try await self.get(port: port, group: group)
         #expect(down.status == 503, "\(down.status) \(down.bodyText)")
-        #expect(down.head.headers["retry-after"].first.flatMap(Int.init) != nil)
+        #expect(down.head.headers["retry-after"].first.flatMap(Int.init).map { $0 <= 3 } == true)
         #expect(down.bodyText.contains("token_server_unavailable"))
 
-        // 3. It comes back: requests succeed again, with no new login.
+        // 3. It comes back: requests succeed again within a probe interval (3 s) and a refresh,
+        // with no new login. Before, the backoff after seven failures kept it at 503 for 40 s.
         Self.log("starting the token server again")
         try await server.start()
-        try await waitUntil(.seconds(60), every: .milliseconds(200)) {
+        let back = clock.now
+        try await waitUntil(.seconds(60), every: .milliseconds(100)) {
             (try? await self.get(port: port, group: group).status) == 200
         }
+        let recovery = clock.now - back
+        Self.log("service back \(recovery) after the token server")
+        #expect(recovery < .seconds(5), "service came back \(recovery) after the token server")
 
         bearerd.signal(SIGTERM)
         #expect(try await bearerd.wait() == 0)

@@ -131,10 +131,20 @@ struct TokenManagerTests {
 
     @Test(arguments: [500, 502, 503, 408])
     func serverTroubleKeepsTheTokensAndBacksOff(status: Int) async throws {
-        let stored = StoredTokens(refreshToken: Secret("stored-refresh-token-77"))
-        let harness = TokenHarness(stored: stored) { _, _ in TokenHTTPResponse(status: status) }
+        // A token that still serves for 5 minutes, due for its proactive refresh: the scheduler's
+        // retries back off. (Callers with no token at all are probed for every 3 s instead:
+        // OutageProbeTests.)
+        let now = ManualTokenClock().now
+        let session = StoredSession(
+            refreshToken: Secret("stored-refresh-token-77"),
+            accessToken: BearerToken("access-0"),
+            accessExpiresAt: now.addingTimeInterval(300),
+            receivedAt: now.addingTimeInterval(-3300)
+        )
+        let harness = TokenHarness(stored: StoredTokens(user: session)) { _, _ in TokenHTTPResponse(status: status) }
         for failures in 1...4 {
-            await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
+            await harness.manager.timerFired()
+            #expect(try await harness.manager.token() == BearerToken("access-0"))
             guard case .waiting(_, let retryAt, _) = await harness.manager.state else {
                 Issue.record("not waiting after \(failures) failures")
                 return
@@ -143,6 +153,7 @@ struct TokenManagerTests {
             #expect(retryAt.timeIntervalSince(harness.clock.now) == 0.5 * pow(2, Double(failures - 1)))
             harness.clock.advance(to: retryAt)
         }
+        #expect(harness.endpoint.requests.count == 4)
         #expect(try harness.store.load()?.user?.refreshToken == Secret("stored-refresh-token-77"))
     }
 
@@ -215,9 +226,10 @@ struct TokenManagerTests {
         policy.maxRefreshesPerMinute = 3
         // random 0: every backoff is 0 s, so only the breaker stands between failures and a hot loop.
         let harness = TokenHarness(policy: policy, random: 0) { _, _ in TokenHTTPResponse(status: 503) }
+        // A caller every probe interval (3 s), when an attempt is due for it.
         for _ in 0..<5 {
             _ = try? await harness.manager.token()
-            harness.clock.advance(by: .seconds(1))
+            harness.clock.advance(by: .seconds(3))
         }
         #expect(harness.endpoint.requests.count == 3)
         guard case .waiting(_, let retryAt, let reason) = await harness.manager.state else {
@@ -225,10 +237,11 @@ struct TokenManagerTests {
             return
         }
         #expect(harness.offset(retryAt) == 60 && reason.contains("max_refreshes_per_minute"))
-        // A minute after the first attempt, three more are allowed (the backoff here is 0).
+        // A minute after the first attempt, the next is allowed.
         harness.clock.advance(to: retryAt)
         _ = try? await harness.manager.token()
-        #expect(harness.endpoint.requests.count == 6)
+        #expect(harness.endpoint.requests.count == 4)
+        #expect(!harness.logText.contains("token refresh held back"), "the probes keep within the limit")
     }
 
     @Test func everythingRecoversWhenTheTokenServerComesBack() async throws {
@@ -239,6 +252,9 @@ struct TokenManagerTests {
         }
         await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
         down.withLock { $0 = false }
+        // The next attempt for a caller with no token: one probe interval later.
+        harness.clock.advance(by: .seconds(2))
+        await #expect(throws: TokenUnavailableError.self) { try await harness.manager.token() }
         harness.clock.advance(by: .seconds(1))
         #expect(try await harness.manager.token() == BearerToken("access-1"))
         #expect(harness.manager.currentToken() == BearerToken("access-1"))
