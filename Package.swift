@@ -374,6 +374,7 @@ let package = Package(
             name: "BearerdCLITests",
             dependencies: [
                 "BearerdCLI", "BearerdTestSupport", "BearerdConfig", "BearerdFiles",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -66,6 +66,23 @@ package struct HTTPClientTokenTransport: TokenTransport {
     }
 
     private func exchange(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
+        try await Self.againIfNeverSent { try await self.exchangeOnce(request) }
+    }
+
+    /// Runs `attempt`, and once more if it failed before the request was handed to a connection:
+    /// async-http-client fails a request given to a pooled connection that the server has closed
+    /// meanwhile with `ChannelError.ioOnClosedChannel`, before a byte is written. Any other failure
+    /// may have reached the server, and a rotated refresh token is never sent blindly twice: it
+    /// goes to the engine as it is (in flight, retried by the backoff).
+    static func againIfNeverSent<T>(_ attempt: () async throws -> T) async throws -> T {
+        do {
+            return try await attempt()
+        } catch ChannelError.ioOnClosedChannel {
+            return try await attempt()
+        }
+    }
+
+    private func exchangeOnce(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }

@@ -1,9 +1,12 @@
-import BearerdCLI
+import AsyncHTTPClient
 import BearerdTokens
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
+
+@testable import BearerdCLI
 
 /// The token endpoint's transport against servers that misbehave on purpose, on 127.0.0.1.
 @Suite("Token transport deadlines")
@@ -31,6 +34,38 @@ struct TokenTransportTests {
         try await transport.shutdown()
         try await server.close()
         try await group.shutdownGracefully()
+    }
+
+    /// A request that failed on a pooled connection the server had closed, before anything was
+    /// written, goes again at once on a fresh one; one that may have reached the server does not.
+    @Test(arguments: [
+        (ChannelError.ioOnClosedChannel as any Error, 2, true),
+        (HTTPClientError.remoteConnectionClosed as any Error, 1, false),
+        (HTTPClientError.readTimeout as any Error, 1, false),
+    ])
+    func onlyARequestThatNeverLeftIsSentAgain(failure: any Error, attempts: Int, succeeds: Bool) async throws {
+        let made = Mutex(0)
+        let result = try? await HTTPClientTokenTransport.againIfNeverSent {
+            let count = made.withLock { made in
+                made += 1
+                return made
+            }
+            if count == 1 { throw failure }
+            return "answered"
+        }
+        #expect(made.withLock { $0 } == attempts)
+        #expect((result == "answered") == succeeds)
+    }
+
+    @Test func aRequestIsSentAtMostTwice() async throws {
+        let made = Mutex(0)
+        await #expect(throws: ChannelError.self) {
+            try await HTTPClientTokenTransport.againIfNeverSent { () async throws -> Int in
+                made.withLock { $0 += 1 }
+                throw ChannelError.ioOnClosedChannel
+            }
+        }
+        #expect(made.withLock { $0 } == 2)
     }
 
     /// A refused port fails at once, not after the whole request timeout: async-http-client
