@@ -111,6 +111,7 @@ struct OAuthEndToEndTests {
         // 2. The token server goes away for 35 s, far longer than a token lives, while clients
         // keep calling: 503 with Retry-After, and the failures build a long backoff.
         try await server.stop()
+        let linesBefore = bearerd.stderr.split(separator: "\n").count
         let outageEnds = clock.now + .seconds(35)
         let during = StatusCounts()
         try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -125,7 +126,11 @@ struct OAuthEndToEndTests {
             }
             try await tasks.waitForAll()
         }
-        Self.log("during the outage: \(during.counts.withLock { $0 })")
+        // The journal is not flooded: under about one warning a second, whatever the request rate.
+        let warnings = bearerd.stderr.split(separator: "\n").dropFirst(linesBefore)
+            .filter { $0.contains("level=warning") || $0.contains("level=error") }
+        Self.log("during the outage: \(during.counts.withLock { $0 }), \(warnings.count) warnings in 35 s")
+        #expect(warnings.count < 35, "\(warnings.count) warning lines in 35 s:\n\(warnings.joined(separator: "\n"))")
         let down = try await self.get(port: port, group: group)
         #expect(down.status == 503, "\(down.status) \(down.bodyText)")
         #expect(down.head.headers["retry-after"].first.flatMap(Int.init).map { $0 <= 3 } == true)
