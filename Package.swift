@@ -57,7 +57,7 @@ let package = Package(
         .target(
             name: "BearerdAuth",
             dependencies: [
-                "BearerdFiles",
+                "BearerdFiles", "BearerdLogging",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -332,6 +332,7 @@ let package = Package(
                 "BearerdTokens", "BearerdAuth", "BearerdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
