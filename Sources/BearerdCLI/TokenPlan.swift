@@ -46,6 +46,7 @@ enum TokenPlan {
         policy.minimumMargin = auth.refreshMargin
         policy.defaultLifetime = auth.defaultLifetime
         policy.maxRefreshesPerMinute = auth.maxRefreshesPerMinute
+        policy.inFlightLimit = auth.requestTimeout * 3 + .seconds(5)
         return policy
     }
 

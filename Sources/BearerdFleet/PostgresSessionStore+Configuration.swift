@@ -46,7 +46,7 @@ extension PostgresSessionStore {
         // read and a verb's: a lock held while its write waits for a connection would stall.
         configuration.options.maximumConnections = 6
         configuration.options.additionalStartupParameters = [
-            ("application_name", "bearerd"),
+            ("application_name", Self.applicationName(host: settings.hostName)),
             ("tcp_keepalives_idle", "10"),
             ("tcp_keepalives_interval", "5"),
             ("tcp_keepalives_count", "3"),

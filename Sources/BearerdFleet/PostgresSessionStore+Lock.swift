@@ -7,7 +7,8 @@ import Synchronization
 /// The fleet's refresh lock: the profile's row of `<table>_lock`, locked `FOR UPDATE` in an open
 /// transaction. A refresh runs only once that statement has returned the row — the one positive
 /// proof that this host holds the lock; a timeout, an error, a missing row or a connection lost on
-/// the way all mean "no lock: keep the token, try again".
+/// the way all mean "no lock: keep the token, try again". `FOR NO KEY UPDATE`: exclusive among
+/// bearerd's hosts, without conflicting with a foreign key another role might point at the row.
 ///
 /// Why a row and not an advisory key: any role that may connect to the database (PUBLIC may, by
 /// default) can take any advisory key, and so stall the fleet or, before bearerd checked each
@@ -42,8 +43,19 @@ extension PostgresSessionStore {
         do {
             // A database that does not answer at all is found here, before the long wait below.
             try await self.answering(connection, "a statement") {
-                try await self.run("BEGIN", on: connection)
-                try await self.run("SELECT set_config('lock_timeout', \(milliseconds), true)", on: connection)
+                // READ COMMITTED whatever the database's default, so the row read under the lock
+                // is the one committed last, not a snapshot from before the wait.
+                try await self.run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection)
+                // The wait is bounded; the transaction itself must not be ended by the server's
+                // idle or transaction timeouts while the refresh it guards is in flight.
+                try await self.run(
+                    """
+                    SELECT set_config(name, CASE name WHEN 'lock_timeout' THEN \(milliseconds) ELSE '0' END, true)
+                    FROM pg_settings
+                    WHERE name IN ('lock_timeout', 'idle_in_transaction_session_timeout', 'transaction_timeout')
+                    """,
+                    on: connection
+                )
             }
             let held = try await self.answering(
                 connection,
@@ -51,7 +63,7 @@ extension PostgresSessionStore {
                 "the lock"
             ) {
                 try await self.run(
-                    "SELECT profile FROM \(unescaped: self.lockTable) WHERE profile = \(self.profile) FOR UPDATE",
+                    "SELECT profile FROM \(unescaped: self.lockTable) WHERE profile = \(self.profile) FOR NO KEY UPDATE",
                     on: connection
                 )
             }
@@ -66,6 +78,12 @@ extension PostgresSessionStore {
             }
         } catch {
             await self.unlock(connection)
+            if let error = error as? PSQLError, let state = error.serverInfo?[.sqlState],
+                ["42P01", "42703"].contains(state)
+            {
+                // A table dropped or changed by hand: the next attempt makes it again, or says why not.
+                self.prepared.withLock { $0 = false }
+            }
             if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "55P03" {
                 throw FleetStoreError(
                     code: .lockTimeout,

@@ -57,7 +57,7 @@ extension PostgresSessionStore {
                 // Another host created it at the same moment.
             }
         }
-        try await self.checkLockTableOwner(on: connection)
+        try await self.checkOwners(on: connection)
         try await self.run(
             "INSERT INTO \(unescaped: self.lockTable) (profile) VALUES (\(self.profile)) ON CONFLICT DO NOTHING",
             on: connection
@@ -65,23 +65,28 @@ extension PostgresSessionStore {
         return created
     }
 
-    /// The lock table belongs to the role that owns the session's table: one made first by
-    /// another role (where it may create tables) could be locked, or granted, by that role.
-    private func checkLockTableOwner(on connection: PostgresConnection) async throws {
+    /// Both tables belong to this host's role (or a role it is a member of): a table another role
+    /// made first (where it may create tables, as PUBLIC may in `public` before PostgreSQL 15)
+    /// could be locked, granted or written by that role.
+    private func checkOwners(on connection: PostgresConnection) async throws {
         let rows = try await connection.query(
             """
-            SELECT l.relowner = t.relowner FROM pg_class l, pg_class t
-            WHERE l.oid = to_regclass(\(self.lockTable)) AND t.oid = to_regclass(\(self.table))
+            SELECT c.relname, pg_get_userbyid(c.relowner), pg_has_role(current_user, c.relowner, 'MEMBER')
+            FROM pg_class c WHERE c.oid IN (to_regclass(\(self.table)), to_regclass(\(self.lockTable)))
             """,
             logger: self.logger
         )
-        var sameOwner = false
-        for try await same in rows.decode(Bool.self) { sameOwner = same }
-        guard sameOwner else {
+        var foreign: [String] = []
+        var found = 0
+        for try await (name, owner, ours) in rows.decode((String, String, Bool).self) {
+            found += 1
+            if !ours { foreign.append("\(name) belongs to \(owner)") }
+        }
+        guard found == 2, foreign.isEmpty else {
             throw FleetStoreError(
                 code: .config,
                 description:
-                    "store.postgres.table: \(self.lockTable), the fleet's lock table, belongs to another role than \(self.table); drop it (bearerd makes it again) or give it to the same owner"
+                    "store.postgres.table: the fleet's tables must belong to bearerd's role, but \(foreign.isEmpty ? "one of them is missing" : foreign.joined(separator: ", ")); drop them (bearerd makes them again) or give them to bearerd's role"
             )
         }
     }

@@ -86,22 +86,32 @@ package final class PostgresSessionStore: SharedSessionStore {
 
     // MARK: Rows
 
+    /// The row, and its refresh-in-flight mark as the database sees it now: its age by the
+    /// database's clock, and whether the host that marked it still has a connection (sessions of
+    /// bearerd's own role, named after their host: see ``applicationName(host:)``).
     func read(on connection: PostgresConnection) async throws -> SharedSession {
         let rows: PostgresRowSequence
         do {
             rows = try await connection.query(
-                "SELECT version, sealed, written_by, written_at, schema_version FROM \(unescaped: self.table) WHERE profile = \(self.profile)",
+                """
+                SELECT version, sealed, written_by, written_at, schema_version, refresh_started_by,
+                  extract(epoch FROM now() - refresh_started_at)::float8,
+                  EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.usename = current_user AND a.pid <> pg_backend_pid()
+                    AND a.application_name = 'bearerd ' || left(s.refresh_started_by, 55))
+                FROM \(unescaped: self.table) s WHERE profile = \(self.profile)
+                """,
                 logger: self.logger
             )
         } catch {
             throw FleetStoreError.unavailable(error)
         }
+        typealias Row = (Int64, ByteBuffer?, String?, Date?, Int32, String?, Double?, Bool)
         // Every row is read, to the statement's end: an error after the first row still counts.
-        var found: (Int64, ByteBuffer?, String?, Date?, Int32)?
-        for try await row in rows.decode((Int64, ByteBuffer?, String?, Date?, Int32).self) where found == nil {
+        var found: Row?
+        for try await row in rows.decode(Row.self) where found == nil {
             found = row
         }
-        guard let (version, sealed, writtenBy, writtenAt, schema) = found else {
+        guard let (version, sealed, writtenBy, writtenAt, schema, markedBy, markAge, markerConnected) = found else {
             return SharedSession(version: 0, tokens: nil)
         }
         guard schema <= Self.schemaVersion else {
@@ -111,16 +121,28 @@ package final class PostgresSessionStore: SharedSessionStore {
                     "the fleet's row \"\(self.profile)\" in \(self.table) was written by a newer bearerd (schema \(schema)): upgrade this host"
             )
         }
-        guard let sealed else {
-            return SharedSession(version: version, tokens: nil, writtenBy: writtenBy, writtenAt: writtenAt)
-        }
+        let mark = markedBy.map { InFlightMark(host: $0, age: markAge ?? 0, hostConnected: markerConnected) }
         return SharedSession(
             version: version,
-            tokens: try self.open(sealed),
+            tokens: try sealed.map { try self.open($0) },
             writtenBy: writtenBy,
-            writtenAt: writtenAt
+            writtenAt: writtenAt,
+            inFlight: mark
         )
     }
+
+    /// The name a host's connections go by (`application_name`), so that another host can tell
+    /// whether the host that marked a refresh in flight is still connected.
+    static func applicationName(host: String) -> String {
+        var name = Self.applicationPrefix
+        for character in host.prefix(Self.hostInName) where character.isASCII { name.append(character) }
+        return name
+    }
+
+    /// As ``read(on:)``'s statement spells it.
+    static let applicationPrefix = "bearerd "
+    /// PostgreSQL keeps 63 bytes of an application name (and ``read(on:)`` compares 55).
+    static let hostInName = 55
 
     private func open(_ sealed: ByteBuffer) throws(FleetStoreError) -> StoredTokens {
         do throws(StoreError) {
@@ -148,11 +170,13 @@ package final class PostgresSessionStore: SharedSessionStore {
         }
     }
 
-    /// Writes the sealed tokens; `announce`: as a new version, told to every host.
+    /// Writes the sealed tokens if the row's version is still `expected`; `announce`: as a new
+    /// version, told to every host.
     func write(
         _ tokens: StoredTokens,
         announce: Bool,
         floor: Int64,
+        expected: Int64,
         on connection: PostgresConnection
     ) async throws -> Int64 {
         let sealed = ByteBuffer(bytes: try self.sealer.seal(tokens))
@@ -165,6 +189,7 @@ package final class PostgresSessionStore: SharedSessionStore {
                 ON CONFLICT (profile) DO UPDATE SET version = GREATEST(s.version, \(floor)) + 1, sealed = excluded.sealed,
                   written_by = excluded.written_by, written_at = excluded.written_at,
                   refresh_started_by = NULL, refresh_started_at = NULL
+                WHERE s.version = \(expected)
                 RETURNING version
                 """,
                 logger: self.logger
@@ -176,6 +201,7 @@ package final class PostgresSessionStore: SharedSessionStore {
                 VALUES (\(self.profile), \(Self.schemaVersion), 0, \(sealed), \(self.host), now())
                 ON CONFLICT (profile) DO UPDATE SET sealed = excluded.sealed,
                   refresh_started_by = excluded.refresh_started_by, refresh_started_at = excluded.refresh_started_at
+                WHERE s.version = \(expected)
                 RETURNING version
                 """,
                 logger: self.logger
@@ -184,11 +210,24 @@ package final class PostgresSessionStore: SharedSessionStore {
         var written: Int64?
         for try await value in rows.decode(Int64.self) { written = value }
         guard let version = written else {
-            throw FleetStoreError(code: .unavailable, description: "PostgreSQL did not confirm the write of the row")
+            throw FleetStoreError(
+                code: .unavailable,
+                description:
+                    "the fleet's row changed while this host held the lock (version \(expected) expected); nothing was written, and bearerd reads it again"
+            )
         }
         if announce {
             // Delivered when the write has committed (it has: each statement commits on its own).
-            try await self.run("SELECT pg_notify(\(self.channel), \("\(self.profile) \(version)"))", on: connection)
+            // The write stands even if this fails (any role can fill the notification queue):
+            // the other hosts read the row every poll_interval.
+            do {
+                try await self.run("SELECT pg_notify(\(self.channel), \("\(self.profile) \(version)"))", on: connection)
+            } catch {
+                self.logger.warning(
+                    "wrote the new tokens to the fleet's row, but cannot tell the other hosts; they read it within store.postgres.poll_interval",
+                    metadata: ["error": "\(FleetStoreError.describe(error))"]
+                )
+            }
         }
         return version
     }
@@ -199,12 +238,18 @@ package final class PostgresSessionStore: SharedSessionStore {
     struct Lease: SharedSessionLease {
         let store: PostgresSessionStore
 
-        func write(_ tokens: StoredTokens, announce: Bool, floor: Int64) async throws -> Int64 {
+        func write(_ tokens: StoredTokens, announce: Bool, floor: Int64, expected: Int64) async throws -> Int64 {
             let store = self.store
             do {
                 return try await store.withConnection { connection in
                     try await store.answering(connection, "a write of the row") {
-                        try await store.write(tokens, announce: announce, floor: floor, on: connection)
+                        try await store.write(
+                            tokens,
+                            announce: announce,
+                            floor: floor,
+                            expected: expected,
+                            on: connection
+                        )
                     }
                 }
             } catch {

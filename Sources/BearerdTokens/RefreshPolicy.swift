@@ -19,6 +19,10 @@ package struct RefreshPolicy: Sendable {
     package var probeInterval: Duration = .seconds(3)
     /// At most this many refresh attempts in any minute (`auth.max_refreshes_per_minute`).
     package var maxRefreshesPerMinute: Int = 30
+    /// How long a refresh another host marked in flight may still be under way (its token
+    /// request, a verification, a DPoP nonce retry: three times `auth.request_timeout`, and a
+    /// margin): while it is younger and that host still connected, no other host repeats it.
+    package var inFlightLimit: Duration = .seconds(35)
     /// A token server clock further off than this corrects JWT `exp` (and warns once).
     package var skewTolerance: Duration = .seconds(5)
 
@@ -46,6 +50,11 @@ package struct RefreshPolicy: Sendable {
 
     /// A 401 from the upstream forces a refresh only for a token at least this old (seconds).
     static let forcedRefreshFloor: TimeInterval = 10
+
+    /// Requests in a row refused with their token and again with the fresh one a forced refresh
+    /// brought, before 401s force no refresh for ``forcedRefreshPause`` seconds.
+    static let freshRejectionsBeforePause = 2
+    static let forcedRefreshPause: TimeInterval = 300
 
     /// The largest clock difference taken from a token server's `Date`: a day. Beyond it the
     /// header is ignored, so a wrong `Date` cannot make every token look expired or eternal.

@@ -9,27 +9,47 @@ package struct SharedSession: Sendable, Equatable {
     /// The host that wrote this version (a host name, never a token).
     package var writtenBy: String?
     package var writtenAt: Date?
+    /// A refresh a host marked in flight and has not answered yet.
+    package var inFlight: InFlightMark?
 
-    package init(version: Int64, tokens: StoredTokens?, writtenBy: String? = nil, writtenAt: Date? = nil) {
+    package init(
+        version: Int64,
+        tokens: StoredTokens?,
+        writtenBy: String? = nil,
+        writtenAt: Date? = nil,
+        inFlight: InFlightMark? = nil
+    ) {
         self.version = version
         self.tokens = tokens
         self.writtenBy = writtenBy
         self.writtenAt = writtenAt
+        self.inFlight = inFlight
+    }
+}
+
+/// The refresh-in-flight mark of the fleet's row, as the database sees it now.
+package struct InFlightMark: Sendable, Equatable {
+    /// The host that marked it.
+    package var host: String
+    /// How long ago, by the database's clock (hosts' clocks may differ).
+    package var age: TimeInterval
+    /// Whether that host still has a connection to the database: a host that died has none.
+    package var hostConnected: Bool
+
+    package init(host: String, age: TimeInterval, hostConnected: Bool) {
+        self.host = host
+        self.age = age
+        self.hostConnected = hostConnected
     }
 }
 
 /// What a host may do while it holds the fleet's refresh lock.
 package protocol SharedSessionLease: Sendable {
-    /// Writes `tokens` into the row. `announce`: a new version, above `floor` too, told to every
-    /// host; otherwise (the refresh-in-flight mark) the version stays and nobody is told. Returns
-    /// the version.
-    func write(_ tokens: StoredTokens, announce: Bool, floor: Int64) async throws -> Int64
-}
-
-extension SharedSessionLease {
-    package func write(_ tokens: StoredTokens, announce: Bool) async throws -> Int64 {
-        try await self.write(tokens, announce: announce, floor: 0)
-    }
+    /// Writes `tokens` into the row if its version is still `expected` (the version read under
+    /// the lock), else throws: a row changed meanwhile (a lock lost on the way) is never
+    /// overwritten. `announce`: a new version, above `floor` too, told to every host; otherwise
+    /// (the refresh-in-flight mark) the version stays and nobody is told. Returns the version.
+    func write(_ tokens: StoredTokens, announce: Bool, floor: Int64, expected: Int64) async throws -> Int64
 }
 
 /// A store several bearerd share (``TokenManager`` in fleet mode): every change of the session is

@@ -24,7 +24,6 @@ extension TokenManager {
         }
         switch outcome {
         case .success(let result):
-            self.fleetProblem = nil
             return result
         case .failure(let error):
             return self.withoutLock(error, login: grant?.isLogin == true)
@@ -63,7 +62,24 @@ extension TokenManager {
         lease: any SharedSessionLease
     ) async -> ExchangeResult {
         let now = self.clock.now
+        // The store answered: whatever was wrong with it is over (a reason found below stays).
+        self.fleetProblem = nil
         var previous = self.currentSession
+        // The version the row has now, as far as this host knows: the compare-and-set of each
+        // write below.
+        var expected = row.version
+        if let mark = row.inFlight, mark.host != self.fleetHost, mark.hostConnected,
+            mark.age < self.policy.inFlightLimit.seconds
+        {
+            // Another host marked a refresh in flight, is still connected, and its request may
+            // not have ended yet: holding the lock proves only that its lock is gone (a timeout
+            // of the server's, a connection lost). Its answer comes into the row; sending the same
+            // refresh token now would be the reuse the lock exists to prevent.
+            return self.withoutLock(
+                InFlightElsewhere(host: mark.host, seconds: Int(mark.age)),
+                login: grant?.isLogin == true
+            )
+        }
         if let mine = self.fleetVersion, row.version < mine, previous != nil {
             // The row went back in time (a failover lost its last commits, or a backup was
             // restored): this host holds a newer answer of the token server than the row, and
@@ -72,7 +88,8 @@ extension TokenManager {
                 "the fleet's row is older than the session this host adopted; writing this host's session back",
                 metadata: ["row_version": "\(row.version)", "version_here": "\(mine)"]
             )
-            await self.write(to: lease, floor: mine)
+            await self.write(to: lease, floor: mine, expected: expected)
+            if !self.fleetBehind, let written = self.fleetVersion { expected = written }
         } else if row.version != self.fleetVersion {
             let rejected = reason == "upstream_401" ? self.rejectedByUpstream : nil
             self.take(row)
@@ -122,7 +139,7 @@ extension TokenManager {
             case .client: self.stored.client = marked
             }
             do {
-                _ = try await lease.write(self.stored, announce: false)
+                _ = try await lease.write(self.stored, announce: false, floor: 0, expected: expected)
             } catch {
                 return self.withoutLock(error, login: false)
             }
@@ -137,14 +154,15 @@ extension TokenManager {
         } else {
             result = self.apply(outcome, grant: chosen, previous: previous, reason: reason)
         }
-        if self.stored != before { await self.write(to: lease) }
+        if self.stored != before { await self.write(to: lease, expected: expected) }
         return result
     }
 
-    /// Writes `stored` as a new version while holding the lock.
-    private func write(to lease: any SharedSessionLease, floor: Int64 = 0) async {
+    /// Writes `stored` as a new version while holding the lock, if the row is still at
+    /// `expected`, the version read under it.
+    private func write(to lease: any SharedSessionLease, floor: Int64 = 0, expected: Int64) async {
         do {
-            self.fleetVersion = try await lease.write(self.stored, announce: true, floor: floor)
+            self.fleetVersion = try await lease.write(self.stored, announce: true, floor: floor, expected: expected)
             self.fleetWrittenBy = self.fleetHost
             self.fleetBehind = false
         } catch {
@@ -161,7 +179,7 @@ extension TokenManager {
         guard let fleet = self.fleet else { return }
         self.fleetBehind = true
         do {
-            try await fleet.withRefreshLock { _, lease in await self.write(to: lease) }
+            try await fleet.withRefreshLock { row, lease in await self.write(to: lease, expected: row.version) }
         } catch {
             self.logger.error(
                 "cannot reach the fleet's store; the change is kept here and written when it is back",
@@ -174,13 +192,16 @@ extension TokenManager {
     /// session wins, as the token server's newest answer.
     func catchUpShared() async {
         guard self.fleetBehind, let fleet = self.fleet else { return }
+        // A refresh in flight reads and writes the row itself; adopting under it would end its state.
+        if case .refreshing = self.state { return }
         try? await fleet.withRefreshLock { row, lease in await self.catchUp(row, lease: lease) }
     }
 
     private func catchUp(_ row: SharedSession, lease: any SharedSessionLease) async {
         guard self.fleetBehind else { return }
+        if case .refreshing = self.state { return }
         if let mine = self.fleetVersion, row.version <= mine {
-            await self.write(to: lease, floor: mine)
+            await self.write(to: lease, floor: mine, expected: row.version)
         } else {
             self.fleetBehind = false
             self.take(row)
@@ -249,5 +270,15 @@ extension TokenManager.State {
         case .refreshing(let session, _), .waiting(let session, _, _): session
         case .loggedOut: nil
         }
+    }
+}
+
+/// Why this host did not refresh: another host's refresh may still be in flight.
+struct InFlightElsewhere: Error, CustomStringConvertible {
+    let host: String
+    let seconds: Int
+
+    var description: String {
+        "host \(self.host) sent the refresh token \(self.seconds)s ago and is still connected; its answer comes through the fleet's row"
     }
 }

@@ -146,10 +146,12 @@ extension TokenManager {
         }
         self.stored.user = nil
         self.persist()
-        await self.publishShared()
         self.consecutiveFailures = 0
         self.lastOutcome = nil
+        // Out of `.ready` before the fleet's lock is awaited, so no refresh of the user's session
+        // starts meanwhile.
         self.transition(to: self.fallback(reason: "logged out: run `bearerd login`"))
+        await self.publishShared()
         let (revoked, detail) = await Self.revoke(session, source: self.source, transport: self.transport)
         self.logger.notice("logged out", metadata: ["revoked": "\(revoked)", "detail": "\(detail)"])
         return LogoutResult(loggedOut: true, revoked: revoked, detail: detail)

@@ -260,6 +260,8 @@ extension TokenManager {
             let why =
                 "the token server rejected the client credentials (\(code)): check \(self.source.credentialKeys)"
             self.logger.error("client token refused", metadata: ["status": "\(status)", "error": "\(code)"])
+            // A refusal is not an outage: waiting callers do not make bearerd ask again sooner.
+            self.serverRetryAt = self.clock.now.addingTimeInterval(delay.seconds)
             self.lastOutcome = why
             self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
             self.transition(to: .waiting(nil, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))

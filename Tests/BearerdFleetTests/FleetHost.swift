@@ -77,9 +77,23 @@ struct FleetHost: Sendable {
 
     /// Writes `session` into the fleet's row as a new version, as a host that refreshed would.
     func seed(_ session: StoredSession) async throws {
-        _ = try await self.store.withRefreshLock { _, lease in
-            try await lease.write(StoredTokens(user: session), announce: true)
+        _ = try await self.store.withRefreshLock { row, lease in
+            try await lease.write(StoredTokens(user: session), announce: true, floor: 0, expected: row.version)
         }
+    }
+}
+
+extension FleetHost {
+    /// Marks `session`'s refresh in flight in the fleet's row, as a host does before it sends the
+    /// refresh token, and goes no further (as if its lock were then lost, or it died).
+    func mark(_ session: StoredSession) async throws {
+        struct Stopped: Error {}
+        do {
+            _ = try await self.store.withRefreshLock { row, lease -> Int64 in
+                _ = try await lease.write(StoredTokens(user: session), announce: false, floor: 0, expected: row.version)
+                throw Stopped()
+            }
+        } catch is Stopped {}
     }
 }
 

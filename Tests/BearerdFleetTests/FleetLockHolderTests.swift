@@ -108,6 +108,31 @@ struct FleetLockHolderTests {
         }
     }
 
+    /// The other host's lock ended (a server timeout, a lost connection) while its refresh token
+    /// was out: holding the lock no longer proves that host's refresh is over. While it is still
+    /// connected and its mark younger than `inFlightLimit`, nobody repeats it; once it is gone,
+    /// the next host does, at once.
+    @Test func aRefreshMarkedByAHostStillConnectedIsNotRepeatedUntilThatHostIsGone() async throws {
+        try await self.withHosts(2, lockTimeout: .seconds(5)) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
+        } _: { _, hosts, endpoint in
+            var marked = FleetLockTests.session(access: "access-old", refresh: "refresh-old", expiresIn: -5)
+            try await hosts[0].seed(marked)
+            marked.refreshSentAt = Date()
+            try await hosts[0].mark(marked)
+            await #expect(throws: TokenUnavailableError.self) { try await hosts[1].manager.token() }
+            #expect(endpoint.requests.isEmpty)
+            let problem = await hosts[1].manager.status().fleet?.problem ?? ""
+            #expect(problem.contains("host host1 sent the refresh token"), "\(problem)")
+            await hosts[0].stop()
+            try await waitUntil(.seconds(20), every: .milliseconds(100)) {
+                (try? await hosts[1].manager.token().value) == "access-new-0"
+            }
+            #expect(endpoint.requests.count == 1)
+            #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
+        }
+    }
+
     @Test func aRoleWithoutPrivilegesCanNeitherHoldUpNorMisleadTheFleet() async throws {
         try await self.withHosts(1, lockTimeout: .seconds(10)) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)

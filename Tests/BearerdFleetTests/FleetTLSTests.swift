@@ -50,7 +50,7 @@ struct FleetTLSTests {
         #expect(try await unchecked.store.read().version == 0)
         await #expect(throws: FleetStoreError.self) { try await untrusted.store.read() }
         let encrypted = try await database.sql(
-            "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE ssl AND application_name = 'bearerd'"
+            "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE ssl AND application_name LIKE 'bearerd %'"
         )
         #expect((Int(encrypted) ?? 0) >= 2, "the connections are not encrypted")
         for host in [checked, unchecked, untrusted] { await host.stop() }
