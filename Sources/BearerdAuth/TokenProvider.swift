@@ -19,8 +19,13 @@ package protocol TokenProvider: Sendable {
     /// Seconds until the provider's next real attempt at a token (at least 1), for the
     /// `Retry-After` of a request that gave up waiting; `nil` when it cannot say. Must not block.
     func secondsUntilNextAttempt() -> Int?
+
+    /// A request retried with the token ``upstreamRejected(_:)`` returned was answered: 401
+    /// (`refused`) or anything else. A path that refuses fresh tokens too is not the token's fault.
+    func freshTokenAnswered(_ token: BearerToken, refused: Bool) async
 }
 
 extension TokenProvider {
     package func secondsUntilNextAttempt() -> Int? { nil }
+    package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {}
 }

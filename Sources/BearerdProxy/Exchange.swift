@@ -53,6 +53,9 @@ final class Exchange {
     /// Sent again with a new token after a 401 (at most once).
     var authRetried = false
 
+    /// That retry carries a token fresh from the refresh the 401 asked for (not the same token
+    /// with a DPoP nonce): its answer tells the provider whether fresh tokens help this path.
+    var retriedWithFreshToken = false
     /// Appends a piece of the request body to the retry buffer, or drops the buffer when the
     /// body no longer fits.
     func keepForRetry(_ piece: ByteBuffer, limit: Int) {

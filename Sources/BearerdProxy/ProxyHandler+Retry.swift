@@ -122,6 +122,7 @@ extension ProxyHandler {
         case .retry(let token):
             exchange.held = nil
             exchange.authRetried = true
+            exchange.retriedWithFreshToken = !held.forNonce
             self.metrics.retried()
             exchange.responseStatus = nil
             let body = exchange.retryBody

@@ -37,6 +37,15 @@ extension ProxyHandler: UpstreamConnectionOwner {
             case (.forward, _), (.holdForNonce, nil), (.holdForRefresh, nil):
                 break
             }
+            if exchange.retriedWithFreshToken, let token = exchange.token {
+                // Once per retry: whether the token fresh from the refresh a 401 forced was
+                // taken, so a path that refuses every token stops forcing refreshes.
+                exchange.retriedWithFreshToken = false
+                let tokens = self.tokens
+                let refused = head.status == 401
+                context.eventLoop.makeFutureWithTask { await tokens.freshTokenAnswered(token, refused: refused) }
+                    .whenComplete { _ in }
+            }
             // This answer goes to the client: no retry can follow, so the kept body goes.
             exchange.dropRetryBody()
             let version = exchange.request.version

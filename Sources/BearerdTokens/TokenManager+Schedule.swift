@@ -1,4 +1,6 @@
+import BearerdAuth
 import Foundation
+import Logging
 
 extension TokenManager {
     /// Runs the proactive refresh timer until the task is cancelled: sleeps until the next
@@ -74,6 +76,43 @@ extension TokenManager {
             self.transition(to: .waiting(session, retryAt: probeAt, reason: why))
         }
         return probeAt
+    }
+
+    /// Whether a 401 may force a refresh now. A path that answers 401 whatever the token (a
+    /// resource the account may not use, a misrouted request) would otherwise make bearerd rotate
+    /// the refresh token every ``RefreshPolicy/forcedRefreshFloor`` for ever: once
+    /// ``RefreshPolicy/freshRejectionsBeforePause`` requests in a row were refused again with the
+    /// fresh token (``freshTokenAnswered(_:refused:)``), 401s force none for
+    /// ``RefreshPolicy/forcedRefreshPause`` (said once in the log). The proactive refresh goes on.
+    func mayForceRefresh() -> Bool {
+        guard let until = self.forcedRefreshPausedUntil else { return true }
+        guard self.clock.now >= until else { return false }
+        self.forcedRefreshPausedUntil = nil
+        return true
+    }
+
+    /// The answer to a request retried with a fresh token.
+    package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {
+        guard refused else {
+            self.freshTokensRejected = 0
+            return
+        }
+        self.freshTokensRejected += 1
+        guard self.freshTokensRejected >= RefreshPolicy.freshRejectionsBeforePause,
+            self.forcedRefreshPausedUntil == nil
+        else { return }
+        self.freshTokensRejected = 0
+        self.forcedRefreshPausedUntil = self.clock.now.addingTimeInterval(RefreshPolicy.forcedRefreshPause)
+        self.forcedRefreshPauses += 1
+        self.logger.log(
+            level: self.forcedRefreshPauses == 1 ? .warning : .debug,
+            "the upstream refuses freshly refreshed tokens too; a 401 forces no refresh for a while",
+            metadata: [
+                "refused_in_a_row": "\(RefreshPolicy.freshRejectionsBeforePause)",
+                "pause_s": "\(Int(RefreshPolicy.forcedRefreshPause))",
+                "hint": "a path that answers 401 whatever the token: check the account's rights, or deny_paths",
+            ]
+        )
     }
 
     /// Returns once no refresh is in flight: at shutdown, the token client is closed only after

@@ -79,6 +79,12 @@ package actor TokenManager: TokenProvider {
     var serverRetryAt: Date?
     /// When the last attempt at a token ended: the probe interval counts from there.
     var lastAttemptEnded: Date?
+    /// How many requests in a row the upstream refused with their token and again with the
+    /// fresh one their 401 brought; while `forcedRefreshPausedUntil` is ahead, a 401 forces no
+    /// refresh.
+    var freshTokensRejected = 0
+    var forcedRefreshPausedUntil: Date?
+    var forcedRefreshPauses = 0
     var skewWarned = false
     var lastOutcome: String?
     var lastRefresh: LastRefresh?
@@ -248,6 +254,7 @@ package actor TokenManager: TokenProvider {
         if let current = self.currentSession?.access, current != token {
             return self.currentToken()
         }
+        guard self.mayForceRefresh() else { return nil }
         if let session = self.currentSession, let receivedAt = session.receivedAt,
             self.clock.now.timeIntervalSince(receivedAt)
                 < min(RefreshPolicy.forcedRefreshFloor, 0.25 * session.expiresAt.timeIntervalSince(receivedAt))

@@ -31,6 +31,9 @@ struct ProxyRetryTests {
             )
             #expect(tokens.rejected.map(\.value) == ["old-token"])
             #expect(proxy.logText.contains("retried=upstream_401"))
+            try await waitUntil { tokens.freshAnswers.count == 1 }
+            #expect(tokens.freshAnswers.map(\.token.value) == ["new-token"])
+            #expect(tokens.freshAnswers.map(\.refused) == [false])
         }
     }
 
@@ -78,6 +81,9 @@ struct ProxyRetryTests {
             let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 401 && response.bodyText == "still no")
             #expect(proxy.upstream.requests.count == 2)
+            // The provider hears that the fresh token was refused too (a path that refuses any).
+            try await waitUntil { tokens.freshAnswers.count == 1 }
+            #expect(tokens.freshAnswers.map(\.refused) == [true])
             #expect(tokens.rejected.count == 1)
         }
     }

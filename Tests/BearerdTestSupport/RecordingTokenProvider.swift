@@ -6,6 +6,7 @@ import Synchronization
 package final class RecordingTokenProvider: TokenProvider {
     private let state:
         Mutex<(token: BearerToken?, error: TokenUnavailableError?, rejected: [BearerToken], replacement: BearerToken?)>
+    private let fresh = Mutex<[(BearerToken, Bool)]>([])
 
     /// A provider with `token`, or failing with `error` when the token is `nil`.
     package init(token: String?, error: TokenUnavailableError? = nil, replacement: String? = nil) {
@@ -14,6 +15,14 @@ package final class RecordingTokenProvider: TokenProvider {
 
     /// Tokens the proxy reported as rejected by the upstream.
     package var rejected: [BearerToken] { self.state.withLock { $0.rejected } }
+
+    /// What the proxy said of each request retried with a fresh token: the token, and whether the
+    /// upstream refused it too.
+    package var freshAnswers: [(token: BearerToken, refused: Bool)] { self.fresh.withLock { $0 } }
+
+    package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {
+        self.fresh.withLock { $0.append((token, refused)) }
+    }
 
     package func currentToken() -> BearerToken? { self.state.withLock { $0.token } }
 

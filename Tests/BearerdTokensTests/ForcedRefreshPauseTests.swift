@@ -1,0 +1,54 @@
+import BearerdAuth
+import BearerdTestSupport
+import Foundation
+import InMemoryLogging
+import Logging
+import Testing
+
+@testable import BearerdTokens
+
+/// A path that answers 401 whatever the token (issue 35): before, each 401 to a token older than
+/// 10 s forced a refresh, so the refresh token rotated six times a minute for ever.
+@Suite("401s to fresh tokens")
+struct ForcedRefreshPauseTests {
+    @Test func aPathThatAlwaysAnswers401StopsForcingRefreshesForAWhileAndSaysSoOnce() async throws {
+        let harness = TokenHarness { _, index in
+            FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)", expiresIn: 3600)
+        }
+        _ = try await harness.manager.token()
+        // Ten minutes of a request a second, each answered 401 with the token it carried, and
+        // again when the proxy retries it with a fresh one.
+        for _ in 0..<600 {
+            harness.clock.advance(by: .seconds(1))
+            if let current = harness.manager.currentToken(),
+                let fresh = await harness.manager.upstreamRejected(current)
+            {
+                await harness.manager.freshTokenAnswered(fresh, refused: true)
+            }
+        }
+        // The first token, two forced refreshes, a pause of 5 minutes, two more: not sixty.
+        #expect(harness.endpoint.requests.count <= 5, "\(harness.endpoint.requests.count) token requests")
+        let said = harness.logs.entries.filter {
+            $0.level >= .warning && "\($0.message)".contains("refuses freshly refreshed tokens")
+        }
+        #expect(said.count == 1)
+    }
+
+    /// Rotation races in a fleet (another host's refresh revoked the token a request carried)
+    /// look like 401s to fresh tokens only if the retry fails too; one that works resets the count.
+    @Test func aTokenRevokedOnceIsStillReplacedAtItsFirst401() async throws {
+        let harness = TokenHarness { _, index in
+            FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)", expiresIn: 3600)
+        }
+        let first = try await harness.manager.token()
+        harness.clock.advance(by: .seconds(60))
+        // The upstream revoked it: the next request gets a new token, and the new one works.
+        #expect(await harness.manager.upstreamRejected(first) == BearerToken("access-1"))
+        await harness.manager.freshTokenAnswered(BearerToken("access-1"), refused: false)
+        harness.clock.advance(by: .seconds(3600))
+        // An hour later a second revocation is honoured the same way.
+        let second = try await harness.manager.token()
+        harness.clock.advance(by: .seconds(60))
+        #expect(await harness.manager.upstreamRejected(second) != nil)
+    }
+}
