@@ -131,10 +131,13 @@ extension ConfigKeys {
             default: false,
             reload: .applies,
             doc: """
-                Pass X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override, X-Original-URL,
-                X-Original-URI, X-Original-Method, X-Rewrite-URL, X-Forwarded-Prefix, X-Real-IP,
-                X-Client-IP and Forwarded from clients to the upstream. Off by default: some frameworks read
-                them instead of the method, the path or the address, which would undo the lists below.
+                Pass from clients to the upstream the headers that frameworks and load balancers read
+                instead of the request's method, path, host, port, scheme or client address:
+
+                """ + OverrideHeaders.listed + """
+                .
+                Off by default: they would undo the method and path lists below, or let a caller pose as
+                another client.
                 """
         )
         static let retryMethods = ConfigKeyDescriptor.list(

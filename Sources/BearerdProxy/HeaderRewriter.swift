@@ -284,19 +284,22 @@ enum HeaderRewriter {
         }
     }
 
-    /// Headers some frameworks and gateways read instead of the method, the path or the client's
-    /// address, which would undo the method and path lists (`proxy.pass_override_headers`).
+    /// Headers some frameworks and gateways read instead of the method, the path, the host or
+    /// the client's address (``OverrideHeaders``), which would undo the method and path lists
+    /// (`proxy.pass_override_headers`). `Forwarded` too: bearerd writes it only when
+    /// `proxy.forwarded_headers` says so.
     static func isOverrideHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
-        switch name.count {
-        case 9: HeaderName.equals(raw, name, "forwarded") || HeaderName.equals(raw, name, "x-real-ip")
-        case 11: HeaderName.equals(raw, name, "x-client-ip")
-        case 13: HeaderName.equals(raw, name, "x-http-method") || HeaderName.equals(raw, name, "x-rewrite-url")
-        case 14: HeaderName.equals(raw, name, "x-original-url") || HeaderName.equals(raw, name, "x-original-uri")
-        case 17:
-            HeaderName.equals(raw, name, "x-method-override") || HeaderName.equals(raw, name, "x-original-method")
-        case 18: HeaderName.equals(raw, name, "x-forwarded-prefix")
-        case 22: HeaderName.equals(raw, name, "x-http-method-override")
-        default: false
+        guard name.count < Self.overrideNames.count else { return false }
+        return Self.overrideNames[name.count].contains { candidate in
+            zip(name, candidate).allSatisfy { raw[$0] | 0x20 == $1 }
         }
     }
+
+    /// ``OverrideHeaders/all`` and `forwarded`, by length, as bytes.
+    private static let overrideNames: [[[UInt8]]] = {
+        let names = OverrideHeaders.all.map { Array($0.name.lowercased().utf8) } + [Array("forwarded".utf8)]
+        var table = [[[UInt8]]](repeating: [], count: (names.map(\.count).max() ?? 0) + 1)
+        for name in names { table[name.count].append(name) }
+        return table
+    }()
 }

@@ -124,6 +124,18 @@ struct HeaderRewriterTests {
         #expect(passed.headers["forwarded"] == ["for=10.0.0.1;host=evil"])
     }
 
+    /// The whole family (issue 35): every header an upstream or its load balancer reads as the
+    /// client's address, host, port, scheme, prefix, original URL or method, in any case.
+    @Test(arguments: OverrideHeaders.all.map(\.name) + ["X-Forwarded-Port", "x-FORWARDED-server", "True-Client-IP"])
+    func everyHeaderThatClaimsTheCallersIdentityOrRouteIsRemoved(name: String) throws {
+        let headers: HTTPHeaders = ["host": "127.0.0.1:8080", name: "10.9.8.7", "accept": "*/*"]
+        let out = try self.rewrite(headers)
+        #expect(!out.headers.contains(name: name), "\(name) passed")
+        #expect(out.headers["accept"] == ["*/*"])
+        let passed = try self.rewrite(headers, settings: Self.settings("proxy:\n  pass_override_headers: true"))
+        #expect(passed.headers[name] == ["10.9.8.7"])
+    }
+
     @Test func forwardedHeadersCanBeTurnedOff() throws {
         let out = try self.rewrite(
             ["host": "h", "x-forwarded-for": "10.0.0.1"],
