@@ -5,17 +5,45 @@ import NIOHTTP1
 /// `--accept-paths`/`--reject-paths`/`--reject-methods`: `proxy.allow_methods`,
 /// `proxy.deny_methods`, `proxy.allow_paths`, `proxy.deny_paths`. A deny entry wins over an allow
 /// entry; an empty allow list allows everything.
+///
+/// Paths are compared as the upstream may route them (``RoutedPath``): a deny entry refuses a
+/// path if it covers any of its routed forms (`/users/%40me` is `/users/@me` to most frameworks,
+/// `/admin;x=1/users` is `/admin/users` to Tomcat), with or without the entry's final slash
+/// (`/admin/` also refuses `/admin`, which Express and Spring serve alike); an allow entry must
+/// cover every routed form.
 struct AccessLists: Sendable {
     let allowMethods: Set<String>
     let denyMethods: Set<String>
+    /// Every form of every `proxy.allow_paths` entry.
     let allowPaths: [String]
+    /// Every form of every `proxy.deny_paths` entry, without a final slash.
     let denyPaths: [String]
+    let allowPathParams: Bool
 
     init(_ proxy: BearerdConfiguration.Proxy) {
-        self.allowMethods = proxy.allowMethods
-        self.denyMethods = proxy.denyMethods
-        self.allowPaths = proxy.allowPaths
-        self.denyPaths = proxy.denyPaths
+        self.init(
+            allowMethods: proxy.allowMethods,
+            denyMethods: proxy.denyMethods,
+            allowPaths: proxy.allowPaths,
+            denyPaths: proxy.denyPaths,
+            allowPathParams: proxy.allowPathParams
+        )
+    }
+
+    /// From the config's lists, whose paths are canonical (``CanonicalTarget``).
+    init(
+        allowMethods: Set<String> = [],
+        denyMethods: Set<String> = [],
+        allowPaths: [String],
+        denyPaths: [String],
+        allowPathParams: Bool
+    ) {
+        self.allowMethods = allowMethods
+        self.denyMethods = denyMethods
+        self.allowPathParams = allowPathParams
+        self.allowPaths = allowPaths.flatMap { RoutedPath.forms(of: $0, allowPathParams: allowPathParams) }
+        self.denyPaths = denyPaths.flatMap { RoutedPath.forms(of: $0, allowPathParams: allowPathParams) }
+            .map { $0.count > 1 && $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
     }
 
     var isEmpty: Bool {
@@ -31,9 +59,13 @@ struct AccessLists: Sendable {
         if self.denyMethods.contains(name) || (!self.allowMethods.isEmpty && !self.allowMethods.contains(name)) {
             return "\(name) is not allowed here (proxy.allow_methods, proxy.deny_methods)"
         }
-        if self.denyPaths.contains(where: { Self.covers($0, path, anyCase: true) })
-            || (!self.allowPaths.isEmpty && !self.allowPaths.contains(where: { Self.covers($0, path, anyCase: false) }))
-        {
+        let forms = RoutedPath.forms(of: path, allowPathParams: self.allowPathParams)
+        let routed = forms.count == 1 ? forms : Array(forms.dropFirst())
+        let denied = forms.contains { form in self.denyPaths.contains { Self.covers($0, form, anyCase: true) } }
+        let allowed =
+            self.allowPaths.isEmpty
+            || routed.allSatisfy { form in self.allowPaths.contains { Self.covers($0, form, anyCase: false) } }
+        if denied || !allowed {
             return "this path is not allowed here (proxy.allow_paths, proxy.deny_paths)"
         }
         return nil
