@@ -76,9 +76,10 @@ struct FailureLogOutageTests {
             "\(outage): \(sent) failed requests in \(took): \(warnings.count) warning lines, "
                 + "\(summaries.count) summaries counting \(counted), \(detail.count) at debug"
         )
-        // The first failure at once, then a summary per 5 s window.
-        let windows = Int(took / .seconds(5)) + 1
-        #expect(warnings.count <= windows, "\(warnings.prefix(5).map(\.message))")
+        // The first failure at once, then at most one summary per 5 s window begun meanwhile (a
+        // loaded machine stretches the run past a window's end: 9.9 s is two windows).
+        let lines = 1 + Int((took / .seconds(5)).rounded(.up))
+        #expect(warnings.count <= lines, "\(warnings.prefix(5).map(\.message))")
         #expect(failed.first?.level == .warning, "the first failure is written at once")
         // Every failure is accounted for: the first line, then the summaries' counts.
         #expect(1 + counted == sent)
