@@ -14,7 +14,7 @@ struct PostgresURL: Sendable {
         var isLocal: Bool {
             switch self {
             case .socket: true
-            case .tcp(let host, _): host == "localhost" || host == "::1" || host.hasPrefix("127.")
+            case .tcp(let host, _): Self.isLoopback(host)
             }
         }
     }

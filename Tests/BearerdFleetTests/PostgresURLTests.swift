@@ -21,6 +21,17 @@ struct PostgresURLTests {
         #expect(socket.address == .socket("/run/postgresql/.s.PGSQL.5432"))
     }
 
+    /// Local means an address of this machine, parsed (issue 35): `127.db.corp` is a name that
+    /// resolves anywhere, and a local database gets `sslmode: disable` by default.
+    @Test(arguments: [
+        ("localhost", true), ("127.0.0.1", true), ("127.1.2.3", true), ("::1", true), ("::ffff:127.0.0.1", true),
+        ("127.db.corp", false), ("127.0.0.1.nip.io", false), ("128.0.0.1", false), ("::2", false),
+        ("localhost.corp", false), ("db.internal", false),
+    ])
+    func onlyAnAddressOfThisMachineIsLocal(host: String, local: Bool) {
+        #expect(PostgresURL.Address.tcp(host: host, port: 5432).isLocal == local, "\(host)")
+    }
+
     @Test func aWrongURLIsRefusedWithoutEchoingIt() {
         for text in [
             "mysql://u:hunter2pass@h/d", "postgres://:hunter2pass@h/d", "postgres://u:hunter2pass@/d",
