@@ -110,7 +110,10 @@ extension ConfigKeys.Auth {
             "a file of mode 0600",
             reload: .restart,
             sample: .commented("/etc/bearerd/hs256.key"),
-            doc: "Or a secret shared with the issuer (HS256 only), mode 0600:"
+            doc: """
+                Or a secret shared with the issuer (HS256 only), mode 0600. Whoever reads it can mint tokens
+                the upstream accepts (the same secret signs and checks): keep it as secret as the issuer's own.
+                """
         )
         static let issuer = ConfigKeyDescriptor.text(
             "auth.verify.issuer",

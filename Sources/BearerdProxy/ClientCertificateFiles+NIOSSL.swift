@@ -29,7 +29,7 @@ extension ClientCertificateFiles {
         }
         let key: NIOSSLPrivateKey
         do {
-            key = try NIOSSLPrivateKey(bytes: try Self.read(self.keyFile, key: self.keyKey), format: .pem)
+            key = try NIOSSLPrivateKey(bytes: try Self.read(self.keyFile, key: self.keyKey, secret: true), format: .pem)
         } catch let error as ProxyError {
             throw error
         } catch {
@@ -51,7 +51,9 @@ extension ClientCertificateFiles {
         }
     }
 
-    private static func read(_ path: String, key: String) throws(ProxyError) -> [UInt8] {
+    /// `secret`: the file must be private (mode 0600 or stricter), as the config checks at start;
+    /// a key renewed later with a wider mode is refused too, and the certificate in use stays.
+    private static func read(_ path: String, key: String, secret: Bool = false) throws(ProxyError) -> [UInt8] {
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: path, limit: Self.fileLimit)
@@ -59,6 +61,11 @@ extension ClientCertificateFiles {
             throw ProxyError.setup("\(key): cannot read \(path): \(error)", underlying: error)
         }
         guard let contents else { throw ProxyError.setup("\(key): \(path) does not exist") }
+        if secret && contents.mode & 0o077 != 0 {
+            throw ProxyError.setup(
+                "\(key): \(path) has mode 0\(String(contents.mode & 0o777, radix: 8)), so other users may read the private key: run chmod 600 \(path)"
+            )
+        }
         return contents.bytes
     }
 }
