@@ -123,7 +123,8 @@ extension ConfigKeys.Proxy {
             Slow clients (slowloris): a request's head must be complete within header_timeout of its
             first byte, and a request body may not pause longer than body_timeout while bearerd reads it
             (pauses bearerd makes, waiting for the upstream, do not count). Otherwise the answer is 408
-            and the connection is closed.
+            and the connection is closed. body_timeout, send_timeout and upstream.read_timeout fire
+            between one and 1.25 times their value after the last byte moved.
             """
     )
     static let bodyTimeout = ConfigKeyDescriptor.duration(
@@ -139,8 +140,9 @@ extension ConfigKeys.Proxy {
         within: .milliseconds(100)...(.seconds(86_400)),
         reload: .applies,
         doc: """
-            A client that stops reading its response for this long (as nginx's send_timeout) is
-            disconnected, and the upstream connection with it, so it cannot hold either forever.
+            A client that stops reading its response for this long (as nginx's send_timeout; at most a
+            quarter more) is disconnected, and the upstream connection with it, so it cannot hold
+            either forever.
             """
     )
     static let tokenWait = ConfigKeyDescriptor.duration(

@@ -156,8 +156,8 @@ extension ConfigKeys {
             reload: .applies,
             doc: """
                 Once the response has begun: the longest pause in its body while the client could take
-                more (as nginx's proxy_read_timeout). Then both connections are closed. Raise it for
-                event streams that stay quiet longer.
+                more (as nginx's proxy_read_timeout; at most a quarter more). Then both connections are
+                closed. Raise it for event streams that stay quiet longer.
                 """
         )
         static let idleTimeout = ConfigKeyDescriptor.duration(

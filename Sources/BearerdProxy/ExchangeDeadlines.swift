@@ -7,8 +7,11 @@ import NIOCore
 /// upstream sends nothing). Events take the time from the event loop; ``check(now:_:)`` says
 /// what is due or when to look again. Nothing here touches a channel or reads a clock.
 ///
-/// Progress is checked once per interval rather than timed per read, so the data path pays
-/// nothing per byte: a check that finds no new bytes since the last one starts the stall.
+/// Progress is checked a few times per timeout rather than timed per read, so the data path
+/// pays nothing per byte: each check that finds new bytes moves the stall's start to its own
+/// time, and one that finds none for a whole timeout since then expires. A stall is therefore
+/// caught between one timeout and one timeout plus a check interval (a quarter of it) after the
+/// last byte moved, never two or three timeouts later.
 struct ExchangeDeadlines {
     /// The timeouts of the settings in force when the exchange began.
     struct Timeouts: Equatable {
@@ -17,9 +20,18 @@ struct ExchangeDeadlines {
         var send: TimeAmount
         var read: TimeAmount
 
-        /// How often a response in progress is checked: the shorter of the two timeouts, so a
-        /// stall is caught within one to two of them.
-        var progressInterval: TimeAmount { min(self.send, self.read) }
+        /// How often a response in progress is checked: a quarter of the shorter of its two
+        /// timeouts.
+        var progressInterval: TimeAmount { Self.interval(min(self.send, self.read)) }
+        /// How often a request body is checked.
+        var bodyInterval: TimeAmount { Self.interval(self.body) }
+
+        /// A quarter of `timeout` (at least a millisecond): a stall ends within 1.25 timeouts.
+        static func interval(_ timeout: TimeAmount) -> TimeAmount {
+            max(.nanoseconds(timeout.nanoseconds / Self.checksPerTimeout), .milliseconds(1))
+        }
+
+        static let checksPerTimeout: Int64 = 4
     }
 
     /// What the exchange looks like when its timer fires.
@@ -59,8 +71,8 @@ struct ExchangeDeadlines {
     private struct Progress {
         var checkAt: NIODeadline
         var bytes: Int
-        /// Since when no bytes moved, once a check has found none.
-        var stalledSince: NIODeadline?
+        /// The last check that found bytes moved (or the start): the stall, if any, began after.
+        var movedAt: NIODeadline
     }
 
     let timeouts: Timeouts
@@ -83,8 +95,8 @@ struct ExchangeDeadlines {
     /// `body_timeout` from now. Returns it the first time only.
     mutating func bodyArriving(now: NIODeadline) -> NIODeadline? {
         guard self.body == nil else { return nil }
-        let check = now + self.timeouts.body
-        self.body = Progress(checkAt: check, bytes: 0)
+        let check = now + self.timeouts.bodyInterval
+        self.body = Progress(checkAt: check, bytes: 0, movedAt: now)
         return check
     }
 
@@ -113,7 +125,7 @@ struct ExchangeDeadlines {
     mutating func responseStarted(now: NIODeadline) -> NIODeadline {
         self.responseHeadDue = nil
         let check = now + self.timeouts.progressInterval
-        self.response = Progress(checkAt: check, bytes: 0)
+        self.response = Progress(checkAt: check, bytes: 0, movedAt: now)
         return check
     }
 
@@ -124,11 +136,14 @@ struct ExchangeDeadlines {
 
         if var body = self.body, !exchange.requestEnded {
             if now >= body.checkAt {
-                if exchange.requestBodyBytes == body.bytes && !self.bodyReadsHeld && !exchange.readsHeld {
+                if exchange.requestBodyBytes != body.bytes || self.bodyReadsHeld || exchange.readsHeld {
+                    // Bytes came, or bearerd held reads back (then it is not the client's fault).
+                    body.bytes = exchange.requestBodyBytes
+                    body.movedAt = now
+                } else if now - body.movedAt >= self.timeouts.body {
                     return .expired(.requestBodyStalled)
                 }
-                body.bytes = exchange.requestBodyBytes
-                body.checkAt = now + self.timeouts.body
+                body.checkAt = now + self.timeouts.bodyInterval
                 self.bodyReadsHeld = exchange.readsHeld
                 self.body = body
             }
@@ -153,16 +168,11 @@ struct ExchangeDeadlines {
     private func responseStalled(_ progress: inout Progress, now: NIODeadline, _ exchange: Snapshot) -> Expiry? {
         guard exchange.responseBodyBytes == progress.bytes else {
             progress.bytes = exchange.responseBodyBytes
-            progress.stalledSince = nil
-            return nil
-        }
-        guard let since = progress.stalledSince else {
-            // Nothing moved during the last interval: the stall began at its start.
-            progress.stalledSince = now - self.timeouts.progressInterval
+            progress.movedAt = now
             return nil
         }
         let limit = exchange.clientWritable ? self.timeouts.read : self.timeouts.send
-        guard now - since >= limit else { return nil }
+        guard now - progress.movedAt >= limit else { return nil }
         return exchange.clientWritable ? .upstreamStalled : .clientStalled
     }
 }

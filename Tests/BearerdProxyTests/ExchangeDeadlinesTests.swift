@@ -11,7 +11,8 @@ struct ExchangeDeadlinesTests {
     /// `value` milliseconds after the exchange began.
     static func ms(_ value: Int64) -> NIODeadline { Self.t0 + .milliseconds(value) }
 
-    /// body 1 s, response head 5 s, send 3 s, read 2 s (so the response is checked every 2 s).
+    /// body 1 s, response head 5 s, send 3 s, read 2 s (so the body is checked every 250 ms, the
+    /// response every 500 ms).
     static func deadlines() -> ExchangeDeadlines {
         ExchangeDeadlines(
             timeouts: .init(body: .seconds(1), response: .seconds(5), send: .seconds(3), read: .seconds(2))
@@ -40,34 +41,81 @@ struct ExchangeDeadlinesTests {
         #expect(check == .none)
     }
 
+    /// Follows the deadlines from `start` as the handler's timer would, with `bytes(t)` body or
+    /// response bytes moved by time `t`, until something expires (or `limit`): when, and what.
+    static func run(
+        _ deadlines: inout ExchangeDeadlines,
+        from start: NIODeadline,
+        limit: NIODeadline = Self.ms(60_000),
+        _ snapshot: (NIODeadline) -> ExchangeDeadlines.Snapshot
+    ) -> (at: NIODeadline, expiry: ExchangeDeadlines.Expiry)? {
+        var now = start
+        while now < limit {
+            switch deadlines.check(now: now, snapshot(now)) {
+            case .expired(let expiry): return (now, expiry)
+            case .arm(let next): now = next
+            case .none: return nil
+            }
+        }
+        return nil
+    }
+
     @Test func aBodyThatKeepsComingIsCheckedAgainAndOneThatPausesExpires() {
         var deadlines = Self.deadlines()
         let first = deadlines.bodyArriving(now: Self.t0)
-        #expect(first == Self.ms(1000))
+        #expect(first == Self.ms(250), "a quarter of body_timeout")
         let again = deadlines.bodyArriving(now: Self.ms(10))
         #expect(again == nil, "the first check is set once")
-        let early = deadlines.check(now: Self.ms(999), Self.snapshot(body: 0))
-        #expect(early == .arm(Self.ms(1000)))
-        let moving = deadlines.check(now: Self.ms(1000), Self.snapshot(body: 100))
-        #expect(moving == .arm(Self.ms(2000)))
-        let paused = deadlines.check(now: Self.ms(2000), Self.snapshot(body: 100))
-        #expect(paused == .expired(.requestBodyStalled))
+        let early = deadlines.check(now: Self.ms(249), Self.snapshot(body: 0))
+        #expect(early == .arm(Self.ms(250)))
+        // Bytes until 2.6 s, then nothing: expired one body_timeout after the check that saw the
+        // last of them, within 1.25 s of the last byte.
+        let end = Self.run(&deadlines, from: Self.ms(250)) { now in
+            Self.snapshot(body: now < Self.ms(2600) ? Int((now - Self.t0).nanoseconds / 1_000_000) : 2600)
+        }
+        #expect(end?.expiry == .requestBodyStalled)
+        #expect(end.map { $0.at >= Self.ms(3600) && $0.at <= Self.ms(3850) } == true, "\(String(describing: end))")
     }
 
     @Test func aBodyHeldBackByBearerdIsNotTheClientsFault() {
         var deadlines = Self.deadlines()
         _ = deadlines.bodyArriving(now: Self.t0)
-        // Held now: the upstream cannot take more.
-        let heldNow = deadlines.check(now: Self.ms(1000), Self.snapshot(body: 0, readsHeld: true))
-        #expect(heldNow == .arm(Self.ms(2000)))
-        // Held since the last check, released since: still not the client's fault.
-        let heldBefore = deadlines.check(now: Self.ms(2000), Self.snapshot(body: 0))
-        #expect(heldBefore == .arm(Self.ms(3000)))
-        deadlines.readsWereHeld()
-        let heldBetween = deadlines.check(now: Self.ms(3000), Self.snapshot(body: 0))
-        #expect(heldBetween == .arm(Self.ms(4000)))
-        let paused = deadlines.check(now: Self.ms(4000), Self.snapshot(body: 0))
-        #expect(paused == .expired(.requestBodyStalled))
+        // Held until 3 s (the upstream could not take more), then released, and nothing comes.
+        let heldNow = deadlines.check(now: Self.ms(250), Self.snapshot(body: 0, readsHeld: true))
+        #expect(heldNow == .arm(Self.ms(500)))
+        let end = Self.run(&deadlines, from: Self.ms(500)) { now in
+            Self.snapshot(body: 0, readsHeld: now < Self.ms(3000))
+        }
+        #expect(end?.expiry == .requestBodyStalled)
+        #expect(end.map { $0.at >= Self.ms(3750) && $0.at <= Self.ms(4250) } == true, "\(String(describing: end))")
+        // Held between two checks only (readsWereHeld): that interval is not the client's either.
+        var between = Self.deadlines()
+        _ = between.bodyArriving(now: Self.t0)
+        _ = between.check(now: Self.ms(250), Self.snapshot(body: 0))
+        between.readsWereHeld()
+        _ = between.check(now: Self.ms(500), Self.snapshot(body: 0))
+        let stillFine = between.check(now: Self.ms(1250), Self.snapshot(body: 0))
+        #expect(stillFine == .arm(Self.ms(1500)), "1 s after the held interval ended, not after the start")
+    }
+
+    /// Issue 35: with send_timeout 3s a client that stopped reading was closed after 9 s. Every
+    /// timeout now fires between one and 1.25 of it after the last byte moved, wherever that falls.
+    @Test(arguments: [0, 1, 137, 499, 500, 501, 999, 1777, 2999])
+    func aStallEndsWithinAQuarterOfItsTimeoutAfterTheLastByte(lastMoveMilliseconds: Int64) {
+        let lastMove = Self.ms(1000 + lastMoveMilliseconds)
+        for clientWritable in [true, false] {
+            var deadlines = Self.deadlines()
+            let first = deadlines.responseStarted(now: Self.t0)
+            let end = Self.run(&deadlines, from: first) { now in
+                let moved =
+                    now < lastMove ? Int((now - Self.t0).nanoseconds / 1_000_000) : Int(lastMoveMilliseconds) + 1000
+                return Self.snapshot(ended: true, response: moved, clientWritable: clientWritable)
+            }
+            let timeout: TimeAmount = clientWritable ? .seconds(2) : .seconds(3)
+            let after = end.map { $0.at - lastMove } ?? .seconds(99)
+            #expect(end?.expiry == (clientWritable ? .upstreamStalled : .clientStalled))
+            #expect(after >= timeout && after <= timeout + .milliseconds(500) + .nanoseconds(timeout.nanoseconds / 4))
+        }
     }
 
     @Test func aCompleteRequestIsNotCheckedForItsBody() {
@@ -104,31 +152,30 @@ struct ExchangeDeadlinesTests {
         var silentUpstream = Self.deadlines()
         _ = silentUpstream.requestSent(at: Self.t0)
         let firstCheck = silentUpstream.responseStarted(now: Self.ms(100))
-        #expect(firstCheck == Self.ms(2100))
-        let moving = silentUpstream.check(now: Self.ms(2100), Self.snapshot(ended: true, response: 10))
-        #expect(moving == .arm(Self.ms(4100)), "the head's deadline is gone once the response began")
-        let stallBegins = silentUpstream.check(now: Self.ms(4100), Self.snapshot(ended: true, response: 10))
-        #expect(stallBegins == .arm(Self.ms(6100)))
-        let stalled = silentUpstream.check(now: Self.ms(6100), Self.snapshot(ended: true, response: 10))
-        #expect(stalled == .expired(.upstreamStalled), "no progress from 2.1 s to 6.1 s")
+        #expect(firstCheck == Self.ms(600), "a quarter of the shorter of send and read timeouts")
+        let moving = silentUpstream.check(now: Self.ms(600), Self.snapshot(ended: true, response: 10))
+        #expect(moving == .arm(Self.ms(1100)), "the head's deadline is gone once the response began")
+        let silent = Self.run(&silentUpstream, from: Self.ms(1100)) { _ in Self.snapshot(ended: true, response: 10) }
+        #expect(silent?.expiry == .upstreamStalled)
+        #expect(silent?.at == Self.ms(2600), "2 s after the check that saw the last bytes")
 
         // The client does not read: send_timeout (3 s) applies.
         var slowClient = Self.deadlines()
-        _ = slowClient.responseStarted(now: Self.t0)
+        let first = slowClient.responseStarted(now: Self.t0)
         let quiet = Self.snapshot(ended: true, response: 0, clientWritable: false)
-        let begins = slowClient.check(now: Self.ms(2000), quiet)
-        #expect(begins == .arm(Self.ms(4000)), "the stall began at the last check, t0")
         let within = slowClient.check(now: Self.ms(2999), quiet)
-        #expect(within == .arm(Self.ms(4000)))
-        let past = slowClient.check(now: Self.ms(4000), quiet)
-        #expect(past == .expired(.clientStalled), "4 s without progress is past send_timeout")
+        #expect(within == .arm(Self.ms(3499)))
+        #expect(first == Self.ms(500))
+        let past = Self.run(&slowClient, from: Self.ms(3499)) { _ in quiet }
+        #expect(past?.expiry == .clientStalled)
+        #expect(past?.at == Self.ms(3499), "3 s without progress is send_timeout")
     }
 
     @Test func theEarliestDeadlineIsArmed() {
         var deadlines = Self.deadlines()
         _ = deadlines.bodyArriving(now: Self.t0)
         _ = deadlines.requestSent(at: Self.ms(-4500))
-        let check = deadlines.check(now: Self.ms(100), Self.snapshot(body: 1))
+        let check = deadlines.check(now: Self.ms(300), Self.snapshot(body: 1))
         #expect(check == .arm(Self.ms(500)), "the response head is due before the next body check")
     }
 }
