@@ -25,7 +25,9 @@ package struct MetricsServer: Service {
         self.logger = logger
     }
 
-    /// Open connections at most; more are closed as they are accepted (a scraper needs one).
+    /// Open connections at most. A new one past it closes the oldest, so that one local user
+    /// holding every slot cannot keep the scraper out: it would have to open connections faster
+    /// than a scrape takes (a request and its answer, about a millisecond).
     static let maxConnections = 16
     /// A connection with no bytes coming for this long is closed…
     static let idleTimeout = TimeAmount.seconds(10)
@@ -34,7 +36,7 @@ package struct MetricsServer: Service {
 
     package func run() async throws {
         let server: AdminHTTP.Accepted
-        let open = NIOLockedValueBox(0)
+        let open = NIOLockedValueBox<[(id: ObjectIdentifier, channel: any Channel)]>([])
         // Any local process can open connections at any rate: refusals are logged once, then summarised.
         let failures = ThrottledLogger(logger: self.logger, eventLoop: self.group.next())
         defer { failures.flush() }
@@ -44,22 +46,23 @@ package struct MetricsServer: Service {
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .bind(host: self.host, port: self.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        let admitted = open.withLockedValue { count in
-                            guard count < Self.maxConnections else { return false }
-                            count += 1
-                            return true
+                        let id = ObjectIdentifier(channel)
+                        let evicted = open.withLockedValue { open -> (any Channel)? in
+                            open.append((id, channel))
+                            return open.count > Self.maxConnections ? open.removeFirst().channel : nil
                         }
-                        guard admitted else {
+                        if let evicted {
                             failures.warning(
                                 kind: "metrics_connection_limit",
-                                "metrics.listen: connection limit reached; closed a new connection",
+                                "metrics.listen: connection limit reached; closed the oldest connection",
                                 metadata: ["limit": "\(Self.maxConnections)"],
                                 now: channel.eventLoop.now
                             )
-                            channel.close(promise: nil)
-                            return nil
+                            evicted.close(promise: nil)
                         }
-                        channel.closeFuture.whenComplete { _ in open.withLockedValue { $0 -= 1 } }
+                        channel.closeFuture.whenComplete { _ in
+                            open.withLockedValue { open in open.removeAll { $0.id == id } }
+                        }
                         let lifetime = channel.eventLoop.scheduleTask(in: Self.lifetime) { channel.close(promise: nil) }
                         channel.closeFuture.whenComplete { _ in lifetime.cancel() }
                         let sync = channel.pipeline.syncOperations
