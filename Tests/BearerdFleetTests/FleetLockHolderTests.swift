@@ -20,47 +20,12 @@ struct FleetLockHolderTests {
     /// bearerd that still used it is caught by these tests.
     static let advisoryKey = "SELECT pg_advisory_lock(hashtextextended('bearerd:bearerd_sessions:default', 0));"
 
-    func withHosts(
-        _ count: Int,
-        lockTimeout: Duration,
-        respond: @escaping FakeTokenEndpoint.Respond,
-        _ body: (PostgresServer, [FleetHost], FakeTokenEndpoint) async throws -> Void
-    ) async throws {
-        let database = try await PostgresServer.start()
-        let directory = try TemporaryDirectory()
-        let key = try makeKey(in: directory)
-        let endpoint = FakeTokenEndpoint(respond)
-        var hosts: [FleetHost] = []
-        defer { withExtendedLifetime(directory) {} }
-        do {
-            for index in 1...count {
-                hosts.append(
-                    try FleetHost(
-                        "host\(index)",
-                        database: database,
-                        directory: directory,
-                        endpoint: endpoint,
-                        keyFile: key,
-                        lockTimeout: lockTimeout
-                    )
-                )
-            }
-            try await body(database, hosts, endpoint)
-        } catch {
-            for host in hosts { await host.stop() }
-            try? await database.stop()
-            throw error
-        }
-        for host in hosts { await host.stop() }
-        try await database.stop()
-    }
-
     static let expired = FleetLockTests.session(access: "access-old", refresh: "refresh-old", expiresIn: -5)
 
     @Test func aLockHeldByAnotherSessionPastTheTimeoutLetsNoRefreshTokenLeave() async throws {
-        try await self.withHosts(2, lockTimeout: .seconds(1)) { _, index in
+        try await FleetLockTests.withFleet(hosts: 2, lockTimeout: .seconds(1)) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
-        } _: { database, hosts, endpoint in
+        } _: { database, hosts, endpoint, _ in
             try await hosts[0].seed(Self.expired)
             let holder = try PostgresSession(database)
             defer { holder.end() }
@@ -84,14 +49,14 @@ struct FleetLockHolderTests {
     }
 
     @Test func aTokenServerSlowerThanTheLockTimeoutGetsTheRefreshTokenOnce() async throws {
-        try await self.withHosts(2, lockTimeout: .seconds(1)) { _, index in
+        try await FleetLockTests.withFleet(hosts: 2, lockTimeout: .seconds(1)) { _, index in
             try await Task.sleep(for: .seconds(3))
             return FakeTokenEndpoint.tokens(
                 access: "access-new-\(index)",
                 refresh: "refresh-new-\(index)",
                 expiresIn: 3600
             )
-        } _: { _, hosts, endpoint in
+        } _: { _, hosts, endpoint, _ in
             try await hosts[0].seed(Self.expired)
             async let first = hosts[0].manager.token()
             try await waitUntil(.seconds(10)) { endpoint.requests.count == 1 }
@@ -113,9 +78,9 @@ struct FleetLockHolderTests {
     /// connected and its mark younger than `inFlightLimit`, nobody repeats it; once it is gone,
     /// the next host does, at once.
     @Test func aRefreshMarkedByAHostStillConnectedIsNotRepeatedUntilThatHostIsGone() async throws {
-        try await self.withHosts(2, lockTimeout: .seconds(5)) { _, index in
+        try await FleetLockTests.withFleet(hosts: 2, lockTimeout: .seconds(5)) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
-        } _: { _, hosts, endpoint in
+        } _: { _, hosts, endpoint, _ in
             var marked = FleetLockTests.session(access: "access-old", refresh: "refresh-old", expiresIn: -5)
             try await hosts[0].seed(marked)
             marked.refreshSentAt = Date()
@@ -134,9 +99,9 @@ struct FleetLockHolderTests {
     }
 
     @Test func aRoleWithoutPrivilegesCanNeitherHoldUpNorMisleadTheFleet() async throws {
-        try await self.withHosts(1, lockTimeout: .seconds(10)) { _, index in
+        try await FleetLockTests.withFleet(hosts: 1, lockTimeout: .seconds(10)) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
-        } _: { database, hosts, endpoint in
+        } _: { database, hosts, endpoint, _ in
             try await database.sql("CREATE ROLE intruder LOGIN")
             let intruder = try PostgresSession(database, role: "intruder")
             defer { intruder.end() }

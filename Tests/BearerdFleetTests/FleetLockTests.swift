@@ -14,8 +14,9 @@ import Testing
 )
 struct FleetLockTests {
     /// Each test has a database of its own.
-    func withFleet(
+    static func withFleet(
         hosts: Int,
+        lockTimeout: Duration = .seconds(10),
         respond: @escaping FakeTokenEndpoint.Respond,
         _ body: (PostgresServer, [FleetHost], FakeTokenEndpoint, TemporaryDirectory) async throws -> Void
     ) async throws {
@@ -32,7 +33,8 @@ struct FleetLockTests {
                         database: database,
                         directory: directory,
                         endpoint: endpoint,
-                        keyFile: key
+                        keyFile: key,
+                        lockTimeout: lockTimeout
                     )
                 )
             }
@@ -62,7 +64,7 @@ struct FleetLockTests {
     }
 
     @Test func hostsRacingForOneExpirySendTheRefreshTokenOnce() async throws {
-        try await self.withFleet(hosts: 3) { _, index in
+        try await Self.withFleet(hosts: 3) { _, index in
             try await Task.sleep(for: .milliseconds(200))
             return FakeTokenEndpoint.tokens(
                 access: "access-new-\(index)",
@@ -90,7 +92,7 @@ struct FleetLockTests {
     }
 
     @Test func aStale401NeverRefreshesWhatAnotherHostJustRefreshed() async throws {
-        try await self.withFleet(hosts: 2) { _, index in
+        try await Self.withFleet(hosts: 2) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { _, fleet, endpoint, _ in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: 3600))
@@ -109,7 +111,7 @@ struct FleetLockTests {
     }
 
     @Test func aNotificationHandsTheNewTokenToEveryHostAtOnce() async throws {
-        try await self.withFleet(hosts: 2) { _, index in
+        try await Self.withFleet(hosts: 2) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { _, fleet, endpoint, _ in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: 3600))
@@ -131,7 +133,7 @@ struct FleetLockTests {
     }
 
     @Test func aLogoutThroughOneHostEndsTheSessionOnEvery() async throws {
-        try await self.withFleet(hosts: 2) { _, index in
+        try await Self.withFleet(hosts: 2) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { database, fleet, endpoint, _ in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: 3600))
@@ -154,7 +156,7 @@ struct FleetLockTests {
     }
 
     @Test func aRefreshMarkedInFlightIsRepeatedAtOnceByTheNextHost() async throws {
-        try await self.withFleet(hosts: 2) { _, index in
+        try await Self.withFleet(hosts: 2) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { _, fleet, endpoint, _ in
             // A host marked its refresh in flight, then died before writing the answer.
@@ -173,7 +175,7 @@ struct FleetLockTests {
     }
 
     @Test func aRowThatWentBackInTimeGetsTheNewerSessionBackInsteadOfAReusedRefreshToken() async throws {
-        try await self.withFleet(hosts: 1) { _, index in
+        try await Self.withFleet(hosts: 1) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 2)
         } _: { database, fleet, endpoint, _ in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
@@ -193,7 +195,7 @@ struct FleetLockTests {
     }
 
     @Test func aDatabaseThatStopsAnsweringHoldsNoRefreshForEver() async throws {
-        try await self.withFleet(hosts: 1) { _, index in
+        try await Self.withFleet(hosts: 1) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { database, fleet, endpoint, directory in
             let host = try FleetHost(
@@ -224,7 +226,7 @@ struct FleetLockTests {
     }
 
     @Test func aHostWithAnotherKeySaysSoAndChangesNothing() async throws {
-        try await self.withFleet(hosts: 1) { _, index in
+        try await Self.withFleet(hosts: 1) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { database, fleet, endpoint, directory in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
@@ -247,7 +249,7 @@ struct FleetLockTests {
     }
 
     @Test func theTableIsCreatedOnceAndNoSecretReachesTheLogOrTheDatabaseInClear() async throws {
-        try await self.withFleet(hosts: 2) { _, index in
+        try await Self.withFleet(hosts: 2) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { database, fleet, _, _ in
             try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
