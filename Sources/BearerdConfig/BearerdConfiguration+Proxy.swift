@@ -20,6 +20,9 @@ extension BearerdConfiguration {
         package var retryMethods: Set<String>
         /// `proxy.allow_upgrades`: protocols (lower case) a request may switch to (RFC 9110 §7.8).
         package var allowUpgrades: Set<String>
+        /// Upgrades `proxy.allow_upgrades` may not list: a connection that carries many requests
+        /// (HTTP/2) would take them past every per-request check.
+        package static let multiplexedUpgrades: Set<String> = ["h2c", "h2"]
         /// `proxy.browser_guard`: refuse requests a web page sent.
         package var browserGuard: Bool
         /// `proxy.allowed_origins`: origins (lower case) whose pages may use the proxy.
@@ -173,9 +176,13 @@ extension ConfigKeys {
                 Protocols a request may switch to (a GET with Upgrade and Connection: upgrade, RFC 9110
                 §7.8). The handshake goes upstream with the token; when the upstream answers 101 Switching
                 Protocols the two connections carry raw bytes both ways, with backpressure, until either
-                closes or no byte moves for client_idle_timeout. An Upgrade naming another protocol is
-                dropped (the request goes as a plain GET), and any request with Upgrade is the last on its
-                connection. [] turns upgrades off.
+                closes or no byte moves for client_idle_timeout. Only the allowed protocols of the client's
+                Upgrade go upstream; with none, Upgrade is dropped (the request goes as a plain GET). A
+                WebSocket handshake needs a valid Sec-WebSocket-Key and Sec-WebSocket-Version: 13 (else
+                400), and a 101 is spliced only when it names one offered protocol, with Connection: upgrade
+                and, for WebSocket, the Sec-WebSocket-Accept of the key sent (else 502, both connections
+                close). Any request with Upgrade is the last on its connection. h2c cannot be listed.
+                [] turns upgrades off.
                 """
         )
         static let browserGuard = ConfigKeyDescriptor.bool(

@@ -29,6 +29,12 @@ extension ConfigBuilder {
                 "must list protocol names like websocket, without a version (got \"\(name.prefix(40))\")"
             )
         }
+        for name in names.intersection(BearerdConfiguration.Proxy.multiplexedUpgrades).sorted() {
+            self.issue(
+                key.name,
+                "cannot allow \(name): an HTTP/2 connection carries many requests, past the method and path lists and the header filter that bearerd applies to each"
+            )
+        }
         if names.count > 16 { self.issue(key.name, "lists more than 16 protocols") }
         return names
     }

@@ -22,8 +22,9 @@ final class Exchange {
     var token: BearerToken?
     /// The upstream's `DPoP-Nonce` the proof of this request carried (`auth.dpop`).
     var dpopNonce: String?
-    /// The client's `Upgrade` value, for a request switching to an allowed protocol.
-    var upgrade: String?
+    /// What the request offered the upstream to switch to (`proxy.allow_upgrades`), which a 101
+    /// must take up to be spliced.
+    var upgrade: UpgradeOffer?
     var upstream: UpstreamConnection?
     var upstreamStartedAt: NIODeadline?
     /// Went upstream as its head arrived, without waiting for a token or a connection.
@@ -52,10 +53,10 @@ final class Exchange {
     var rejectionReported = false
     /// Sent again with a new token after a 401 (at most once).
     var authRetried = false
-
     /// That retry carries a token fresh from the refresh the 401 asked for (not the same token
     /// with a DPoP nonce): its answer tells the provider whether fresh tokens help this path.
     var retriedWithFreshToken = false
+
     /// Appends a piece of the request body to the retry buffer, or drops the buffer when the
     /// body no longer fits.
     func keepForRetry(_ piece: ByteBuffer, limit: Int) {

@@ -23,15 +23,6 @@ enum ResponseFraming {
     case close
 }
 
-/// What a request asked of an upgrade (RFC 9110 §7.8, `proxy.allow_upgrades`).
-enum UpgradeRequest: Equatable {
-    case none
-    /// `Upgrade` and `Connection: upgrade` for a protocol not allowed: sent as a plain request.
-    case refused
-    /// Sent upstream with this `Upgrade` value.
-    case allowed(String)
-}
-
 /// Turns a client's request head into the one sent upstream, and an upstream response head into
 /// the one sent to the client, written straight into the buffer that goes out.
 enum HeaderRewriter {
@@ -51,7 +42,7 @@ enum HeaderRewriter {
         peer: String?,
         settings: ProxySettings,
         into buffer: inout ByteBuffer
-    ) -> (framing: RequestFraming, upgrade: UpgradeRequest) {
+    ) -> (framing: RequestFraming, upgrade: UpgradeOffer.Decision) {
         let keepClientAuthorization = token == nil
         // With auth.dpop, bearerd's proof is the only one: a client's would not match the token.
         let dropClientProof = token != nil && settings.dpop != nil
@@ -62,7 +53,6 @@ enum HeaderRewriter {
         buffer.writeStaticString(" HTTP/1.1\r\n")
         WireFormat.writeField("host", settings.upstream.target.hostHeader, into: &buffer)
         var clientHost: Range<Int>?
-        var clientUpgrade: Range<Int>?
         head.bytes.withUnsafeReadableBytes { raw in
             for field in head.fields {
                 let name = field.name
@@ -70,13 +60,12 @@ enum HeaderRewriter {
                 case 4 where HeaderName.equals(raw, name, "host"):
                     clientHost = field.value
                     continue
-                case 7 where HeaderName.equals(raw, name, "upgrade"):
-                    // Hop-by-hop: sent again below, only for a protocol the settings allow.
-                    if clientUpgrade == nil { clientUpgrade = field.value }
-                    continue
                 case 6 where HeaderName.equals(raw, name, "expect"):
                     continue
                 case 14 where HeaderName.equals(raw, name, "content-length"):
+                    continue
+                case 14 where HeaderName.equals(raw, name, "http2-settings"):
+                    // Only an upgrade to h2c uses it (RFC 7540 §3.2), and that is never offered.
                     continue
                 default:
                     break
@@ -114,17 +103,11 @@ enum HeaderRewriter {
             }
             framing = .none
         }
-        var upgrade = UpgradeRequest.none
-        if head.isUpgrade, let clientUpgrade,
-            let value = head.bytes.getString(at: clientUpgrade.lowerBound, length: clientUpgrade.count)
-        {
-            if let allowed = Self.allowedUpgrade(value, of: head, settings: settings) {
-                buffer.writeStaticString("connection: upgrade\r\n")
-                WireFormat.writeField("upgrade", allowed, into: &buffer)
-                upgrade = .allowed(allowed)
-            } else {
-                upgrade = .refused
-            }
+        // `Upgrade` is hop-by-hop (dropped above): sent again with only the protocols offered.
+        let upgrade = UpgradeOffer.decide(head, allowed: settings.proxy.allowUpgrades)
+        if case .offer(let offer) = upgrade {
+            buffer.writeStaticString("connection: upgrade\r\n")
+            WireFormat.writeField("upgrade", offer.headerValue, into: &buffer)
         }
         if let token {
             if settings.dpop != nil {
@@ -157,17 +140,6 @@ enum HeaderRewriter {
     /// Whether `raw[name]` is a field `proxy.add_headers` sets, which the client may not send.
     static func isAddedHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>, _ settings: ProxySettings) -> Bool {
         settings.proxy.addHeaders.contains { HeaderName.equals(raw, name, name: $0.name) }
-    }
-
-    /// `value` (the client's `Upgrade`), when the request is a GET in HTTP/1.1 whose first
-    /// protocol, without its version, is in `proxy.allow_upgrades`; `nil` otherwise.
-    static func allowedUpgrade(_ value: String, of head: RequestHead, settings: ProxySettings) -> String? {
-        guard head.method == .GET, head.version == .http1_1, value.utf8.count <= 256,
-            value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
-            let name = value.split(separator: ",").first?.split(separator: "/").first,
-            settings.proxy.allowUpgrades.contains(String(name.filter { $0 != " " && $0 != "\t" }).lowercased())
-        else { return nil }
-        return value
     }
 
     /// How the body of the response to `request` reaches the client: a body without
@@ -229,8 +201,8 @@ enum HeaderRewriter {
     }
 
     /// Writes the upstream's 101 for the client: its fields but the hop-by-hop ones, then
-    /// `Connection: upgrade` and the `Upgrade` the upstream named (RFC 9110 §15.2.2).
-    static func switchingResponse(_ head: ResponseHead, into buffer: inout ByteBuffer) {
+    /// `Connection: upgrade` and `upgrade`, the one protocol the upstream named (RFC 9110 §15.2.2).
+    static func switchingResponse(_ head: ResponseHead, upgrade: String, into buffer: inout ByteBuffer) {
         buffer.writeStaticString("HTTP/1.1 101 ")
         head.bytes.withUnsafeReadableBytes { raw in
             buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.reason]))
@@ -246,7 +218,7 @@ enum HeaderRewriter {
             }
         }
         buffer.writeStaticString("connection: upgrade\r\n")
-        if let upgrade = head.firstValue(of: "upgrade") { WireFormat.writeField("upgrade", upgrade, into: &buffer) }
+        WireFormat.writeField("upgrade", upgrade, into: &buffer)
         buffer.writeStaticString("\r\n")
     }
 

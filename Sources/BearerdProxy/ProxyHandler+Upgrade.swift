@@ -5,28 +5,40 @@ import NIOCore
 import NIOHTTP1
 
 /// Upgrades (RFC 9110 §7.8, `proxy.allow_upgrades`, WebSocket by default): the request goes
-/// upstream with the token and its `Upgrade`; when the upstream answers 101 the two connections
-/// are spliced as bytes (``SpliceHandler``) until either side closes.
+/// upstream with the token and the allowed protocols of its `Upgrade` (``UpgradeOffer``); when
+/// the upstream's 101 switches to one of them the two connections are spliced as bytes
+/// (``SpliceHandler``) until either side closes. Any other 101 gets 502 and closes both.
 extension ProxyHandler {
     /// A request with `Upgrade` and `Connection: upgrade` is the last on its connection (the
-    /// parser stops after it, as llhttp does); it went upstream with its `Upgrade` when the
-    /// protocol is allowed.
-    func upgradeRequested(_ upgrade: UpgradeRequest, by exchange: Exchange) {
+    /// parser stops after it, as llhttp does); it went upstream with the protocols offered, if any.
+    func upgradeRequested(_ upgrade: UpgradeOffer.Decision, by exchange: Exchange) {
         exchange.closeClientAfter = true
-        if case .allowed(let value) = upgrade { exchange.upgrade = value }
+        if case .offer(let offer) = upgrade { exchange.upgrade = offer }
     }
 
-    /// The upstream switched protocols: the 101 goes to the client, then both connections are
-    /// spliced. The client's connection leaves HTTP: what it sent after the request goes
-    /// upstream, and this handler leaves the pipeline.
+    /// The upstream answered 101: when it switched to what the request offered, the 101 goes
+    /// to the client, then both connections are spliced. The client's connection leaves HTTP:
+    /// what it sent after the request goes upstream, and this handler leaves the pipeline.
     func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
         guard case .exchanging(let exchange) = self.state else { return }
-        guard exchange.course.isForwarding, exchange.upgrade != nil, let connection = exchange.upstream,
+        guard exchange.course.isForwarding, let offer = exchange.upgrade, let connection = exchange.upstream,
             let context
         else {
             // The parser takes a 101 only when the lease asked for one: never trust it anyway
             // (`fail` closes the upstream connection).
+            exchange.closeClientAfter = true
             self.fail(exchange, .upstreamFailed(self.settings.upstream.target.description, reason: "an unasked 101"))
+            return
+        }
+        let upgraded: String
+        switch offer.answer(to: head) {
+        case .splice(let name):
+            upgraded = name
+        case .broken(let reason):
+            // Not a switch to what was offered: spliced, the client's next bytes would reach the
+            // upstream as raw HTTP past every check. Neither connection carries anything more
+            // (the client's: the parser stopped at the upgrade request).
+            self.fail(exchange, .upstreamFailed(self.settings.upstream.target.description, reason: reason))
             return
         }
         exchange.upstream = nil
@@ -39,7 +51,7 @@ extension ProxyHandler {
         self.machine.closed()
         self.timer.cancel()
         var out = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 32)
-        HeaderRewriter.switchingResponse(head, into: &out)
+        HeaderRewriter.switchingResponse(head, upgrade: upgraded, into: &out)
         context.write(self.wrapOutboundOut(out), promise: nil)
         let (client, upstream) = SpliceHandler.pair(
             idleTimeout: TimeAmount(self.settings.proxy.limits.clientIdleTimeout),

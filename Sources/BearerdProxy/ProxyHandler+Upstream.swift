@@ -127,6 +127,9 @@ extension ProxyHandler: UpstreamConnectionOwner {
     func upstreamFailed(_ error: any Error) {
         guard case .exchanging(let exchange) = self.state, exchange.course.isForwarding else { return }
         exchange.held = nil
+        // An upstream that switches protocols unasked is not speaking HTTP with bearerd: the
+        // client's connection closes too.
+        if (error as? ProxyError) == ResponseParser.unaskedSwitch { exchange.closeClientAfter = true }
         let connection = exchange.closeUpstream()
         let failure = UpstreamFailure(
             responseStarted: exchange.responseHeadSent,

@@ -44,6 +44,19 @@ package struct RequestHead {
         }
     }
 
+    /// The values of every field called `name` (lowercase), as text, in order.
+    func values(of name: StaticString) -> [String] {
+        Self.values(of: name, in: self.fields, of: self.bytes)
+    }
+
+    private static func values(of name: StaticString, in fields: [Field], of bytes: ByteBuffer) -> [String] {
+        bytes.withUnsafeReadableBytes { raw in
+            fields.filter { HeaderName.equals(raw, $0.name, name) }.map {
+                String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0.value]), as: UTF8.self)
+            }
+        }
+    }
+
     /// Every field as `name:value`, the name lowercased (for tests and the differential fuzzer).
     package var fieldList: [String] {
         self.bytes.withUnsafeReadableBytes { raw in

@@ -134,6 +134,12 @@ enum RequestPolicy {
                 "requests must not carry an Authorization header: bearerd adds the token (proxy.client_authorization: reject)"
             )
         }
+        // A WebSocket handshake without a key to check the upstream's 101 against never goes out.
+        if head.isUpgrade,
+            case .refused(let reason) = UpgradeOffer.decide(head, allowed: settings.proxy.allowUpgrades)
+        {
+            return .badRequest(reason)
+        }
         return nil
     }
 

@@ -26,6 +26,10 @@ package struct ResponseParser {
         case untilClose
     }
 
+    /// A 101 to a request that offered no upgrade: a broken upstream, never spliced; both
+    /// connections close.
+    static let unaskedSwitch = ProxyError.badResponse("101 Switching Protocols, which nobody asked for")
+
     /// Upper bound on a response head, and on a chunked body's trailer section.
     static let maxHeadSize = 256 * 1024
 
@@ -68,7 +72,7 @@ package struct ResponseParser {
                 var head = try ResponseHead.parse(buffer.readSlice(length: end)!, fields: &fields)
                 self.fieldStorage.keep(head.fields)
                 if head.status == 101 {
-                    guard upgrade else { throw .badResponse("101 Switching Protocols, which nobody asked for") }
+                    guard upgrade else { throw Self.unaskedSwitch }
                     // The connection now speaks another protocol: nothing more to parse.
                     self.state = .idle
                     return .head(head)

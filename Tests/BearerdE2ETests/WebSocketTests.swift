@@ -66,7 +66,7 @@ struct WebSocketTests {
     @Test func aProtocolNotAllowedGoesAsAPlainRequestAndIsNotSwitched() async throws {
         try await Self.withServer { port in
             try await ProxyFixture.with(
-                yaml: "proxy:\n  allow_upgrades: [h2c]",
+                yaml: "proxy:\n  allow_upgrades: [foo]",
                 upstreamURL: "http://127.0.0.1:\(port)"
             ) { proxy in
                 let verdict = try await Self.client(port: proxy.port)

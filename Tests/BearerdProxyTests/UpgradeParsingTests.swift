@@ -54,7 +54,10 @@ struct UpgradeParsingTests {
         )
     }
 
-    static func upstreamHead(_ headers: HTTPHeaders, settings: ProxySettings) throws -> (String, UpgradeRequest) {
+    static func upstreamHead(
+        _ headers: HTTPHeaders,
+        settings: ProxySettings
+    ) throws -> (String, UpgradeOffer.Decision) {
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/ws")
         head.headers = headers
         var buffer = ByteBuffer()
@@ -69,21 +72,50 @@ struct UpgradeParsingTests {
         return (String(buffer: buffer).lowercased(), upgrade)
     }
 
+    static let key = "dGhlIHNhbXBsZSBub25jZQ=="
+
     @Test func theHandshakeKeepsItsUpgradeOnlyForAnAllowedProtocol() throws {
-        let websocket: HTTPHeaders = ["upgrade": "websocket", "connection": "Upgrade", "sec-websocket-key": "k"]
+        let websocket: HTTPHeaders = [
+            "upgrade": "websocket", "connection": "Upgrade", "sec-websocket-key": Self.key,
+            "sec-websocket-version": "13",
+        ]
         let (allowed, decision) = try Self.upstreamHead(websocket, settings: try Self.settings())
         #expect(allowed.contains("connection: upgrade\r\nupgrade: websocket\r\n"))
-        #expect(allowed.contains("sec-websocket-key: k\r\n"))
-        #expect(decision == .allowed("websocket"))
-        let (other, refused) = try Self.upstreamHead(
-            ["upgrade": "h2c", "connection": "Upgrade"],
+        #expect(allowed.contains("sec-websocket-key: \(Self.key.lowercased())\r\n"))
+        #expect(decision == .offer(UpgradeOffer(protocols: ["websocket"], webSocketKey: Self.key)))
+        let (other, dropped) = try Self.upstreamHead(
+            ["upgrade": "h2c", "connection": "Upgrade, HTTP2-Settings", "http2-settings": "AAMAAABkAAQAAP__"],
             settings: try Self.settings()
         )
-        #expect(!other.contains("upgrade: ") && refused == .refused, "\(other)")
+        #expect(!other.contains("upgrade: ") && !other.contains("http2-settings") && dropped == .dropped, "\(other)")
         let (off, _) = try Self.upstreamHead(websocket, settings: try Self.settings("proxy:\n  allow_upgrades: []"))
         #expect(!off.contains("upgrade: "), "\(off)")
         let (plain, none) = try Self.upstreamHead(["upgrade": "websocket"], settings: try Self.settings())
         #expect(!plain.contains("upgrade: ") && none == .none, "Upgrade without Connection: upgrade is no upgrade")
+    }
+
+    /// Issue 35: the whole list went upstream when its first protocol was allowed, and
+    /// `HTTP2-Settings` with it unless `Connection` named it.
+    @Test func onlyTheAllowedProtocolsOfTheListGoUpstreamAndNeverHTTP2Settings() throws {
+        var headers: HTTPHeaders = [
+            "upgrade": "websocket, h2c", "connection": "Upgrade", "http2-settings": "AAMAAABkAAQAAP__",
+            "sec-websocket-key": Self.key, "sec-websocket-version": "13",
+        ]
+        let (sent, decision) = try Self.upstreamHead(headers, settings: try Self.settings())
+        #expect(sent.contains("\r\nupgrade: websocket\r\n"), "\(sent)")
+        #expect(!sent.contains("h2c") && !sent.contains("http2-settings"), "\(sent)")
+        #expect(decision == .offer(UpgradeOffer(protocols: ["websocket"], webSocketKey: Self.key)))
+        headers.replaceOrAdd(name: "upgrade", value: "h2c, websocket")
+        let (reversed, _) = try Self.upstreamHead(headers, settings: try Self.settings())
+        #expect(reversed.contains("\r\nupgrade: websocket\r\n") && !reversed.contains("h2c"), "\(reversed)")
+    }
+
+    @Test func h2cCannotBeAllowed() throws {
+        for listed in ["[h2c]", "[websocket, H2C]", "[h2]"] {
+            #expect(throws: ConfigError.self) {
+                _ = try Self.settings("proxy:\n  allow_upgrades: \(listed)")
+            }
+        }
     }
 
     @Test func aProtocolNameThatIsNotOneIsRefusedByKey() {
