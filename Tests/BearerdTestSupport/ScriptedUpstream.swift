@@ -13,6 +13,10 @@ package final class ScriptedUpstream: Sendable {
     package var connectionCount: Int { self.counts.value.withLock { $0.connections } }
     /// Request heads read so far.
     package var requestCount: Int { self.counts.value.withLock { $0.requests } }
+    /// Connections closed so far (by either side): once all are, nothing more can arrive.
+    package var closedCount: Int { self.counts.value.withLock { $0.closed } }
+    /// Every byte read so far, on every connection, as text.
+    package var received: String { self.counts.value.withLock { $0.received } }
 
     /// Each request head is answered with `response`; the connection then closes if `close`.
     package init(group: any EventLoopGroup, response: String, close: Bool = false) async throws {
@@ -22,7 +26,7 @@ package final class ScriptedUpstream: Sendable {
                 counts.value.withLock { $0.connections += 1 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        ScriptedHandler(response: response, close: close) { counts.value.withLock { $0.requests += 1 } }
+                        ScriptedHandler(response: response, close: close, counts: counts)
                     )
                 }
             }
@@ -36,7 +40,7 @@ package final class ScriptedUpstream: Sendable {
 }
 
 private final class Counts: Sendable {
-    let value = Mutex((connections: 0, requests: 0))
+    let value = Mutex((connections: 0, requests: 0, closed: 0, received: ""))
 }
 
 private final class ScriptedHandler: ChannelInboundHandler {
@@ -45,20 +49,27 @@ private final class ScriptedHandler: ChannelInboundHandler {
 
     let response: String
     let close: Bool
-    let onRequest: () -> Void
+    let counts: Counts
     var received: [UInt8] = []
 
-    init(response: String, close: Bool, onRequest: @escaping () -> Void) {
+    init(response: String, close: Bool, counts: Counts) {
         self.response = response
         self.close = close
-        self.onRequest = onRequest
+        self.counts = counts
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.counts.value.withLock { $0.closed += 1 }
+        context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.received += self.unwrapInboundIn(data).readableBytesView
+        let bytes = self.unwrapInboundIn(data)
+        self.counts.value.withLock { $0.received += String(buffer: bytes) }
+        self.received += bytes.readableBytesView
         while let end = self.received.firstRange(of: Array("\r\n\r\n".utf8)) {
             self.received.removeSubrange(..<end.upperBound)
-            self.onRequest()
+            self.counts.value.withLock { $0.requests += 1 }
             let write = context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: self.response)))
             if self.close {
                 write.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
