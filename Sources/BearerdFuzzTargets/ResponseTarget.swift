@@ -6,8 +6,11 @@ import NIOCore
 /// bit 0, the request was a HEAD; bit 1, it asked for an upgrade. Byte 1: the read size (1 to
 /// 256). Its promises: one head, then body parts, then the end, and nothing after; nothing after
 /// a 101; no body for a HEAD, a 204 or a 304; a Content-Length body of exactly that length; never
-/// more body bytes than were given.
+/// more body bytes than were given. A 101 is then judged as the answer to a WebSocket handshake
+/// with RFC 6455's example key (``UpgradeOffer``): spliced only to `websocket` (issue 35).
 enum ResponseTarget {
+    static let offer = UpgradeOffer(protocols: ["websocket"], webSocketKey: "dGhlIHNhbXBsZSBub25jZQ==")
+
     static func run(_ bytes: [UInt8]) -> String {
         guard bytes.count >= 2 else { return "short" }
         let toHEAD = bytes[0] & 1 == 1
@@ -35,7 +38,13 @@ enum ResponseTarget {
                         if parsed.status == 101 {
                             promise(upgrade, "a 101 only after a request that asked to switch")
                             promise((try? parser.next(from: &pending)) == nil, "nothing is parsed after a 101")
-                            outcome = "switched"
+                            switch Self.offer.answer(to: parsed) {
+                            case .splice(let name):
+                                promise(name.lowercased() == "websocket", "a splice only to the protocol offered")
+                                outcome = "switched"
+                            case .broken:
+                                outcome = "switch refused"
+                            }
                             break reading
                         }
                     case .body(let slice):

@@ -38,7 +38,8 @@ struct FuzzCorpusTests {
             (.store, "file-valid", "read"), (.store, "file-wrong-key", "wrong key"),
             (.store, "payload-sessions", "decoded"), (.target, "plain", "accepted"), (.target, "params", "accepted"),
             (.target, "encoded-dots", "refused"), (.response, "chunked", "ended"),
-            (.response, "switching", "switched"), (.response, "upgrade-refused", "ended"),
+            (.response, "switching", "switched"), (.response, "switching-bare", "switch refused"),
+            (.response, "upgrade-refused", "ended"),
             (.response, "continue-204", "ended"), (.request, "pipelined-length", "ended"),
             (.request, "chunked", "ended"), (.request, "smuggle-cl-te", "refused"), (.request, "upgrade", "ended"),
         ]
