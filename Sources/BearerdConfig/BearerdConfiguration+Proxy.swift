@@ -136,9 +136,7 @@ extension ConfigKeys {
             doc: """
                 Pass from clients to the upstream the headers that frameworks and load balancers read
                 instead of the request's method, path, host, port, scheme or client address:
-
-                """ + OverrideHeaders.listed + """
-                .
+                \(OverrideHeaders.listed).
                 Off by default: they would undo the method and path lists below, or let a caller pose as
                 another client.
                 """
