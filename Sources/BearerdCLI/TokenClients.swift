@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import BearerdConfig
+import BearerdFiles
 import BearerdProxy
+import Foundation
 import Logging
 import NIOCore
 import NIOSSL
@@ -75,7 +77,7 @@ final class TokenClients: Sendable {
         connectTimeout: Duration
     ) throws -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile { tls.trustRoots = .file(caFile) }
+        if let caFile { tls.trustRoots = .certificates(try Self.certificates(in: caFile)) }
         try certificate?.apply(to: &tls)
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
@@ -87,5 +89,24 @@ final class TokenClients: Sendable {
         // the deadline (swift-server/async-http-client#743); the engine's backoff retries.
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// `auth.ca_file`'s certificates, read now through a checked directory: a FIFO there is an
+    /// error naming it, not a TLS handshake that waits for ever on an event loop (issue 35).
+    private static func certificates(in caFile: String) throws -> [NIOSSLCertificate] {
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: caFile, limit: 4 << 20)
+        } catch {
+            throw CommandError(key: "auth.ca_file", "\(error)")
+        }
+        guard let bytes = contents?.bytes else {
+            throw CommandError(key: "auth.ca_file", "cannot find \(caFile): check the path")
+        }
+        do {
+            return try NIOSSLCertificate.fromPEMBytes(bytes)
+        } catch {
+            throw CommandError(key: "auth.ca_file", "\(caFile) holds no PEM certificate bearerd can read (\(error))")
+        }
     }
 }

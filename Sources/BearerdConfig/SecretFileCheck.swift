@@ -1,3 +1,5 @@
+import BearerdFiles
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,7 +14,9 @@ package enum SecretFileCheck {
         guard stat(path, &info) == 0 else {
             return "cannot find \(path): create it (mode 0600) or fix the path"
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return "\(path) is not a regular file" }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            return "\(path) is \(FileCheckError.kindName(info.st_mode & S_IFMT)), not a regular file: remove it"
+        }
         guard access(path, R_OK) == 0 else { return "cannot read \(path): check its owner and mode" }
         if info.st_mode & 0o077 != 0 {
             let mode = String(info.st_mode & 0o777, radix: 8)

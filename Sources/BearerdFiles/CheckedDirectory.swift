@@ -11,6 +11,11 @@ import Glibc
 /// symlink, not a regular file, has other hard links, or belongs to someone other than root,
 /// this user or the directory's owner. bearerd changes the owner only of a file it just created
 /// with `O_EXCL`.
+///
+/// Whatever the directory, nothing that is not a regular file is ever opened for reading or
+/// blocks an open: the name is inspected first, every open is `O_NONBLOCK` (a FIFO's open would
+/// otherwise wait for a writer for ever, with the store's lock held) and checked with `fstat`
+/// before the first read.
 package final class CheckedDirectory: Sendable {
     /// The directory's path, for messages.
     package let path: String
@@ -30,7 +35,7 @@ package final class CheckedDirectory: Sendable {
 
     /// Opens `path` (symlinks in the path itself are followed: systemd's `StateDirectory=` is one).
     package init(_ path: String) throws(FileCheckError) {
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else { throw .system("open the directory", path, errno) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
@@ -69,19 +74,35 @@ package final class CheckedDirectory: Sendable {
         self.path.hasSuffix("/") ? self.path + name : self.path + "/" + name
     }
 
-    /// Opens an existing file with `flags` (no `O_CREAT`), checked as the type describes.
+    /// Opens an existing file with `flags` (no `O_CREAT`), checked as the type describes. The
+    /// descriptor is blocking again once it is known to be a regular file.
     /// - Returns: the descriptor, or `nil` when there is no such file.
     package func openExisting(_ name: String, flags: Int32) throws(FileCheckError) -> Int32? {
         let follow = self.isTrusted ? 0 : O_NOFOLLOW
-        let descriptor = openat(self.descriptor, name, flags | follow | O_CLOEXEC | O_NOCTTY)
+        // A FIFO, socket or device is refused before it is opened (opening a device can act).
+        var info = stat()
+        let lookFlags = self.isTrusted ? 0 : AT_SYMLINK_NOFOLLOW
+        if fstatat(self.descriptor, name, &info, lookFlags) == 0 {
+            try self.checkType(info, name)
+        }
+        // Still non-blocking, for what takes its place in between.
+        let descriptor = openat(self.descriptor, name, flags | follow | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else {
             let code = errno
             if code == ENOENT { return nil }
             if code == ELOOP { throw .symlink(self.pathOf(name)) }
+            // ENXIO: a FIFO with no reader or a socket, put there after the look above.
+            if code == ENXIO, fstatat(self.descriptor, name, &info, lookFlags) == 0 {
+                try self.checkType(info, name)
+            }
             throw .system("open", self.pathOf(name), code)
         }
         do throws(FileCheckError) {
             try self.check(descriptor, name)
+            let status = fcntl(descriptor, F_GETFL)
+            guard status >= 0, fcntl(descriptor, F_SETFL, status & ~O_NONBLOCK) == 0 else {
+                throw .system("open", self.pathOf(name), errno)
+            }
         } catch {
             close(descriptor)
             throw error
@@ -150,11 +171,19 @@ package final class CheckedDirectory: Sendable {
     private func check(_ descriptor: Int32, _ name: String) throws(FileCheckError) {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw .system("inspect", self.pathOf(name), errno) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw .notAFile(self.pathOf(name)) }
+        try self.checkType(info, name)
         guard !self.isTrusted else { return }
         guard info.st_nlink == 1 else { throw .linked(self.pathOf(name)) }
         guard info.st_uid == 0 || info.st_uid == geteuid() || info.st_uid == self.owner else {
             throw .foreignOwner(self.pathOf(name), owner: info.st_uid)
         }
+    }
+
+    /// A regular file, or an error that says what stands there instead.
+    private func checkType(_ info: stat, _ name: String) throws(FileCheckError) {
+        let kind = info.st_mode & S_IFMT
+        guard kind != S_IFREG else { return }
+        guard kind != S_IFLNK else { throw .symlink(self.pathOf(name)) }
+        throw .notRegular(self.pathOf(name), FileCheckError.kindName(kind))
     }
 }

@@ -1,7 +1,12 @@
 import BearerdConfig
+import BearerdFiles
 import BearerdTokens
 import NIOSSL
 import PostgresNIO
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension PostgresSessionStore {
     /// What `check-config` can say without connecting: whether the URL file and the TLS settings
@@ -70,7 +75,11 @@ extension PostgresSessionStore {
             tls.certificateVerification = .fullVerification
             if let caFile = settings.caFile {
                 do {
-                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+                    // Read through a checked directory: a FIFO there is refused, not waited on.
+                    guard let pem = try CheckedDirectory.read(file: caFile, limit: 1 << 20)?.bytes else {
+                        throw FileCheckError.system("open", caFile, ENOENT)
+                    }
+                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
                 } catch {
                     throw .config("store.postgres.ca_file", "cannot read the certificates in \(caFile): \(error)")
                 }

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdFiles
 import BearerdTokens
 import Foundation
 
@@ -30,10 +31,17 @@ struct PostgresURL: Sendable {
 
     /// Reads and parses the file; errors name the key and never echo the file's content.
     static func read(_ path: String) throws(FleetStoreError) -> PostgresURL {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .config(Self.key, "cannot read \(path)")
+        // Through a checked directory: a FIFO there is refused, not waited on for ever.
+        let contents: (bytes: [UInt8], mode: mode_t)?
+        do throws(FileCheckError) {
+            contents = try CheckedDirectory.read(file: path, limit: Self.maxLength)
+        } catch .tooLarge {
+            throw .config(Self.key, "\(path) must hold one postgres:// URL of at most \(Self.maxLength) bytes")
+        } catch {
+            throw .config(Self.key, "cannot read \(path): \(error)")
         }
-        guard data.count <= Self.maxLength, let text = String(data: data, encoding: .utf8) else {
+        guard let bytes = contents?.bytes else { throw .config(Self.key, "cannot read \(path): no such file") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw .config(Self.key, "\(path) must hold one postgres:// URL of at most \(Self.maxLength) bytes")
         }
         return try Self.parse(text.trimmingCharacters(in: .whitespacesAndNewlines), file: path)
