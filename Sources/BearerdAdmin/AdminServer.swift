@@ -1,3 +1,4 @@
+import BearerdFiles
 import BearerdSockets
 import Foundation
 import Logging
@@ -36,6 +37,12 @@ package struct AdminServer: Service {
     }
 
     package func run() async throws {
+        // The CLI refuses a socket in a directory others could have put one in first: so does
+        // the daemon, at once, rather than serve where no command will talk to it.
+        let directory = CheckedDirectory.directoryName(of: self.path)
+        if let problem = SocketTrust(daemonAccount: geteuid()).directoryProblem(directory) {
+            throw SocketSetupError("admin.socket: \(problem)")
+        }
         try UnixSocketFile.checkReplaceable(self.path, key: "admin.socket")
         let temporary = UnixSocketFile.temporaryPath(for: self.path)
         let server: AdminHTTP.Accepted

@@ -33,7 +33,8 @@ enum InstanceStatus {
             return row
         }
         let socket = configuration.admin.socket
-        if let problem = SocketTrust.problem(socket) {
+        let trust = SocketTrust(storePath: configuration.store.path)
+        if let problem = trust.problem(socket) {
             row.state = "not asked: \(problem)"
             return row
         }
@@ -41,7 +42,7 @@ enum InstanceStatus {
             row.state = "not running (no daemon on \(socket))"
             return row
         }
-        let channel = SocketAdminChannel(socket: socket)
+        let channel = SocketAdminChannel(socket: socket, trust: trust)
         let answer: Result<TokenStatus, any Error>
         do {
             answer = .success(try await channel.request(.GET, "/v1/status", as: TokenStatus.self))

@@ -26,12 +26,13 @@ enum SessionAccess {
         case .failure(let failure): throw failure
         }
         let socket = prepared.configuration.admin.socket
-        if let problem = SocketTrust.problem(socket) {
+        let trust = SocketTrust(storePath: prepared.configuration.store.path)
+        if let problem = trust.problem(socket) {
             throw CommandError("bearerd does not talk to the admin socket: \(problem)")
         }
         switch UnixSocketFile.connectError(socket) {
         case 0:
-            return SocketAdminChannel(socket: socket)
+            return SocketAdminChannel(socket: socket, trust: trust)
         case EACCES, EPERM:
             throw CommandError(
                 "the admin socket \(socket) is not yours to use: run this as the daemon's user (or root)"

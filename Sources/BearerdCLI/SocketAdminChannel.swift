@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import BearerdAdmin
+import BearerdFiles
+import BearerdSockets
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -18,13 +20,28 @@ struct SocketAdminChannel: AdminChannel {
     /// What the client connects to: `socket`, or the same socket by way of `directory`.
     private let connectPath: String
 
-    init(socket: String) {
+    /// Talks to `socket` only once its server is known to run as one of `trust`'s accounts
+    /// (`SO_PEERCRED`, before a byte is sent on the connection).
+    init(socket: String, trust: SocketTrust) {
         self.socket = socket
         (self.directory, self.connectPath) = Self.reachable(socket)
-        self.client = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled)
-        )
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled)
+        // A refused server fails the request at once, not after retries until its deadline.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.http1_1ConnectionDebugInitializer = { channel in
+            PeerCredentials.uid(channel).flatMapThrowing { uid in
+                let problem: String?
+                if let uid {
+                    problem = trust.peerProblem(uid, socket: socket)
+                } else {
+                    problem = "cannot tell which user serves \(socket): bearerd sends it nothing"
+                }
+                guard let problem else { return }
+                channel.close(promise: nil)
+                throw CommandError("bearerd does not talk to the admin socket: \(problem)")
+            }
+        }
+        self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
     var daemon: String { "running (admin socket \(self.socket))" }

@@ -36,7 +36,12 @@ enum StartupChecks {
         if let problem = Self.clientCertificateProblem(configuration.auth.tlsClientCertificate) {
             findings.errors.append(problem)
         }
-        if let problem = Self.socketDirectoryProblem(configuration.admin.socket, key: "admin.socket") {
+        let adminDirectory = CheckedDirectory.directoryName(of: configuration.admin.socket)
+        if FileManager.default.fileExists(atPath: adminDirectory),
+            let problem = SocketTrust(storePath: store.path).directoryProblem(adminDirectory)
+        {
+            findings.errors.append("admin.socket: \(problem)")
+        } else if let problem = Self.socketDirectoryProblem(configuration.admin.socket, key: "admin.socket") {
             findings.errors.append(problem)
         }
         for case .unix(let path) in configuration.listen {

@@ -19,6 +19,19 @@ package enum PeerCredentials {
         Self.check(channel) { uids.contains($0.uid) || gids.contains($0.gid) }
     }
 
+    /// The uid the peer ran as when it connected or listened, or `nil` if the kernel does not
+    /// say (not a unix socket). The CLI asks it of the admin socket's server.
+    package static func uid(_ channel: any Channel) -> EventLoopFuture<UInt32?> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture(nil)
+        }
+        let credentials: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET),
+            name: SocketOptionName(SO_PEERCRED)
+        )
+        return credentials.map { Optional($0.uid) }.recover { _ in nil }
+    }
+
     private static func check(
         _ channel: any Channel,
         _ rule: @escaping @Sendable (UCred) -> Bool
