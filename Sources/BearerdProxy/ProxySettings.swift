@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdFiles
 import BearerdSockets
 import Logging
 import NIOCore
@@ -54,7 +55,15 @@ package struct ProxySettings: Sendable {
             var tls = TLSConfiguration.makeClientConfiguration()
             if let caFile = upstream.caFile {
                 do {
-                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+                    // Through a checked directory: a FIFO in its place is refused, not waited on.
+                    guard let pem = try CheckedDirectory.read(file: caFile, limit: 4 << 20)?.bytes else {
+                        throw ProxyError.setup("upstream.ca_file: \(caFile) does not exist")
+                    }
+                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
+                } catch let error as ProxyError {
+                    throw error
+                } catch let error as FileCheckError {
+                    throw ProxyError.setup("upstream.ca_file: cannot read \(caFile): \(error)", underlying: error)
                 } catch {
                     throw ProxyError.setup(
                         "upstream.ca_file: \(caFile) holds no PEM certificate bearerd can read (\(error))"
