@@ -10,7 +10,10 @@ package enum OverrideHeaders {
     /// The names as clients usually write them (compared in any case), and who reads them.
     package static let all: [(name: String, readBy: String)] = [
         // The method.
-        ("X-HTTP-Method-Override", "Google APIs, Express method-override, Laravel, Spring's HiddenHttpMethodFilter setups"),
+        (
+            "X-HTTP-Method-Override",
+            "Google APIs, Express method-override, Laravel, Spring's HiddenHttpMethodFilter setups"
+        ),
         ("X-HTTP-Method", "OData, ASP.NET"),
         ("X-Method-Override", "IBM gateways, Symfony"),
         ("X-Original-Method", "nginx auth_request"),
