@@ -88,8 +88,13 @@ extension BearerdConfiguration.Store {
                 )
             }
             var hostName = builder.string(Keys.hostName) ?? ProcessInfo.processInfo.hostName
-            if hostName.utf8.count > 255 || hostName.contains(where: { $0.isNewline || $0.isWhitespace }) {
-                builder.issue("store.postgres.host_name", "must be a short name without spaces (got \"\(hostName)\")")
+            // Printable ASCII: the hosts' database sessions are named after it, and a host tells
+            // whether another is still connected by that name.
+            if hostName.utf8.count > 255 || !hostName.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+                builder.issue(
+                    "store.postgres.host_name",
+                    "must be a short name of printable ASCII without spaces (got \"\(hostName)\")"
+                )
                 hostName = "invalid"
             }
             self.init(

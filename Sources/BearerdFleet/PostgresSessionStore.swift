@@ -95,7 +95,7 @@ package final class PostgresSessionStore: SharedSessionStore {
             rows = try await connection.query(
                 """
                 SELECT version, sealed, written_by, written_at, schema_version, refresh_started_by,
-                  extract(epoch FROM now() - refresh_started_at)::float8,
+                  extract(epoch FROM clock_timestamp() - refresh_started_at)::float8,
                   EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.usename = current_user AND a.pid <> pg_backend_pid()
                     AND a.application_name = 'bearerd ' || left(s.refresh_started_by, 55))
                 FROM \(unescaped: self.table) s WHERE profile = \(self.profile)
@@ -200,7 +200,9 @@ package final class PostgresSessionStore: SharedSessionStore {
                 INSERT INTO \(unescaped: self.table) AS s (profile, schema_version, version, sealed, refresh_started_by, refresh_started_at)
                 VALUES (\(self.profile), \(Self.schemaVersion), 0, \(sealed), \(self.host), now())
                 ON CONFLICT (profile) DO UPDATE SET sealed = excluded.sealed,
-                  refresh_started_by = excluded.refresh_started_by, refresh_started_at = excluded.refresh_started_at
+                  refresh_started_by = excluded.refresh_started_by,
+                  refresh_started_at = CASE WHEN s.refresh_started_by = excluded.refresh_started_by
+                    THEN coalesce(s.refresh_started_at, excluded.refresh_started_at) ELSE excluded.refresh_started_at END
                 WHERE s.version = \(expected)
                 RETURNING version
                 """,

@@ -206,6 +206,7 @@ extension TokenManager {
             serverDate: serverDate
         )
         self.consecutiveFailures = 0
+        self.serverRetryAt = nil
         self.lastOutcome = nil
         self.lastRefresh = LastRefresh(at: now, grant: grant, result: "ok")
         Self.count("ok")

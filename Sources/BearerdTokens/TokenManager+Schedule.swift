@@ -88,19 +88,19 @@ extension TokenManager {
         guard let until = self.forcedRefreshPausedUntil else { return true }
         guard self.clock.now >= until else { return false }
         self.forcedRefreshPausedUntil = nil
+        self.freshTokensRejected = 0
         return true
     }
 
     /// The answer to a request retried with a fresh token.
     package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {
+        guard self.forcedRefreshPausedUntil == nil else { return }
         guard refused else {
             self.freshTokensRejected = 0
             return
         }
         self.freshTokensRejected += 1
-        guard self.freshTokensRejected >= RefreshPolicy.freshRejectionsBeforePause,
-            self.forcedRefreshPausedUntil == nil
-        else { return }
+        guard self.freshTokensRejected >= RefreshPolicy.freshRejectionsBeforePause else { return }
         self.freshTokensRejected = 0
         self.forcedRefreshPausedUntil = self.clock.now.addingTimeInterval(RefreshPolicy.forcedRefreshPause)
         self.forcedRefreshPauses += 1

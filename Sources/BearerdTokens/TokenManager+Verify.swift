@@ -64,6 +64,8 @@ extension TokenManager {
                 "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
             ]
         )
+        // Not an outage: waiting callers do not make bearerd spend a refresh token every 3 s.
+        self.serverRetryAt = now.addingTimeInterval(delay.seconds)
         self.transition(to: .waiting(kept, retryAt: now.addingTimeInterval(delay.seconds), reason: problem))
         return .failed(problem)
     }

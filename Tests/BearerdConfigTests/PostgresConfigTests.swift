@@ -99,6 +99,10 @@ struct PostgresConfigTests {
                 "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    ca_file: /nowhere.pem",
                 "store.postgres.ca_file"
             ),
+            (
+                "  backend: postgres\n  key_file: \(self.keyFile)\n  postgres:\n    url_file: pg.url\n    host_name: hôte-1",
+                "store.postgres.host_name"
+            ),
             ("  backend: redis\n  key_file: \(self.keyFile)", "store.backend"),
         ]
         for (store, key) in cases {
