@@ -49,11 +49,13 @@ package final class StaticTokenProvider: TokenProvider {
         }
         switch outcome {
         case .success(let fresh):
-            let replaced = self.current.withLock { current -> Bool in
-                guard current == token, fresh != token else { return false }
+            let (replaced, current) = self.current.withLock { current -> (Bool, BearerToken) in
+                guard current == token, fresh != token else { return (false, current) }
                 current = fresh
-                return true
+                return (true, fresh)
             }
+            // Another request's rejection already took the new file: retry with it.
+            if !replaced && current != token { return current }
             if replaced {
                 self.logger.notice("static token file changed; using the new token", metadata: ["file": "\(self.path)"])
                 return fresh

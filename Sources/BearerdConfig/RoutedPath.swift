@@ -27,6 +27,28 @@ package enum RoutedPath {
         return forms.filter { seen.insert($0).inserted }
     }
 
+    /// `forms`, and what routers that fold more than ASCII case or trim segments read them as, for
+    /// the deny list only (an allow entry matches as written): Unicode case both ways (ASP.NET
+    /// matches routes case-insensitively, and `ı` uppercases to `I`), and each segment without
+    /// its trailing dots (IIS trims them: `/admin.` is `/admin`).
+    package static func denyVariants(of forms: [String]) -> [String] {
+        var variants = forms
+        for form in forms {
+            if form.utf8.contains(where: { $0 >= 0x80 }) {
+                variants += [form.uppercased(), form.lowercased()]
+            }
+            if form.contains(".") {
+                let trimmed = form.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+                    var segment = Substring(segment)
+                    while segment.last == "." { segment = segment.dropLast() }
+                    return segment
+                }
+                variants.append(trimmed.joined(separator: "/"))
+            }
+        }
+        return variants
+    }
+
     /// The forms a router acts on: every form but the canonical one when they differ.
     package static func routed(of path: String, allowPathParams: Bool) -> [String] {
         let forms = Self.forms(of: path, allowPathParams: allowPathParams)

@@ -61,7 +61,9 @@ struct AccessLists: Sendable {
         }
         let forms = RoutedPath.forms(of: path, allowPathParams: self.allowPathParams)
         let routed = forms.count == 1 ? forms : Array(forms.dropFirst())
-        let denied = forms.contains { form in self.denyPaths.contains { Self.covers($0, form, anyCase: true) } }
+        let denied = RoutedPath.denyVariants(of: forms).contains { form in
+            self.denyPaths.contains { Self.covers($0, form, anyCase: true) }
+        }
         let allowed =
             self.allowPaths.isEmpty
             || routed.allSatisfy { form in self.allowPaths.contains { Self.covers($0, form, anyCase: false) } }

@@ -263,8 +263,16 @@ enum HeaderRewriter {
     static func isOverrideHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
         guard name.count < Self.overrideNames.count else { return false }
         return Self.overrideNames[name.count].contains { candidate in
-            zip(name, candidate).allSatisfy { raw[$0] | 0x20 == $1 }
+            zip(name, candidate).allSatisfy { Self.cgiFolded(raw[$0]) == $1 }
         }
+    }
+
+    /// A header name's byte as a CGI-style environment keys it (Rack, Werkzeug, PHP behind a
+    /// proxy that passes underscores): any case, and `_` the same as `-`, so `X_Real_IP` is
+    /// `X-Real-IP` to them.
+    @inline(__always)
+    static func cgiFolded(_ byte: UInt8) -> UInt8 {
+        byte == UInt8(ascii: "_") ? UInt8(ascii: "-") : byte | 0x20
     }
 
     /// ``OverrideHeaders/all`` and `forwarded`, by length, as bytes.

@@ -42,7 +42,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
                 // taken, so a path that refuses every token stops forcing refreshes.
                 exchange.retriedWithFreshToken = false
                 let tokens = self.tokens
-                let refused = head.status == 401
+                let refused = head.status == 401 && !answer.asksForNewNonce
                 context.eventLoop.makeFutureWithTask { await tokens.freshTokenAnswered(token, refused: refused) }
                     .whenComplete { _ in }
             }

@@ -126,7 +126,12 @@ struct HeaderRewriterTests {
 
     /// The whole family (issue 35): every header an upstream or its load balancer reads as the
     /// client's address, host, port, scheme, prefix, original URL or method, in any case.
-    @Test(arguments: OverrideHeaders.all.map(\.name) + ["X-Forwarded-Port", "x-FORWARDED-server", "True-Client-IP"])
+    @Test(
+        arguments: OverrideHeaders.all.map(\.name) + [
+            "X-Forwarded-Port", "x-FORWARDED-server", "True-Client-IP", "X_Original_URL", "x_real_ip",
+            "X_FORWARDED_PREFIX",
+        ]
+    )
     func everyHeaderThatClaimsTheCallersIdentityOrRouteIsRemoved(name: String) throws {
         let headers: HTTPHeaders = ["host": "127.0.0.1:8080", name: "10.9.8.7", "accept": "*/*"]
         let out = try self.rewrite(headers)

@@ -49,6 +49,9 @@ struct RoutedPathListTests {
         ("/;x/admin", ["/admin"], true),
         ("/caf%C3%A9", ["/café"], false),
         ("/%EF%BD%81dmin", ["/admin"], false),
+        ("/adm%C4%B1n", ["/admin"], false),
+        ("/admin.", ["/admin"], false),
+        ("/admin../x", ["/admin"], false),
     ])
     func aDeniedPathIsRefusedInEveryFormItIsRoutedAs(target: String, deny: [String], params: Bool) {
         #expect(!Self.forwards(target, deny: deny, params: params), "\(target) passed deny_paths \(deny)")
@@ -59,6 +62,7 @@ struct RoutedPathListTests {
         ("/administrator", ["/admin/"]),
         ("/v1/ops", ["/v1/ops:cancel"]),
         ("/a%3Fb", ["/a"]),
+        ("/admin.html", ["/admin"]),
     ])
     func anotherPathStillPasses(target: String, deny: [String]) {
         #expect(Self.forwards(target, deny: deny), "\(target) refused by deny_paths \(deny)")
