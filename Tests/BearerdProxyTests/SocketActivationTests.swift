@@ -20,14 +20,10 @@ struct SocketActivationTests {
     /// A listening TCP socket on `host`, as systemd would pass it.
     static func listening(on host: String) -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr(host)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
+        // NIO's address, not a sockaddr_in of our own: in a clean build the struct resolved to
+        // CNIOLinux's copy, which this target does not import.
+        let address = try! SocketAddress(ipAddress: host, port: 0)
+        _ = address.withSockAddr { pointer, size in bind(descriptor, pointer, socklen_t(size)) }
         listen(descriptor, 16)
         return descriptor
     }
