@@ -2,9 +2,14 @@ import BearerdConfig
 import NIOCore
 
 /// The body of one message framed by a length or by chunks (RFC 9112 §6.2, §7.1), cut out of
-/// the bytes as they come: the one body reader of request and response parsers. Body pieces are
-/// slices of the read buffers, never copies; chunked bodies give their data only, and trailer
-/// fields are read and dropped (RFC 9110 §6.5.1 lets a proxy discard them).
+/// the bytes as they come: the one body reader of request and response parsers. A body piece is
+/// a slice of the read buffer, uncopied, except that small chunks that came together are joined
+/// into one piece (``joinLimit``); chunked bodies give their data only, and trailer fields are
+/// read and dropped (RFC 9110 §6.5.1 lets a proxy discard them).
+///
+/// Joining is what keeps every count of body bytes a count of memory: a read of one-byte chunks
+/// would otherwise become thousands of pieces, each a slice holding on to its read buffer and
+/// each a separate part held, kept or written (issue 35).
 ///
 /// From a client (as llhttp): lines end with CRLF and trailer fields must be fields, without
 /// framing fields; from the upstream, a bare LF ends a line and trailers are only bounded.
@@ -27,6 +32,10 @@ struct BodyFramer {
     /// Upper bound on a chunk-size line with its extensions.
     static var maxChunkLine: Int { 4096 }
 
+    /// Chunks smaller than this that are already in the buffer together are copied into one
+    /// piece of at most this many bytes; a larger chunk stays a slice of its own.
+    static var joinLimit: Int { 8192 }
+
     private var state: State
     private let sender: Sender
     /// Upper bound on the trailer section.
@@ -46,15 +55,43 @@ struct BodyFramer {
         self.trailerLimit = trailerLimit
     }
 
-    /// The next piece of the body, or `nil` when it needs more bytes.
+    /// The next piece of the body, or `nil` when it needs more bytes. Small chunks that follow
+    /// each other in `buffer` come as one piece (``joinLimit``).
     mutating func next(from buffer: inout ByteBuffer) throws(ProxyError) -> Piece? {
+        guard case .data(let first)? = try self.step(from: &buffer, upTo: Int.max) else {
+            return self.isDone ? .done : nil
+        }
+        guard first.readableBytes < Self.joinLimit, buffer.readableBytes > 0 else { return .data(first) }
+        var joined: ByteBuffer?
+        while buffer.readableBytes > 0 {
+            let room = Self.joinLimit - (joined?.readableBytes ?? first.readableBytes)
+            guard room > 0, case .data(let more)? = try self.step(from: &buffer, upTo: room) else { break }
+            if joined == nil {
+                let expected = first.readableBytes + more.readableBytes + buffer.readableBytes
+                var start = ByteBufferAllocator().buffer(capacity: min(Self.joinLimit, expected))
+                start.writeImmutableBuffer(first)
+                joined = start
+            }
+            joined!.writeImmutableBuffer(more)
+        }
+        return .data(joined ?? first)
+    }
+
+    private var isDone: Bool {
+        if case .done = self.state { return true }
+        return false
+    }
+
+    /// One step: the next piece of at most `limit` bytes, `.done`, or `nil` when it needs more
+    /// bytes. (A chunk larger than `limit` comes in more than one piece.)
+    private mutating func step(from buffer: inout ByteBuffer, upTo limit: Int) throws(ProxyError) -> Piece? {
         while true {
             switch self.state {
             case .done:
                 return .done
             case .fixed(let remaining):
                 guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
+                let count = min(remaining, buffer.readableBytes, limit)
                 self.state = count == remaining ? .done : .fixed(remaining: remaining - count)
                 return .data(buffer.readSlice(length: count)!)
             case .chunkSize:
@@ -67,7 +104,7 @@ struct BodyFramer {
                 self.state = size == 0 ? .trailers(size: 0) : .chunkData(remaining: size)
             case .chunkData(let remaining):
                 guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
+                let count = min(remaining, buffer.readableBytes, limit)
                 self.state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
                 return .data(buffer.readSlice(length: count)!)
             case .chunkDataEnd:

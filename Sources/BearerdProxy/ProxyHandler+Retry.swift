@@ -26,8 +26,10 @@ final class HeldResponse {
     let head: ResponseHead
     /// The token the refused request carried.
     let sentWith: BearerToken
-    private(set) var body: [ByteBuffer] = []
-    private(set) var bodyBytes = 0
+    /// The body so far, copied into one buffer: pieces from the upstream are slices of its read
+    /// buffers, and holding thousands of small ones would hold thousands of reads.
+    private(set) var body: ByteBuffer?
+    var bodyBytes: Int { self.body?.readableBytes ?? 0 }
     private(set) var ended = false
     /// `nil` until the provider answers; then the token to retry with, or `.some(nil)`: no retry.
     private var decision: BearerToken??
@@ -51,10 +53,20 @@ final class HeldResponse {
 
     /// A piece of the 401's body came; too large a body is not held.
     func bodyArrived(_ buffer: ByteBuffer) -> Next {
-        self.body.append(buffer)
-        self.bodyBytes += buffer.readableBytes
-        return self.bodyBytes > Self.maxBody ? .release : .wait
+        guard self.bodyBytes + buffer.readableBytes <= Self.maxBody else {
+            // Too large to hold: what came so far and this piece go to the client as they are.
+            self.overflow = buffer
+            return .release
+        }
+        var kept = self.body ?? ByteBufferAllocator().buffer(capacity: buffer.readableBytes)
+        self.body = nil  // one owner while it grows, so the write does not copy it
+        kept.writeImmutableBuffer(buffer)
+        self.body = kept
+        return .wait
     }
+
+    /// The piece that made the body too large to hold, released after ``body``.
+    private(set) var overflow: ByteBuffer?
 
     /// The 401 is complete.
     func endArrived() -> Next {
@@ -142,7 +154,8 @@ extension ProxyHandler {
         exchange.held = nil
         exchange.dropRetryBody()
         self.upstreamReceived(.head(held.head))
-        for buffer in held.body { self.upstreamReceived(.body(buffer)) }
+        if let body = held.body { self.upstreamReceived(.body(body)) }
+        if let overflow = held.overflow { self.upstreamReceived(.body(overflow)) }
         if held.ended {
             if exchange.upstream == nil {
                 // Its connection went back to the pool already: end the exchange here.

@@ -1,0 +1,113 @@
+import NIOCore
+import Testing
+
+@testable import BearerdProxy
+
+/// Small chunks that come together leave the parsers as one piece, so a count of body bytes
+/// (the held parts, the retry buffer, a held 401, the writes) is a count of what is held: a
+/// read of one-byte chunks is not thousands of slices, each holding on to its read buffer
+/// (issue 35).
+@Suite("Small chunks are joined")
+struct BodyJoinTests {
+    /// `count` one-byte chunks: `1\r\nX\r\n` each, X cycling through the alphabet.
+    static func oneByteChunks(_ count: Int) -> (wire: String, payload: String) {
+        let letters = Array("abcdefghijklmnopqrstuvwxyz")
+        var wire = ""
+        var payload = ""
+        for index in 0..<count {
+            let letter = letters[index % letters.count]
+            wire += "1\r\n\(letter)\r\n"
+            payload.append(letter)
+        }
+        return (wire, payload)
+    }
+
+    /// The body pieces the request parser gives for one read of `body` (chunked).
+    static func requestPieces(_ body: String) throws -> [ByteBuffer] {
+        var parser = RequestParser(limits: RequestHead.testLimits)
+        var buffer = ByteBuffer(string: "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+        var pieces: [ByteBuffer] = []
+        while let part = try parser.next(from: &buffer) {
+            if case .body(let piece) = part { pieces.append(piece) }
+        }
+        return pieces
+    }
+
+    @Test func aReadOfOneByteChunksIsOnePiecePerJoinLimit() throws {
+        let (wire, payload) = Self.oneByteChunks(20_000)
+        let pieces = try Self.requestPieces(wire + "0\r\n\r\n")
+        #expect(pieces.map { String(buffer: $0) }.joined() == payload)
+        // 20 000 bytes in pieces of at most 8 KiB: three, not 20 000.
+        #expect(pieces.count == 3)
+        #expect(pieces.allSatisfy { $0.readableBytes <= BodyFramer.joinLimit })
+    }
+
+    @Test func aLargeChunkAfterSmallOnesIsNotCopiedWhole() throws {
+        let large = String(repeating: "L", count: 100_000)
+        let wire = "1\r\na\r\n2\r\nbc\r\n" + String(large.utf8.count, radix: 16) + "\r\n" + large + "\r\n0\r\n\r\n"
+        let pieces = try Self.requestPieces(wire)
+        #expect(pieces.map { String(buffer: $0) }.joined() == "abc" + large)
+        // The small ones and the start of the large one fill one joined piece; the rest of the
+        // large chunk is the read's own bytes, uncopied.
+        #expect(pieces.count == 2)
+        #expect(pieces[0].readableBytes == BodyFramer.joinLimit)
+        #expect(pieces[1].readableBytes == 100_003 - BodyFramer.joinLimit)
+    }
+
+    @Test func largeChunksStayOnePieceEach() throws {
+        let chunk = String(repeating: "x", count: BodyFramer.joinLimit)
+        let one = String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n"
+        let pieces = try Self.requestPieces(one + one + "0\r\n\r\n")
+        #expect(pieces.map(\.readableBytes) == [BodyFramer.joinLimit, BodyFramer.joinLimit])
+    }
+
+    @Test func theEndStillFollowsAJoinedPiece() throws {
+        var parser = RequestParser(limits: RequestHead.testLimits)
+        let (wire, payload) = Self.oneByteChunks(10)
+        var buffer = ByteBuffer(
+            string: "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" + wire + "0\r\n\r\n"
+                + "GET /b HTTP/1.1\r\nHost: h\r\n\r\n"
+        )
+        var parts: [String] = []
+        while let part = try parser.next(from: &buffer) {
+            switch part {
+            case .head(let head): parts.append("head \(head.uri)")
+            case .body(let piece): parts.append("body " + String(buffer: piece))
+            case .end: parts.append("end")
+            }
+        }
+        #expect(parts == ["head /a", "body " + payload, "end", "head /b", "end"])
+    }
+
+    @Test func aResponseOfOneByteChunksIsJoinedToo() throws {
+        let (wire, payload) = Self.oneByteChunks(5_000)
+        var parser = ResponseParser()
+        parser.expectResponse(toHEAD: false)
+        let head = "HTTP/1.1 401 Unauthorized\r\nTransfer-Encoding: chunked\r\n\r\n"
+        var buffer = ByteBuffer(string: head + wire + "0\r\n\r\n")
+        var pieces: [ByteBuffer] = []
+        var ended = false
+        while !ended, let part = try parser.next(from: &buffer) {
+            switch part {
+            case .head: break
+            case .body(let piece): pieces.append(piece)
+            case .end: ended = true
+            }
+        }
+        #expect(ended)
+        #expect(pieces.count == 1)
+        #expect(pieces.map { String(buffer: $0) }.joined() == payload)
+    }
+
+    @Test func aHeld401KeepsItsPiecesInOneBufferOfItsOwn() throws {
+        let held = HeldResponse(head: try HeldResponseTests.head(), sentWith: HeldResponseTests.refused)
+        var read = ByteBuffer(repeating: UInt8(ascii: "y"), count: 60_000)
+        // Sixty thousand one-byte slices of one read, as the upstream could send them.
+        while let piece = read.readSlice(length: 1) { _ = held.bodyArrived(piece) }
+        #expect(held.bodyBytes == 60_000)
+        // One buffer, at most twice what it holds (the slices would hold the whole read each).
+        let body = try #require(held.body)
+        #expect(body.readableBytes == 60_000)
+        #expect(body.capacity <= 2 * 60_000)
+    }
+}
