@@ -6,9 +6,7 @@ import NIOCore
 /// Under load one turn reads many upstream responses and many new requests. Flushing each as it
 /// is written interleaves the two kinds of write; flushing them at the end writes each kind in
 /// one run, and the upstream then gets its requests together and serves them in one wake-up
-/// instead of one each. Measured for issue 14 against the same build flushing responses at once
-/// (`bench.sh --ratio`, three runs of 6 to 8 pairs): 1.02× to 1.07× the requests per second and
-/// 0.94× to 0.98× the p99 at 128 connections, 1.00× at 16 and 1.01× at 1. Responses first: the
+/// instead of one each (the figures, dated, are in docs/performance.md). Responses first: the
 /// other order made the upstream's one-request wake-ups more frequent, not less.
 /// Nothing waits past the end of its own turn, and a response whose body goes on streaming is
 /// flushed by each upstream read as before.
