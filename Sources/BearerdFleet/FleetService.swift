@@ -33,19 +33,19 @@ package struct FleetService: Service {
         }
     }
 
-    /// One connection LISTENs; each notification for this profile reads the row.
+    /// Notifications wake one reader that reads the row at most once per this spacing: any role
+    /// that can connect may send NOTIFY on the channel, and a flood of them costs the database
+    /// ten reads a second, not one per notification (nor a queue of them in memory).
+    package static let notifySpacing = Duration.milliseconds(100)
+
+    /// One connection LISTENs; notifications for this profile read the row (``notifySpacing``).
     private func listen() async {
         var failures = 0
         while !Task.isCancelled {
             do {
                 try await self.store.withConnection { connection in
                     try await connection.listen(on: self.store.channel) { notifications in
-                        // Anything written before LISTEN took effect is read now.
-                        await self.sync()
-                        for try await notification in notifications
-                        where notification.payload.hasPrefix(self.store.profile + " ") {
-                            await self.sync()
-                        }
+                        try await self.coalesce(notifications)
                     }
                 }
             } catch is CancellationError {
@@ -65,6 +65,31 @@ package struct FleetService: Service {
         }
     }
 
+    /// Reads the row once now (anything written before LISTEN took effect) and again after
+    /// notifications, however many came while a read was running or spaced.
+    private func coalesce(_ notifications: PostgresNotificationSequence) async throws {
+        let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in wakes {
+                    await self.sync()
+                    try? await Task.sleep(for: Self.notifySpacing)
+                }
+            }
+            wake.yield()
+            do {
+                for try await notification in notifications
+                where notification.payload.hasPrefix(self.store.profile + " ") {
+                    wake.yield()
+                }
+            } catch {
+                wake.finish()
+                throw error
+            }
+            wake.finish()
+        }
+    }
+
     private func poll() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: self.store.settings.pollInterval)
@@ -75,6 +100,7 @@ package struct FleetService: Service {
 
     /// Reads the row and hands it to the manager, which adopts a newer version.
     package func sync() async {
+        self.logger.debug("reading the fleet's row")
         do {
             let row = try await self.store.read()
             Gauge(label: "bearerd_fleet_store_up").record(1)
