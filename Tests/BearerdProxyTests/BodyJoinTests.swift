@@ -110,4 +110,37 @@ struct BodyJoinTests {
         #expect(body.readableBytes == 60_000)
         #expect(body.capacity <= 2 * 60_000)
     }
+    /// A small seeded generator (xorshift64*), so that a failure names the body it failed on.
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            self.state ^= self.state >> 12
+            self.state ^= self.state << 25
+            self.state ^= self.state >> 27
+            return self.state &* 2_685_821_657_736_338_717
+        }
+    }
+
+    /// Random chunkings, from one-byte chunks to chunks far over the limit, in one read: the
+    /// pieces give the body back exactly, and every piece but the last is at least the join
+    /// limit (no run of small pieces is left unjoined).
+    @Test(arguments: 1...200)
+    func anyChunkingGivesTheBodyInFewPieces(seed: UInt64) throws {
+        var random = Seeded(state: seed &* 0x9E37_79B9_7F4A_7C15 | 1)
+        var wire = ""
+        var payload = ""
+        for _ in 0..<Int.random(in: 1...400, using: &random) {
+            let large = 3 * BodyFramer.joinLimit
+            let size =
+                Bool.random(using: &random)
+                ? Int.random(in: 1...16, using: &random) : Int.random(in: 1...large, using: &random)
+            let letter = Character(UnicodeScalar(UInt8.random(in: 97...122, using: &random)))
+            let data = String(repeating: letter, count: size)
+            wire += String(size, radix: 16) + "\r\n" + data + "\r\n"
+            payload += data
+        }
+        let pieces = try Self.requestPieces(wire + "0\r\n\r\n")
+        #expect(pieces.map { String(buffer: $0) }.joined() == payload, "seed \(seed)")
+        #expect(pieces.dropLast().allSatisfy { $0.readableBytes >= BodyFramer.joinLimit }, "seed \(seed)")
+    }
 }
