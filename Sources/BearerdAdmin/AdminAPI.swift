@@ -34,12 +34,22 @@ package struct AdminAPI: Sendable {
     let backend: Backend
     let logger: Logger
     let metrics: @Sendable () async -> String
+    let reload: (@Sendable () async -> ReloadOutcome)?
 
-    /// - Parameter metrics: the Prometheus text exposition, made at each scrape.
-    package init(backend: Backend, logger: Logger, metrics: @escaping @Sendable () async -> String = { "" }) {
+    /// - Parameters:
+    ///   - metrics: the Prometheus text exposition, made at each scrape.
+    ///   - reload: re-reads the config and returns once it is live or refused; `nil` where no
+    ///     daemon runs (a verb served in process).
+    package init(
+        backend: Backend,
+        logger: Logger,
+        metrics: @escaping @Sendable () async -> String = { "" },
+        reload: (@Sendable () async -> ReloadOutcome)? = nil
+    ) {
         self.backend = backend
         self.logger = logger
         self.metrics = metrics
+        self.reload = reload
     }
 
     /// Whether `method path` is the streaming device login (``deviceLogin(send:)``).
@@ -65,7 +75,9 @@ package struct AdminAPI: Sendable {
         case (.GET, "/v1/token"): return await self.token()
         case (.POST, "/v1/login"): return await self.login(body)
         case (.POST, "/v1/logout"): return await self.logout()
-        case (_, "/v1/status"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"), (_, "/v1/login/device"):
+        case (.POST, "/v1/reload"): return await self.reloadConfig()
+        case (_, "/v1/status"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"), (_, "/v1/login/device"),
+            (_, "/v1/reload"):
             return Self.failure(
                 .methodNotAllowed,
                 "method_not_allowed",
@@ -75,7 +87,7 @@ package struct AdminAPI: Sendable {
             return Self.failure(
                 .notFound,
                 "not_found",
-                "no such admin route: use /v1/status, /v1/token, /v1/login, /v1/login/device or /v1/logout"
+                "no such admin route: use /v1/status, /v1/token, /v1/login, /v1/login/device, /v1/logout or /v1/reload"
             )
         }
     }
@@ -98,6 +110,18 @@ package struct AdminAPI: Sendable {
     }
 
     // MARK: Routes
+
+    private func reloadConfig() async -> Response {
+        guard let reload = self.reload else {
+            return Self.failure(.conflict, "no_daemon", "no daemon runs this config: there is nothing to reload")
+        }
+        switch await reload() {
+        case .applied(let pending):
+            return .init(status: .ok, body: AdminMessages.encode(AdminMessages.Reloaded(restartPending: pending)))
+        case .refused(let reason):
+            return Self.failure(.unprocessableEntity, "config_refused", reason)
+        }
+    }
 
     func status() async -> TokenStatus {
         switch self.backend {

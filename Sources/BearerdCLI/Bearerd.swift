@@ -12,7 +12,8 @@ package struct Bearerd: AsyncParsableCommand {
         version: BearerdVersion.string,
         subcommands: [
             ServeCommand.self, LoginCommand.self, LogoutCommand.self, StatusCommand.self, TokenCommand.self,
-            CheckConfigCommand.self, ConfigReferenceCommand.self, KeygenCommand.self, VersionCommand.self,
+            CheckConfigCommand.self, ConfigReferenceCommand.self, KeygenCommand.self, ReloadCommand.self,
+            VersionCommand.self,
         ]
     )
 

@@ -50,9 +50,24 @@ struct Daemon {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let readiness = Readiness(parts: ["proxy", "admin"])
         let backend = engine.backend
-        let api = AdminAPI(backend: backend, logger: logger, metrics: Self.exposition(registry, backend))
         let proxyControl = ProxyControl()
         let (reloads, reloadEvents) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
+        let reload = ReloadService(
+            configPath: configPath,
+            environment: environment,
+            running: configuration,
+            proxy: proxyControl,
+            manager: engine.manager,
+            logLevel: logLevel,
+            events: reloadEvents,
+            logger: logger
+        )
+        let api = AdminAPI(
+            backend: backend,
+            logger: logger,
+            metrics: Self.exposition(registry, backend),
+            reload: { await reload.requestReload(trigger: "bearerd reload") }
+        )
         var services: [any Service] = []
         if let fleet = engine.fleet, let manager = engine.manager {
             // First, so it stops last: the token manager settles before the pool closes.
@@ -84,18 +99,7 @@ struct Daemon {
                 onListening: { _ in readiness.mark("proxy") }
             )
         )
-        services.append(
-            ReloadService(
-                configPath: configPath,
-                environment: environment,
-                running: configuration,
-                proxy: proxyControl,
-                manager: engine.manager,
-                logLevel: logLevel,
-                events: reloadEvents,
-                logger: logger
-            )
-        )
+        services.append(reload)
         let liveness = EventLoopLiveness(group: group)
         // Last, so that at shutdown it is told first and says STOPPING=1 before the drain.
         services.append(

@@ -1,3 +1,4 @@
+import BearerdAdmin
 import BearerdConfig
 import BearerdProxy
 import BearerdSystemd
@@ -7,11 +8,19 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
-/// SIGHUP re-reads the config file. Upstream, timeouts, limits, listeners, refresh margins and
-/// the log level change without dropping a request; a config with errors is refused (each error
-/// logged) and the running one keeps serving; a change of token source or store is reported and
-/// waits for a restart.
+/// SIGHUP, or `POST /v1/reload` on the admin socket (`bearerd reload`, systemd's
+/// `ExecReload=`), re-reads the config file. Upstream, timeouts, limits, listeners, refresh
+/// margins and the log level change without dropping a request; a config with errors is refused
+/// (each error logged, and told to the one who asked) and the running one keeps serving; a
+/// change of token source or store is reported and waits for a restart. Reloads run one at a
+/// time, in the order asked.
 final class ReloadService: Service, Sendable {
+    /// One reload asked for; `answer` hears how it came out (a signal has no one to answer).
+    struct Request: Sendable {
+        let trigger: String
+        let answer: CheckedContinuation<ReloadOutcome, Never>?
+    }
+
     let configPath: String
     let environment: [String: String]
     let running: Mutex<BearerdConfiguration>
@@ -20,6 +29,8 @@ final class ReloadService: Service, Sendable {
     let logLevel: LogLevelSetting
     let events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation
     let logger: Logger
+    private let requests: AsyncStream<Request>
+    private let enqueue: AsyncStream<Request>.Continuation
 
     init(
         configPath: String,
@@ -39,20 +50,41 @@ final class ReloadService: Service, Sendable {
         self.logLevel = logLevel
         self.events = events
         self.logger = logger
+        (self.requests, self.enqueue) = AsyncStream.makeStream(of: Request.self)
     }
 
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        for await _ in hangups.cancelOnGracefulShutdown() {
-            await self.reload()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await _ in hangups.cancelOnGracefulShutdown() {
+                    self.enqueue.yield(Request(trigger: "SIGHUP", answer: nil))
+                }
+                // Stopping: the reloads asked for so far still run and are answered.
+                self.enqueue.finish()
+            }
+            for await request in self.requests {
+                let outcome = await self.reload(trigger: request.trigger)
+                request.answer?.resume(returning: outcome)
+            }
         }
         self.events.finish()
     }
 
-    func reload() async {
+    /// Asks for a reload and returns once the new config is live or refused.
+    func requestReload(trigger: String) async -> ReloadOutcome {
+        await withCheckedContinuation { answer in
+            if case .terminated = self.enqueue.yield(Request(trigger: trigger, answer: answer)) {
+                answer.resume(returning: .refused("bearerd is stopping; the config is read at its next start"))
+            }
+        }
+    }
+
+    @discardableResult
+    func reload(trigger: String = "SIGHUP") async -> ReloadOutcome {
         self.events.yield(.started)
         defer { self.events.yield(.finished) }
-        self.logger.notice("SIGHUP: reloading the config", metadata: ["path": "\(self.configPath)"])
+        self.logger.notice("\(trigger): reloading the config", metadata: ["path": "\(self.configPath)"])
         let prepared: Prepared
         switch Startup.prepare(configPath: self.configPath, logger: self.logger, environment: self.environment) {
         case .success(let value):
@@ -62,7 +94,7 @@ final class ReloadService: Service, Sendable {
                 "the new config has errors; the running config keeps serving",
                 metadata: ["errors": "\(failure.message)"]
             )
-            return
+            return .refused("the new config has errors; the running config keeps serving:\n\(failure.message)")
         }
         let new = prepared.configuration
         let old = self.running.withLock { $0 }
@@ -73,7 +105,7 @@ final class ReloadService: Service, Sendable {
                 "cannot apply the new config; the running config keeps serving",
                 metadata: ["error": "\(error)"]
             )
-            return
+            return .refused("cannot apply the new config; the running config keeps serving: \(error)")
         }
         await self.manager?.update(policy: TokenPlan.policy(new.auth))
         self.logLevel.value = new.log.level
@@ -102,6 +134,7 @@ final class ReloadService: Service, Sendable {
                 "upstream": "\(prepared.settings.upstream.target)",
             ]
         )
+        return .applied(restartPending: restartOnly)
     }
 
     /// `new`, with the token source and store that keep running.

@@ -17,14 +17,27 @@ import Glibc
 /// otherwise the store directly, under the same lock a daemon takes.
 enum SessionAccess {
     static func open(_ options: ConfigOption) async throws -> any AdminChannel {
+        let (prepared, logger) = try Self.prepare(options)
+        if let daemon = try Self.daemon(prepared) { return daemon }
+        return try await Self.inProcess(prepared, logger: logger)
+    }
+
+    /// The running daemon, and only it: `nil` when none answers on `admin.socket`.
+    static func daemon(_ options: ConfigOption) throws -> (any AdminChannel)? {
+        try Self.daemon(Self.prepare(options).prepared)
+    }
+
+    private static func prepare(_ options: ConfigOption) throws -> (prepared: Prepared, logger: Logger) {
         // Errors only: what a verb did or why it failed is its own output.
         let logger = Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .error, journald: false)
         }
-        let prepared: Prepared
         switch Startup.prepare(configPath: options.path, logger: logger, environment: options.environment) {
-        case .success(let value): prepared = value
+        case .success(let value): return (value, logger)
         case .failure(let failure): throw failure
         }
+    }
+
+    private static func daemon(_ prepared: Prepared) throws -> (any AdminChannel)? {
         let socket = prepared.configuration.admin.socket
         let trust = SocketTrust(storePath: prepared.configuration.store.path)
         if let problem = trust.problem(socket) {
@@ -38,7 +51,7 @@ enum SessionAccess {
                 "the admin socket \(socket) is not yours to use: run this as the daemon's user (or root)"
             )
         default:
-            return try await Self.inProcess(prepared, logger: logger)
+            return nil
         }
     }
 

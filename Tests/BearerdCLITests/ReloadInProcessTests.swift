@@ -1,3 +1,4 @@
+import BearerdAdmin
 import BearerdProxy
 import BearerdSystemd
 import BearerdTestSupport
@@ -84,12 +85,16 @@ struct ReloadInProcessTests {
             #expect(try await body() == "first")
 
             _ = try Self.config(upstream: second.port, level: "debug", token: token, directory: directory)
-            await reload.reload()
+            #expect(await reload.reload() == .applied(restartPending: []))
             #expect(try await body() == "second")
             #expect(level.value == .debug)
 
             _ = try directory.write("upstream:\n  url: ftp://nowhere\n", to: "bearerd.yaml")
-            await reload.reload()
+            if case .refused(let reason) = await reload.reload() {
+                #expect(reason.contains("upstream.url"), "the refusal names the key at fault: \(reason)")
+            } else {
+                Issue.record("a broken config was applied")
+            }
             #expect(try await body() == "second", "a broken config stopped the running one")
             #expect(level.value == .debug)
 
