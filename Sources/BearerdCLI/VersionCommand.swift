@@ -2,9 +2,12 @@ import ArgumentParser
 
 /// `bearerd version`
 struct VersionCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "version", abstract: "Print bearerd's version.")
+    static let configuration = CommandConfiguration(
+        commandName: "version",
+        abstract: "Print bearerd's version and the commit it was built from."
+    )
 
     func run() {
-        print("bearerd \(BearerdVersion.string)")
+        print("bearerd \(BearerdVersion.string) (commit \(BearerdVersion.commit))")
     }
 }
