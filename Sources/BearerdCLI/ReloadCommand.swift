@@ -1,5 +1,6 @@
 import ArgumentParser
 import BearerdAdmin
+import BearerdConfig
 import NIOHTTP1
 
 /// `bearerd reload`: asks the running daemon to read its config again and says how it went,
@@ -12,25 +13,49 @@ struct ReloadCommand: AsyncParsableCommand {
             Returns once the new config is live (exit 0) or refused (exit 78 for errors in the \
             config, 1 for anything else, the reason printed); a refused config leaves the running \
             one serving. systemd's ExecReload= runs this, so `systemctl reload bearerd` fails \
-            visibly on a broken config. The config file is checked here first, then by the \
-            daemon, which also applies it. SIGHUP reloads too, but says nothing back.
+            visibly on a broken config. The running daemon judges the config and applies it; \
+            with no daemon, nothing is reloaded. SIGHUP reloads too, but says nothing back.
             """
     )
 
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
+        let path = self.options.path
+        let environment = self.options.environment
+        // Checked here first; but the daemon judges. Under systemd this process may not see what
+        // the daemon sees (the credentials are the service start's own), so a config this check
+        // refuses still goes to a running daemon, found through what can be read of it.
+        let socket: String
+        let storePath: String
+        var refusedHere: CommandError?
+        switch Startup.prepare(configPath: path, logger: SessionAccess.quietLogger, environment: environment) {
+        case .success(let prepared):
+            socket = prepared.configuration.admin.socket
+            storePath = prepared.configuration.store.path
+        case .failure(let failure):
+            guard let paths = ConfigLoader(environment: environment).daemonPaths(path: path) else {
+                Self.refused(failure.message)
+                throw ExitCode(failure.exitCode)
+            }
+            (socket, storePath) = paths
+            refusedHere = failure
+        }
         let channel: any AdminChannel
         do {
-            guard let daemon = try SessionAccess.daemon(self.options) else {
+            guard let daemon = try SessionAccess.daemon(socket: socket, storePath: storePath) else {
+                if let refusedHere {
+                    Self.refused(refusedHere.message)
+                    throw ExitCode(refusedHere.exitCode)
+                }
                 StandardError.emit(
-                    "bearerd: no daemon answers on this config's admin.socket: nothing to reload (start it, or check that it runs this config)"
+                    "bearerd: no daemon answers on \(socket) (admin.socket): nothing to reload (start it, or check that it runs this config)"
                 )
                 throw ExitCode.failure
             }
             channel = daemon
         } catch let failure as CommandError {
-            StandardError.emit("bearerd: the config is refused; the running one keeps serving:\n\(failure.message)")
+            StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(failure.exitCode)
         }
         do {
@@ -45,12 +70,20 @@ struct ReloadCommand: AsyncParsableCommand {
             }
         } catch let failure as AdminMessages.Failure {
             await channel.close()
+            if failure.error == "config_refused" {
+                Self.refused(failure.message)
+                throw ExitCode(78)
+            }
             StandardError.emit("bearerd: \(failure.message)")
-            throw ExitCode(failure.error == "config_refused" ? 78 : 1)
+            throw ExitCode.failure
         } catch {
             await channel.close()
             StandardError.emit("bearerd: the daemon did not answer the reload: \(error)")
             throw ExitCode.failure
         }
+    }
+
+    private static func refused(_ reason: String) {
+        StandardError.emit("bearerd: the config is refused; the running one keeps serving:\n\(reason)")
     }
 }

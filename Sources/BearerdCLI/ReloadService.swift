@@ -94,7 +94,7 @@ final class ReloadService: Service, Sendable {
                 "the new config has errors; the running config keeps serving",
                 metadata: ["errors": "\(failure.message)"]
             )
-            return .refused("the new config has errors; the running config keeps serving:\n\(failure.message)")
+            return .refused(failure.message)
         }
         let new = prepared.configuration
         let old = self.running.withLock { $0 }
@@ -105,7 +105,7 @@ final class ReloadService: Service, Sendable {
                 "cannot apply the new config; the running config keeps serving",
                 metadata: ["error": "\(error)"]
             )
-            return .refused("cannot apply the new config; the running config keeps serving: \(error)")
+            return .refused("cannot apply the new config: \(error)")
         }
         await self.manager?.update(policy: TokenPlan.policy(new.auth))
         self.logLevel.value = new.log.level

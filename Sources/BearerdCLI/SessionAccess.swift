@@ -17,29 +17,28 @@ import Glibc
 /// otherwise the store directly, under the same lock a daemon takes.
 enum SessionAccess {
     static func open(_ options: ConfigOption) async throws -> any AdminChannel {
-        let (prepared, logger) = try Self.prepare(options)
-        if let daemon = try Self.daemon(prepared) { return daemon }
+        let logger = Self.quietLogger
+        let prepared: Prepared
+        switch Startup.prepare(configPath: options.path, logger: logger, environment: options.environment) {
+        case .success(let value): prepared = value
+        case .failure(let failure): throw failure
+        }
+        let configuration = prepared.configuration
+        if let daemon = try Self.daemon(socket: configuration.admin.socket, storePath: configuration.store.path) {
+            return daemon
+        }
         return try await Self.inProcess(prepared, logger: logger)
     }
 
-    /// The running daemon, and only it: `nil` when none answers on `admin.socket`.
-    static func daemon(_ options: ConfigOption) throws -> (any AdminChannel)? {
-        try Self.daemon(Self.prepare(options).prepared)
+    /// Errors only: what a verb did or why it failed is its own output.
+    static var quietLogger: Logger {
+        Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .error, journald: false) }
     }
 
-    private static func prepare(_ options: ConfigOption) throws -> (prepared: Prepared, logger: Logger) {
-        // Errors only: what a verb did or why it failed is its own output.
-        let logger = Logger(label: "bearerd") { label in LogfmtLogHandler(label: label, level: .error, journald: false)
-        }
-        switch Startup.prepare(configPath: options.path, logger: logger, environment: options.environment) {
-        case .success(let value): return (value, logger)
-        case .failure(let failure): throw failure
-        }
-    }
-
-    private static func daemon(_ prepared: Prepared) throws -> (any AdminChannel)? {
-        let socket = prepared.configuration.admin.socket
-        let trust = SocketTrust(storePath: prepared.configuration.store.path)
+    /// The running daemon, and only it: `nil` when none answers on `socket` (`admin.socket`).
+    /// `storePath` (`store.path`) names the daemon's account, which the socket must belong to.
+    static func daemon(socket: String, storePath: String) throws -> (any AdminChannel)? {
+        let trust = SocketTrust(storePath: storePath)
         if let problem = trust.problem(socket) {
             throw CommandError("bearerd does not talk to the admin socket: \(problem)")
         }

@@ -55,6 +55,34 @@ package struct ConfigLoader: Sendable {
 
     /// Loads and validates YAML text; relative file names resolve against `baseDirectory`.
     package func load(yaml: String, source: String, baseDirectory: String) throws(ConfigError) -> BearerdConfiguration {
+        var (builder, providers) = try self.builder(yaml: yaml, source: source, baseDirectory: baseDirectory)
+        guard var configuration = builder.build(), builder.issues.isEmpty else {
+            throw ConfigError(issues: builder.issues)
+        }
+        configuration.written = WrittenValues(reading: ConfigReader(providers: providers))
+        return configuration
+    }
+
+    /// Where the daemon running the config at `path` answers (`admin.socket`) and keeps its
+    /// store (`store.path`), read even when other keys have problems: `bearerd reload` lets the
+    /// daemon judge a config this process cannot wholly check (systemd gives the credentials
+    /// only to the service's own start). `nil` when the file is not YAML to read.
+    package func daemonPaths(path: String) -> (socket: String, store: String)? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard var (builder, _) = try? self.builder(yaml: text, source: path, baseDirectory: directory) else {
+            return nil
+        }
+        let admin = BearerdConfiguration.Admin(reading: &builder)
+        let store = BearerdConfiguration.Store(reading: &builder)
+        return (admin.socket, store.path)
+    }
+
+    private func builder(
+        yaml: String,
+        source: String,
+        baseDirectory: String
+    ) throws(ConfigError) -> (ConfigBuilder, [any ConfigProvider]) {
         let root: Node?
         do {
             root = try Yams.compose(yaml: yaml, .basic)
@@ -89,18 +117,14 @@ package struct ConfigLoader: Sendable {
             InMemoryProvider(name: source, values: values),
         ]
         let reader = ConfigReader(providers: providers, accessReporter: self.accessReporter)
-        var builder = ConfigBuilder(
+        let builder = ConfigBuilder(
             root: reader,
             reader: reader,
             environment: self.environment,
             baseDirectory: baseDirectory,
             issues: issues
         )
-        guard var configuration = builder.build(), builder.issues.isEmpty else {
-            throw ConfigError(issues: builder.issues)
-        }
-        configuration.written = WrittenValues(reading: ConfigReader(providers: providers))
-        return configuration
+        return (builder, providers)
     }
 
     /// Walks the YAML tree, keeping known keys as strings or string lists and reporting the rest.
