@@ -8,7 +8,7 @@ import Testing
 
 /// What LISTEN/NOTIFY costs as a fleet grows: N connections LISTEN on the fleet's channel, as N
 /// hosts do, and one NOTIFY must reach every one. Prints the time from NOTIFY to the last
-/// delivery. `BEARERD_FLEET_LISTENERS` sets N (default 100; the README's figures used 1,000).
+/// delivery. `BEARERD_FLEET_LISTENERS` sets N (default 100; docs/fleet.md's figures used 1,000).
 @Suite(
     "NOTIFY reaches every listening host",
     .enabled(if: ProcessInfo.processInfo.environment["BEARERD_SKIP_E2E"] == nil),
