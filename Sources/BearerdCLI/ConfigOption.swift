@@ -2,6 +2,10 @@ import ArgumentParser
 import BearerdConfig
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `--config PATH`, `--instance NAME` or `--user`, shared by the commands that read the config
 /// file.
 struct ConfigOption: ParsableArguments {
@@ -42,6 +46,15 @@ struct ConfigOption: ParsableArguments {
         }
         if let name = self.instance, let problem = Instance.problem(name) {
             throw ValidationError("--instance: \(problem)")
+        }
+        if self.user {
+            // Root's files are the system service's: a --user as root would act on whichever
+            // user's files $HOME or $XDG_* point at, and leave root-owned ones in their home.
+            guard geteuid() != 0 else {
+                throw ValidationError("--user is for your own session, not root: use --config or --instance")
+            }
+            let session = UserSession(environment: ProcessInfo.processInfo.environment)
+            if let problem = session.prepareStateDirectory() { throw ValidationError("--user: \(problem)") }
         }
     }
 

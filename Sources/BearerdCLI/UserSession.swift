@@ -18,7 +18,7 @@ struct UserSession: Equatable, Sendable {
     let runtimeDirectory: String
     let stateDirectory: String
 
-    init(environment: [String: String], home: String = NSHomeDirectory(), uid: uid_t = getuid()) {
+    init(environment: [String: String], home: String = Self.accountHome(), uid: uid_t = getuid()) {
         func absolute(_ name: String) -> String? {
             environment[name].flatMap { $0.hasPrefix("/") ? $0 : nil }
         }
@@ -31,17 +31,46 @@ struct UserSession: Equatable, Sendable {
 
     /// The environment a verb reads the config with: the runtime directory the user unit gives
     /// its process (unless the environment has its own, as it has inside the unit) and the state
-    /// directory, made (mode 0700) if it is missing.
+    /// directory (``prepareStateDirectory()``).
     func environment(_ base: [String: String]) -> [String: String] {
         var environment = base
         if environment["RUNTIME_DIRECTORY"] == nil { environment["RUNTIME_DIRECTORY"] = self.runtimeDirectory }
         environment["STATE_DIRECTORY"] = self.stateDirectory
-        // A failure shows later, as the store's own error naming the path.
+        return environment
+    }
+
+    /// Makes the state directory (mode 0700) when it is missing, then checks it as the store's
+    /// own directory must be: a directory, not a link, owned by this user; a mode open to others
+    /// is narrowed to 0700. Returns what is wrong, for a person.
+    func prepareStateDirectory(uid: uid_t = getuid()) -> String? {
+        let path = self.stateDirectory
         try? FileManager.default.createDirectory(
-            atPath: self.stateDirectory,
+            atPath: path,
             withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700]
         )
-        return environment
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            return "cannot make the state directory \(path): \(String(cString: strerror(errno)))"
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            return "the state directory \(path) is not a directory (a link or a file is there): remove it"
+        }
+        guard info.st_uid == uid else {
+            return
+                "the state directory \(path) belongs to uid \(info.st_uid), not to you (uid \(uid)): "
+                + "remove it, or set XDG_STATE_HOME to a directory of yours"
+        }
+        if info.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 {
+            return "the state directory \(path) is open to others and cannot be narrowed to 0700"
+        }
+        return nil
+    }
+
+    /// This account's home directory from the password database (not `$HOME`, which `sudo` may
+    /// carry over from another user).
+    static func accountHome() -> String {
+        guard let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir else { return NSHomeDirectory() }
+        return String(cString: directory)
     }
 }
