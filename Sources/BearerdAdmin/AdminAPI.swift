@@ -120,6 +120,8 @@ package struct AdminAPI: Sendable {
             return .init(status: .ok, body: AdminMessages.encode(AdminMessages.Reloaded(restartPending: pending)))
         case .refused(let reason):
             return Self.failure(.unprocessableEntity, "config_refused", reason)
+        case .notApplied(let reason):
+            return Self.failure(.internalServerError, "reload_failed", reason)
         }
     }
 

@@ -3,13 +3,16 @@
 package enum ReloadOutcome: Sendable, Equatable {
     /// The new config serves. Keys listed here changed but take effect at the next restart.
     case applied(restartPending: [String])
-    /// The new config was refused, for this reason; the running one keeps serving.
+    /// The new config has errors, given here; the running one keeps serving.
     case refused(String)
+    /// The new config is valid but could not be applied (a listener that cannot bind, say);
+    /// the running one keeps serving.
+    case notApplied(String)
 }
 
 extension AdminMessages {
-    /// `POST /v1/reload`'s answer when the new config is live (a refusal is a ``Failure``,
-    /// `config_refused`).
+    /// `POST /v1/reload`'s answer when the new config is live (otherwise a ``Failure``:
+    /// `config_refused` or `reload_failed`).
     package struct Reloaded: Codable, Sendable {
         package var reloaded: Bool
         /// Keys that changed but take effect at the next restart.

@@ -70,12 +70,17 @@ struct ReloadCommand: AsyncParsableCommand {
             }
         } catch let failure as AdminMessages.Failure {
             await channel.close()
-            if failure.error == "config_refused" {
+            switch failure.error {
+            case "config_refused":
                 Self.refused(failure.message)
                 throw ExitCode(78)
+            case "reload_failed":
+                StandardError.emit("bearerd: \(failure.message); the running config keeps serving")
+                throw ExitCode.failure
+            default:
+                StandardError.emit("bearerd: \(failure.message)")
+                throw ExitCode.failure
             }
-            StandardError.emit("bearerd: \(failure.message)")
-            throw ExitCode.failure
         } catch {
             await channel.close()
             StandardError.emit("bearerd: the daemon did not answer the reload: \(error)")

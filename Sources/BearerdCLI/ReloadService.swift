@@ -105,7 +105,7 @@ final class ReloadService: Service, Sendable {
                 "cannot apply the new config; the running config keeps serving",
                 metadata: ["error": "\(error)"]
             )
-            return .refused("cannot apply the new config: \(error)")
+            return .notApplied("cannot apply the new config: \(error)")
         }
         await self.manager?.update(policy: TokenPlan.policy(new.auth))
         self.logLevel.value = new.log.level
