@@ -35,14 +35,16 @@ struct UserSessionTests {
     @Test func theStateDirectoryIsMadeNarrowedOrRefused() throws {
         let directory = try TemporaryDirectory()
         let session = UserSession(environment: ["XDG_STATE_HOME": directory.path + "/state"], home: "/nowhere")
+        func mode() throws -> Int? {
+            try FileManager.default.attributesOfItem(atPath: session.stateDirectory)[.posixPermissions] as? Int
+        }
         // Missing: made, mode 0700.
         #expect(session.prepareStateDirectory() == nil)
-        var info = stat()
-        #expect(lstat(session.stateDirectory, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        #expect(try mode() == 0o700)
         // Open to others: narrowed.
-        chmod(session.stateDirectory, 0o777)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: session.stateDirectory)
         #expect(session.prepareStateDirectory() == nil)
-        #expect(lstat(session.stateDirectory, &info) == 0 && info.st_mode & 0o777 == 0o700)
+        #expect(try mode() == 0o700)
         // Someone else's: refused, with what to do.
         let foreign = try #require(session.prepareStateDirectory(uid: getuid() + 4242))
         #expect(foreign.contains("not to you"))
@@ -52,7 +54,10 @@ struct UserSessionTests {
             let path = directory.path + "/" + name
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         }
-        symlink(directory.path + "/elsewhere", linked.stateDirectory)
+        try FileManager.default.createSymbolicLink(
+            atPath: linked.stateDirectory,
+            withDestinationPath: directory.path + "/elsewhere"
+        )
         let link = try #require(linked.prepareStateDirectory())
         #expect(link.contains("not a directory"))
     }
