@@ -38,7 +38,15 @@ struct TCPUpstreamConnector: UpstreamConnector {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
             }
-        return bootstrap.connect(host: target.host, port: target.port).flatMapThrowing { [weak pool] channel in
+        // An address needs no resolver: NIO's getaddrinfo queries run on their own threads and may
+        // still answer (its AAAA query, after the A one connected) once the loops have stopped.
+        let connected =
+            if let address = try? SocketAddress(ipAddress: target.host, port: target.port) {
+                bootstrap.connect(to: address)
+            } else {
+                bootstrap.connect(host: target.host, port: target.port)
+            }
+        return connected.flatMapThrowing { [weak pool] channel in
             let connection = try channel.pipeline.syncOperations.handler(type: UpstreamConnection.self)
             connection.pool = pool
             return connection

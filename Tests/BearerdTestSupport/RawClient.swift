@@ -57,7 +57,7 @@ package struct RawConnection {
         _ body: (RawConnection) async throws -> Result
     ) async throws -> Result {
         let channel = try await ClientBootstrap(group: group)
-            .connect(host: "127.0.0.1", port: port) { channel in
+            .connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: port)) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }

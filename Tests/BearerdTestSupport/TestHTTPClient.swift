@@ -49,7 +49,11 @@ package struct TestHTTPClient {
         let host: String
         switch target {
         case .tcp(let port):
-            channel = try await bootstrap.connect(host: "127.0.0.1", port: port, channelInitializer: initializer)
+            // An address, not a host: no resolver query may outlive the test's event loops.
+            channel = try await bootstrap.connect(
+                to: try SocketAddress(ipAddress: "127.0.0.1", port: port),
+                channelInitializer: initializer
+            )
             host = "127.0.0.1:\(port)"
         case .unix(let path):
             channel = try await bootstrap.connect(to: try .unixSocket(path), channelInitializer: initializer)
