@@ -1,3 +1,4 @@
+import BearerdFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -49,19 +50,18 @@ struct UserSession: Equatable, Sendable {
             withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700]
         )
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
+        guard let info = PathStatus.of(path) else {
             return "cannot make the state directory \(path): \(String(cString: strerror(errno)))"
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
+        guard info.kind == .directory else {
             return "the state directory \(path) is not a directory (a link or a file is there): remove it"
         }
-        guard info.st_uid == uid else {
+        guard info.owner == uid else {
             return
-                "the state directory \(path) belongs to uid \(info.st_uid), not to you (uid \(uid)): "
+                "the state directory \(path) belongs to uid \(info.owner), not to you (uid \(uid)): "
                 + "remove it, or set XDG_STATE_HOME to a directory of yours"
         }
-        if info.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 {
+        if info.permissions & 0o077 != 0 && chmod(path, 0o700) != 0 {
             return "the state directory \(path) is open to others and cannot be narrowed to 0700"
         }
         return nil
