@@ -16,22 +16,47 @@ Settings come from the environment (scripts/idp-server sets them):
   9449 DPoP: token requests need a proof, with the server's nonce, which changes every
   IDP_NONCE_SECONDS; tokens are DPoP-bound to the proof's key, refresh tokens too; GET /api/dpop
   wants `Authorization: DPoP` with a fresh proof of that key and the resource's own nonce, and
-  refuses a replayed jti; GET /test/dpop gives counts and the last request /api/dpop accepted).
+  refuses a replayed jti; GET /test/dpop gives counts and the last request /api/dpop accepted),
+  IDP_PLATFORM_KEYS (PEM public keys of the trusted platform issuer, the IDP_CLIENT_KEYS format,
+  re-read at each request), IDP_PLATFORM_ISSUER (https://platform.test) and IDP_PLATFORM_AUDIENCE
+  (api://bearerd-idp-exchange): the iss and aud a platform token (a Kubernetes service-account
+  token, a CI OIDC token) must carry, IDP_EXCHANGE_AUDIENCES (comma-separated, api://hello): the
+  audiences a token exchange may ask for, IDP_EXCHANGE_ERROR_CODE (invalid_request): the error
+  of an exchange whose subject or actor token is refused, IDP_FEDERATED_SUBJECT
+  (system:serviceaccount:apps:bearerd): the sub a platform token must have to authenticate
+  fed-client.
 Clients: jwt-client (private_key_jwt), mtls-client (tls_client_auth), secret-client /
-secret-pass (client_secret_basic). User: alice / alice-pass.
+secret-pass (client_secret_basic), fed-client (federated_jwt: a platform token as the
+client_assertion, as Entra ID's federated credentials take), exchange-public (a public client,
+token exchange only), noexchange-client / noexchange-pass (client_secret_basic, client_credentials
+only: the client a token exchange answers unauthorized_client). User: alice / alice-pass.
+
+RFC 8693 token exchange (grant_type urn:ietf:params:oauth:grant-type:token-exchange): the
+subject token (and the actor token) is a platform token, strictly checked (compact JWS, RS256 or
+ES256, signed by a platform key, the kid's when it has one, exp required, iat and nbf, iss, aud,
+sub; 5 s of leeway) or, typed access_token, one of this server's access tokens. audience must be
+one of IDP_EXCHANGE_AUDIENCES, resource an absolute http://127.0.0.1 or https://api.test/ URI
+(else invalid_target), scope read and/or write (else invalid_scope); no refresh token. The marks
+line of an exchange is "token-exchange <ok or status> <auth method> <cert or -> sub=<subject
+token's sub or ->".
 """
 
+import base64
 import hashlib
+import json
 import os
 import re
 import secrets
 import ssl
 import threading
 import time
+from urllib.parse import urlsplit
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer
-from authlib.oauth2.rfc6749 import ClientMixin, InvalidClientError, grants
+from authlib.oauth2.rfc6749 import (ClientMixin, InvalidClientError, InvalidRequestError, InvalidScopeError,
+                                    OAuth2Error, UnauthorizedClientError, grants)
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
+from authlib.oauth2.rfc7523.client import ASSERTION_TYPE
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from flask import Flask, g, jsonify, request
@@ -48,13 +73,25 @@ BASE = f"{'https' if TLS else 'http'}://127.0.0.1:{PORT}"
 TOKEN_URL = BASE + "/oauth/token"
 lock = threading.Lock()
 KEY_BLOCK = re.compile(r"(?:kid:[ \t]*(\S+)[ \t]*\n)?(-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----)", re.S)
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+TOKEN_TYPE_JWT = "urn:ietf:params:oauth:token-type:jwt"
+TOKEN_TYPE_ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+TOKEN_TYPE_ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
+PLATFORM_ISSUER = os.environ.get("IDP_PLATFORM_ISSUER") or "https://platform.test"
+PLATFORM_AUDIENCE = os.environ.get("IDP_PLATFORM_AUDIENCE") or "api://bearerd-idp-exchange"
+FEDERATED_SUBJECT = os.environ.get("IDP_FEDERATED_SUBJECT") or "system:serviceaccount:apps:bearerd"
+EXCHANGE_AUDIENCES = [a.strip() for a in (os.environ.get("IDP_EXCHANGE_AUDIENCES") or "api://hello").split(",") if a.strip()]
+EXCHANGE_ERROR_CODE = os.environ.get("IDP_EXCHANGE_ERROR_CODE") or "invalid_request"
+LEEWAY = 5  # seconds of clock skew allowed on a platform token's exp, iat and nbf
 
 
 class Client(ClientMixin):
-    def __init__(self, client_id, method, secret=None):
+    def __init__(self, client_id, method, secret=None,
+                 grant_types=("password", "refresh_token", "client_credentials", TOKEN_EXCHANGE)):
         self.client_id = client_id
         self.method = method
         self.secret = secret
+        self.grant_types = grant_types
 
     def get_client_id(self):
         return self.client_id
@@ -78,18 +115,23 @@ class Client(ClientMixin):
         return False
 
     def check_grant_type(self, grant_type):
-        return grant_type in ("password", "refresh_token", "client_credentials")
+        return grant_type in self.grant_types
 
 
 CLIENTS = {
     "jwt-client": Client("jwt-client", "private_key_jwt"),
     "mtls-client": Client("mtls-client", "tls_client_auth"),
     "secret-client": Client("secret-client", "client_secret_basic", "secret-pass"),
+    "fed-client": Client("fed-client", "federated_jwt", grant_types=("client_credentials", TOKEN_EXCHANGE)),
+    "exchange-public": Client("exchange-public", "none", grant_types=(TOKEN_EXCHANGE,)),
+    "noexchange-client": Client("noexchange-client", "client_secret_basic", "noexchange-pass",
+                                grant_types=("client_credentials",)),
 }
 USERS = {"alice": "alice-pass"}
 access_tokens = {}  # token -> (client_id, user, expires_at)
 refresh_tokens = {}  # token -> (client_id, user, revoked)
 bound_to = {}  # DPoP: access or refresh token -> the jkt of the key it is bound to
+exchanged = {}  # access token issued by a token exchange -> its act (or None)
 seen_jti = {}
 
 
@@ -127,10 +169,177 @@ def save_token(token, req):
             bound_to[token["access_token"]] = jkt
             if "refresh_token" in token:
                 bound_to[token["refresh_token"]] = jkt
+        if getattr(g, "exchange", None) is not None:
+            exchanged[token["access_token"]] = g.exchange.get("act")
+
+
+def plain(text):
+    """`text` with only the characters RFC 6749 §5.2 allows in an error_description."""
+    return "".join(c if 0x20 <= ord(c) <= 0x7E and c not in '"\\' else "?" for c in str(text))[:300]
+
+
+def unverified_claims(token):
+    """The payload of a compact JWS, unverified (to route and to mark, never to trust), or {}."""
+    parts = token.split(".") if isinstance(token, str) else []
+    if len(parts) != 3:
+        return {}
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+# Grants fed-client may use: there a client assertion may be a platform token.
+FEDERATED_GRANTS = ("client_credentials", TOKEN_EXCHANGE)
+
+
+def assertion_route(form):
+    """Which method a request's jwt-bearer client_assertion is for: "federated" (a platform
+    token authenticating fed-client) or "private_key_jwt" (signed by the client itself), or None
+    without an assertion. By client_id when the request names one; else private_key_jwt when
+    the assertion is not a readable JWT, or has RFC 7523's shape for a client (sub naming one
+    of the other clients, or iss equal to sub), federated otherwise."""
+    if form.get("client_assertion_type") != ASSERTION_TYPE or not form.get("client_assertion"):
+        return None
+    if form.get("grant_type") not in FEDERATED_GRANTS:
+        return "private_key_jwt"
+    client_id = form.get("client_id")
+    if client_id:
+        client = CLIENTS.get(client_id)
+        return "federated" if client and client.method == "federated_jwt" else "private_key_jwt"
+    claims = unverified_claims(form["client_assertion"])
+    sub = claims.get("sub")
+    if not claims or claims.get("iss") == sub:
+        return "private_key_jwt"
+    if isinstance(sub, str) and sub in CLIENTS and CLIENTS[sub].method != "federated_jwt":
+        return "private_key_jwt"
+    return "federated"
+
+
+class PlatformTokenError(Exception):
+    pass
+
+
+def platform_keys():
+    """The trusted platform issuer's keys, re-read at each request (IDP_CLIENT_KEYS's format)."""
+    path = os.environ.get("IDP_PLATFORM_KEYS")
+    if not path:
+        return []
+    with open(path) as handle:
+        text = handle.read()
+    return [import_key(pem, parameters={"kid": kid} if kid else None) for kid, pem in KEY_BLOCK.findall(text)]
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def validate_platform_token(token, name):
+    """The claims of `token`, a platform-issued JWT, once its signature and claims hold; else
+    PlatformTokenError saying which check failed, its text starting with `name`."""
+    if not isinstance(token, str) or token.count(".") != 2:
+        raise PlatformTokenError(f"{name} is not a compact JWS (three dot-separated parts)")
+    try:
+        obj = jws.extract_compact(token.encode())
+        header = obj.headers()
+    except (JoseError, ValueError, TypeError) as error:
+        raise PlatformTokenError(f"{name} is not a JWS: {error}") from error
+    alg = header.get("alg")
+    if alg not in ("RS256", "ES256"):
+        raise PlatformTokenError(f"{name} alg {alg} is refused: only RS256 and ES256")
+    try:
+        keys = platform_keys()
+    except (OSError, ValueError, JoseError) as error:
+        raise PlatformTokenError(f"{name}: the platform keys cannot be read: {error}") from error
+    if not keys:
+        raise PlatformTokenError(f"{name}: no platform keys are trusted (--platform-keys)")
+    kid = header.get("kid")
+    if kid is not None:
+        keys = [key for key in keys if key.kid == kid]
+        if not keys:
+            raise PlatformTokenError(f"{name} kid {kid} is not a key of the platform issuer")
+    if alg == "RS256":
+        keys = [key for key in keys if isinstance(key, RSAKey)]
+    else:
+        keys = [key for key in keys if isinstance(key, ECKey) and key.curve_name == "P-256"]
+    if not keys:
+        raise PlatformTokenError(f"{name}: no platform key of the issuer is for {alg}")
+    verified = False
+    for key in keys:
+        try:
+            verified = jws.validate_compact(obj, key, algorithms=[alg])
+        except (JoseError, ValueError):
+            verified = False
+        if verified:
+            break
+    if not verified:
+        raise PlatformTokenError(f"{name} signature does not verify with the platform keys")
+    try:
+        claims = json.loads(obj.payload)
+    except ValueError as error:
+        raise PlatformTokenError(f"{name} payload is not JSON") from error
+    if not isinstance(claims, dict):
+        raise PlatformTokenError(f"{name} payload is not a JSON object")
+    now = time.time()
+    exp, iat, nbf = claims.get("exp"), claims.get("iat"), claims.get("nbf")
+    if exp is None:
+        raise PlatformTokenError(f"{name} has no exp")
+    if not is_number(exp):
+        raise PlatformTokenError(f"{name} exp is not a number")
+    if now > exp + LEEWAY:
+        raise PlatformTokenError(f"{name} expired ({int(now - exp)} s ago)")
+    if iat is not None and (not is_number(iat) or iat > now + LEEWAY):
+        raise PlatformTokenError(f"{name} iat is not a number or in the future")
+    if nbf is not None and (not is_number(nbf) or nbf > now + LEEWAY):
+        raise PlatformTokenError(f"{name} is not valid yet (nbf) or its nbf is not a number")
+    if claims.get("iss") != PLATFORM_ISSUER:
+        raise PlatformTokenError(f"{name} iss {claims.get('iss')} is not the platform issuer {PLATFORM_ISSUER}")
+    aud = claims.get("aud")
+    audiences = [aud] if isinstance(aud, str) else aud
+    if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
+        raise PlatformTokenError(f"{name} aud is missing or not a string or an array of strings")
+    if PLATFORM_AUDIENCE not in audiences:
+        raise PlatformTokenError(f"{name} aud {aud} does not contain {PLATFORM_AUDIENCE}")
+    sub = claims.get("sub")
+    if not isinstance(sub, str) or not sub:
+        raise PlatformTokenError(f"{name} has no sub")
+    return claims
+
+
+def federated_jwt(query_client, req):
+    """fed-client's authentication (as Entra ID's federated credentials, Google's and AWS's
+    workload identity): its client_assertion is a platform token, not signed by the client,
+    whose sub is the one registered. It may be presented again until it expires."""
+    if assertion_route(req.form) != "federated":
+        return None
+    try:
+        claims = validate_platform_token(req.form["client_assertion"], "client_assertion")
+    except PlatformTokenError as error:
+        raise InvalidClientError(status_code=401, description=plain(error)) from error
+    if claims["sub"] != FEDERATED_SUBJECT:
+        raise InvalidClientError(status_code=401, description=plain(
+            f"client_assertion sub {claims['sub']} is not fed-client's federated subject"))
+    return query_client("fed-client")
+
+
+def public_client(query_client, req):
+    """RFC 6749 §2.1 public client ("none"): only a client_id, no credential of any kind. An
+    unknown client_id is left to the end of the methods, invalid_client with 401."""
+    client_id = req.form.get("client_id")
+    if (not client_id or req.form.get("client_secret") or req.form.get("client_assertion")
+            or req.headers.get("Authorization")):
+        return None
+    return query_client(client_id)
 
 
 class PrivateKeyJWT(JWTBearerClientAssertion):
     CLIENT_AUTH_METHOD = "private_key_jwt"
+
+    def __call__(self, query_client, req):
+        if assertion_route(req.form) == "federated":
+            return None
+        return super().__call__(query_client, req)
 
     def get_audiences(self):
         # The token endpoint (OpenID Connect Core §9) or the issuer, as RFC 7523 allows.
@@ -174,11 +383,32 @@ def tls_client_auth(query_client, req):
     return client
 
 
-def mark(grant, method):
+def mark(grant, method, tail=""):
     if not MARKS:
         return
     with lock, open(MARKS, "a") as handle:
-        handle.write(f"{grant} {method} {certificate_fingerprint() or '-'}\n")
+        handle.write(f"{grant} {method} {certificate_fingerprint() or '-'}{tail}\n")
+
+
+def grant_label():
+    """The grant of the marks line: the request's grant_type, token-exchange for RFC 8693's."""
+    grant = request.form.get("grant_type", "-")
+    return "token-exchange" if grant == TOKEN_EXCHANGE else grant
+
+
+def exchange_tail():
+    """" sub=<sub>" for the marks line of a token exchange: the subject token's sub (the one
+    checked, else as the token says), never the token."""
+    if request.form.get("grant_type") != TOKEN_EXCHANGE:
+        return ""
+    sub = getattr(g, "exchange_sub", None)
+    if sub is None:
+        token = request.form.get("subject_token", "")
+        with lock:
+            found = access_tokens.get(token)
+        sub = (found[1] or found[0]) if found else unverified_claims(token).get("sub")
+    sub = re.sub(r"[^\x21-\x7e]", "_", sub) if isinstance(sub, str) and sub else "-"
+    return f" sub={sub}"
 
 
 class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
@@ -217,6 +447,142 @@ class RefreshGrant(grants.RefreshTokenGrant):
 class ClientCredentialsGrant(grants.ClientCredentialsGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic"]
 
+    def authenticate_token_endpoint_client(self):
+        # fed-client by its platform token; a public client (exchange-public) is recognised only
+        # to be answered unauthorized_client (RFC 6749 §4.4: confidential clients only). Other
+        # requests see the methods (and the errors) they always did.
+        form = self.request.form
+        client = CLIENTS.get(form.get("client_id") or "")
+        if assertion_route(form) == "federated":
+            methods = ["federated_jwt"]
+        elif client and client.method == "none":
+            methods = self.TOKEN_ENDPOINT_AUTH_METHODS + ["none"]
+        else:
+            methods = self.TOKEN_ENDPOINT_AUTH_METHODS
+        client = self.server.authenticate_client(self.request, methods)
+        self.server.send_signal("after_authenticate_client", client=client, grant=self)
+        return client
+
+
+class InvalidTargetError(OAuth2Error):
+    """RFC 8693 §2.2.2, RFC 8707 §2: an audience or resource the server will not issue for."""
+    error = "invalid_target"
+
+
+def exchange_refusal(description):
+    """A subject or actor token refused: RFC 8693 §2.2.2 says invalid_request; Keycloak and
+    Entra ID answer invalid_grant (IDP_EXCHANGE_ERROR_CODE)."""
+    return OAuth2Error(error=EXCHANGE_ERROR_CODE, description=plain(description))
+
+
+def allowed_resource(value):
+    """resource (RFC 8707 §2): an absolute URI without a fragment (else invalid_target), and
+    one of ours: http://127.0.0.1[:port]/... or https://api.test/..."""
+    if re.search(r"[^\x21-\x7e]", value) or "#" in value:
+        raise InvalidTargetError(description=plain(f"resource {value} is not an absolute URI without a fragment"))
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # a port that is not a number raises
+    except ValueError as error:
+        raise InvalidTargetError(description=plain(f"resource {value} is not a URI")) from error
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*", parts.scheme or ""):
+        raise InvalidTargetError(description=plain(f"resource {value} is not an absolute URI"))
+    if parts.username is not None or parts.password is not None:
+        return False
+    if parts.scheme == "http" and parts.hostname == "127.0.0.1":
+        return True
+    return parts.scheme == "https" and parts.netloc == "api.test" and (parts.path == "" or parts.path.startswith("/"))
+
+
+class TokenExchangeGrant(grants.BaseGrant, grants.TokenEndpointMixin):
+    """RFC 8693 token exchange: a platform token (the subject, and maybe an actor) for an
+    access token of this server."""
+
+    GRANT_TYPE = TOKEN_EXCHANGE
+    TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic", "federated_jwt", "none"]
+    TOKEN_TYPES = (TOKEN_TYPE_JWT, TOKEN_TYPE_ID_TOKEN, TOKEN_TYPE_ACCESS_TOKEN)
+    SINGLE = ("grant_type", "subject_token", "subject_token_type", "actor_token", "actor_token_type",
+              "scope", "requested_token_type")
+
+    def validate_token_request(self):
+        client = self.authenticate_token_endpoint_client()
+        if not client.check_grant_type(self.GRANT_TYPE):
+            raise UnauthorizedClientError(description=f"{client.client_id} may not use grant_type={self.GRANT_TYPE}")
+        self.request.client = client
+        form = self.request.form
+        for name in self.SINGLE:
+            if len(form.getlist(name)) > 1:
+                raise InvalidRequestError(description=f"{name} is repeated")
+        # RFC 6749 §3.2: a parameter sent without a value is as if omitted.
+        subject_token, subject_type = form.get("subject_token") or None, form.get("subject_token_type") or None
+        actor_token, actor_type = form.get("actor_token") or None, form.get("actor_token_type") or None
+        requested = form.get("requested_token_type") or None
+        if not subject_token:
+            raise InvalidRequestError(description="missing subject_token")
+        if not subject_type:
+            raise InvalidRequestError(description="missing subject_token_type")
+        if subject_type not in self.TOKEN_TYPES:
+            raise InvalidRequestError(description=plain(f"subject_token_type {subject_type} is not supported"))
+        if actor_token and not actor_type:
+            raise InvalidRequestError(description="actor_token without actor_token_type")
+        if actor_type and not actor_token:
+            raise InvalidRequestError(description="actor_token_type without actor_token")
+        if actor_type and actor_type not in self.TOKEN_TYPES:
+            raise InvalidRequestError(description=plain(f"actor_token_type {actor_type} is not supported"))
+        if requested and requested not in (TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_JWT):
+            raise InvalidRequestError(description=plain(f"requested_token_type {requested} is not supported"))
+        audiences = [value for value in form.getlist("audience") if value]
+        resources = [value for value in form.getlist("resource") if value]
+        for resource in resources:
+            if not allowed_resource(resource):
+                raise InvalidTargetError(description=plain(f"resource {resource} is not a resource of this server"))
+        for audience in audiences:
+            if audience not in EXCHANGE_AUDIENCES:
+                raise InvalidTargetError(description=plain(f"audience {audience} is not an audience of this server"))
+        scope = form.get("scope") or None
+        if scope is not None:
+            items = scope.split(" ")
+            if "" in items or not set(items) <= {"read", "write"}:
+                raise InvalidScopeError(description=plain(f"scope {scope}: only read and write"))
+        subject = self.check_token(subject_token, subject_type, "subject_token")
+        g.exchange_sub = subject["sub"]
+        act = None
+        if actor_token:
+            act = {"sub": self.check_token(actor_token, actor_type, "actor_token")["sub"]}
+        self.request.user = subject["sub"]
+        self.issued_type = TOKEN_TYPE_JWT if requested == TOKEN_TYPE_JWT and JWT_MODE else TOKEN_TYPE_ACCESS_TOKEN
+        self.scope = scope
+        g.exchange = {"act": act, "aud": audiences[0] if audiences else None}
+
+    @staticmethod
+    def check_token(token, token_type, name):
+        """The claims of a subject or actor token: a platform token; typed access_token, also
+        one of this server's unexpired access tokens (sub: whom it was issued to)."""
+        if token_type == TOKEN_TYPE_ACCESS_TOKEN:
+            with lock:
+                found = access_tokens.get(token)
+                forged = token in forged_tokens
+                bound = token in bound_to
+            if found:
+                if forged:
+                    raise exchange_refusal(f"{name} signature does not verify")
+                if found[2] < time.time():
+                    raise exchange_refusal(f"{name} expired")
+                if bound:
+                    raise exchange_refusal(f"{name} is DPoP-bound")
+                return {"sub": found[1] or found[0]}
+        try:
+            return validate_platform_token(token, name)
+        except PlatformTokenError as error:
+            raise exchange_refusal(str(error)) from error
+
+    def create_token_response(self):
+        token = self.generate_token(user=self.request.user, scope=self.scope, expires_in=TTL, include_refresh_token=False)
+        token.pop("refresh_token", None)
+        token["issued_token_type"] = self.issued_type
+        self.save_token(token)
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
 
 JWT_MODE = os.environ.get("IDP_JWT") == "1"
 SIGNING_KEY = RSAKey.generate_key(2048, parameters={"kid": "idp-1", "use": "sig", "alg": "RS256"})
@@ -231,6 +597,14 @@ def jwt_access_token(client, grant_type, user, scope):
         "iss": BASE, "aud": "api://hello", "sub": user or client.client_id, "client_id": client.client_id,
         "iat": now, "nbf": now, "exp": now + TTL, "jti": secrets.token_hex(8),
     }
+    exchange = getattr(g, "exchange", None) if grant_type == TOKEN_EXCHANGE else None
+    if exchange is not None:
+        # RFC 8693 §4.1: act names the actor; aud the audience asked for.
+        claims["aud"] = exchange["aud"] or claims["aud"]
+        if exchange["act"]:
+            claims["act"] = exchange["act"]
+        if scope:
+            claims["scope"] = scope
     with lock:
         forge = forging["on"]
     token = jwt.encode({"alg": "RS256", "kid": "idp-1"}, claims, FORGING_KEY if forge else SIGNING_KEY)
@@ -244,13 +618,16 @@ app = Flask(__name__)
 if JWT_MODE:
     app.config["OAUTH2_ACCESS_TOKEN_GENERATOR"] = jwt_access_token
 app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = True
-app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"password": TTL, "refresh_token": TTL, "client_credentials": TTL}
+app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"password": TTL, "refresh_token": TTL, "client_credentials": TTL, TOKEN_EXCHANGE: TTL}
 server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
 server.register_client_auth_method(PrivateKeyJWT.CLIENT_AUTH_METHOD, PrivateKeyJWT())
 server.register_client_auth_method("tls_client_auth", tls_client_auth)
+server.register_client_auth_method("federated_jwt", federated_jwt)
+server.register_client_auth_method("none", public_client)
 server.register_grant(PasswordGrant)
 server.register_grant(RefreshGrant)
 server.register_grant(ClientCredentialsGrant)
+server.register_grant(TokenExchangeGrant)
 
 
 DPOP = os.environ.get("IDP_DPOP") == "1"
@@ -318,7 +695,7 @@ def issue_token():
                     dpop_counts["token_nonce_asked"] += 1
             else:
                 print(f"token request refused: {problem}", flush=True)
-            mark(f"{request.form.get('grant_type', '-')} 400-{problem[0]}", "-")
+            mark(f"{grant_label()} 400-{problem[0]}", "-", exchange_tail())
             return jsonify(error=problem[0], error_description=problem[1]), 400, {"DPoP-Nonce": current_nonce("token")[0]}
     response = server.create_token_response()
     if DPOP:
@@ -329,16 +706,18 @@ def issue_token():
             response.set_data(jsonify(body).get_data())
     method = "-"
     if request.form.get("client_assertion"):
-        method = "private_key_jwt"
+        method = "federated_jwt" if assertion_route(request.form) == "federated" else "private_key_jwt"
     elif request.environ.get("SSL_CLIENT_CERT"):
         method = "tls_client_auth"
     elif request.headers.get("Authorization"):
         method = "client_secret_basic"
+    elif request.form.get("grant_type") == TOKEN_EXCHANGE and request.form.get("client_id"):
+        method = "none"
     outcome = "ok" if response.status_code == 200 else str(response.status_code)
     if response.status_code != 200:
         # For whoever reads idp.log: why the token request was refused.
         print(f"token request refused: {response.status_code} {response.get_data(as_text=True)}", flush=True)
-    mark(f"{request.form.get('grant_type', '-')} {outcome}", method)
+    mark(f"{grant_label()} {outcome}", method, exchange_tail())
     return response
 
 
@@ -374,7 +753,11 @@ def hello():
         mark("api forged-token", "-")
         return refused()
     holder = bearer_holder()
-    return jsonify(hello=holder) if holder else refused()
+    if not holder:
+        return refused()
+    with lock:
+        act = exchanged.get(header[len("Bearer "):])
+    return jsonify(hello=holder, act=act) if act else jsonify(hello=holder)
 
 
 @app.get("/api/dpop")
