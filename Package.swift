@@ -98,6 +98,7 @@ let package = Package(
             dependencies: [
                 "BearerdAuth",
                 "BearerdConfig",
+                "BearerdFiles",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),

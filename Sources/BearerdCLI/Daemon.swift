@@ -74,7 +74,10 @@ struct Daemon {
             services.append(FleetService(store: fleet, manager: manager, logger: logger))
         }
         services.append(TokenClientService(engine: engine))
-        if let manager = engine.manager { services.append(TokenRefreshService(manager: manager)) }
+        if let manager = engine.manager {
+            services.append(TokenRefreshService(manager: manager))
+            services.append(WakeMonitor(manager: manager))
+        }
         services.append(
             AdminServer(
                 path: configuration.admin.socket,

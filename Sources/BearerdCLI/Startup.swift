@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import BearerdProxy
+import BearerdTokens
 import Foundation
 import Logging
 
@@ -9,6 +10,9 @@ struct Prepared {
     var configuration: BearerdConfiguration
     var settings: ProxySettings
     var tokens: TokenPlan
+    /// The token engine's wall clock, and the clocks it watches for a suspend or a step.
+    var clock: any TokenClock
+    var clocks: any ClockSource
 }
 
 /// The steps `serve` and `check-config` share.
@@ -33,9 +37,12 @@ enum Startup {
         }
         do {
             var settings = try ProxySettings(configuration: configuration)
-            let tokens = try TokenPlan.make(configuration.auth, logger: logger)
+            let (clock, clocks) = TestClock.make(environment: environment, logger: logger)
+            let tokens = try TokenPlan.make(configuration.auth, clock: clock, logger: logger)
             if case .engine(_, _, _, _, _, let dpop?) = tokens { settings.dpop = DPoPUpstream(prover: dpop) }
-            return .success(Prepared(configuration: configuration, settings: settings, tokens: tokens))
+            return .success(
+                Prepared(configuration: configuration, settings: settings, tokens: tokens, clock: clock, clocks: clocks)
+            )
         } catch let error as CommandError {
             return .failure(CommandError(keys: error.keys, message: "\(configPath): \(error.message)"))
         } catch {

@@ -64,6 +64,15 @@ enum StatusText {
             let result = [status.lastRefreshResult, status.lastRefreshGrant.map { "(\($0))" }].compactMap { $0 }
             lines.append(("last refresh", Self.time(last, now: status.now) + ", " + result.joined(separator: " ")))
         }
+        if let grant = status.clientGrant {
+            var text = grant.source.replacingOccurrences(of: "_", with: " ")
+            if let file = grant.subjectTokenFile { text += " of \(file)" }
+            lines.append(("client token", text))
+            if let expiresAt = grant.subjectTokenExpiresAt {
+                let who = grant.subjectTokenSubject.map { " (sub \($0))" } ?? ""
+                lines.append(("subject expires", Self.time(expiresAt, now: status.now) + who))
+            }
+        }
         lines.append(("failures", "\(status.failuresInARow) in a row"))
         if status.storeBehind {
             lines.append(("store", "the last change is not on disk yet; bearerd retries the write"))

@@ -56,6 +56,8 @@ enum TokenEngine {
                 store: store,
                 seed: seed,
                 policy: policy,
+                clock: prepared.clock,
+                clocks: prepared.clocks,
                 logger: logger,
                 fleet: fleet,
                 host: configuration.postgres?.hostName,

@@ -50,7 +50,11 @@ enum TokenPlan {
         return policy
     }
 
-    static func make(_ auth: BearerdConfiguration.Auth, logger: Logger) throws -> TokenPlan {
+    static func make(
+        _ auth: BearerdConfiguration.Auth,
+        clock: any TokenClock = SystemTokenClock(),
+        logger: Logger
+    ) throws -> TokenPlan {
         let policy = Self.policy(auth)
         let seed = try auth.refreshTokenFile.map {
             try Self.readSecret($0, key: "auth.refresh_token_file", what: "refresh token")
@@ -69,8 +73,9 @@ enum TokenPlan {
                         try Self.readSecret($0, key: "auth.client_secret_file", what: "client secret")
                     },
                     allowInsecureHTTP: auth.allowInsecureHTTP,
-                    assertionSigner: try Self.assertionSigner(oauth2),
-                    dpop: dpop != nil
+                    assertionSigner: try Self.assertionSigner(oauth2, clock: clock),
+                    dpop: dpop != nil,
+                    clock: clock
                 )
             )
         case .json(let json):

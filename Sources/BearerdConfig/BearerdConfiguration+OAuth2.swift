@@ -20,6 +20,9 @@ extension BearerdConfiguration.Auth {
         /// `auth.client_assertion_alg`: `RS256`, `PS256` or `ES256` (by default RS256 for an
         /// RSA key, ES256 for an EC key).
         package var clientAssertionAlgorithm: String?
+        /// `auth.client_assertion_file`, resolved: a JWT the platform issued (workload identity
+        /// federation), read before each request and sent as the `private_key_jwt` assertion.
+        package var clientAssertionFile: String?
         /// `auth.client_assertion_audience`: `endpoint` (the default: the URL each request
         /// goes to), `issuer`, or a fixed URL.
         package var clientAssertionAudience: String
@@ -33,6 +36,11 @@ extension BearerdConfiguration.Auth {
         /// `auth.device_authorization_url`: RFC 8628 endpoint for `bearerd login --device`
         /// (else discovered).
         package var deviceAuthorizationURL: String?
+        /// `auth.token_exchange.*`: the client's token comes from RFC 8693 token exchange.
+        package var tokenExchange: TokenExchange?
+
+        /// Whether the client may get a token of its own: client_credentials or token exchange.
+        package var hasClientGrant: Bool { self.clientCredentials || self.tokenExchange != nil }
 
         /// A client built in code (tests, the fuzz target): `auth.token_url` or `auth.issuer`
         /// and `auth.client_id` as given, every other key at its declared default, as a config
@@ -107,6 +115,7 @@ extension BearerdConfiguration.Auth {
             self.clientKeyID = assertion.keyID
             self.clientAssertionAlgorithm = assertion.algorithm
             self.clientAssertionAudience = assertion.audience
+            self.clientAssertionFile = assertion.assertionFile
             self.scopes = builder.list(Keys.scopes)
             self.extraParameters = builder.pairs(
                 Keys.extraParams,
@@ -116,6 +125,10 @@ extension BearerdConfiguration.Auth {
             self.clientCredentials = builder.bool(Keys.clientCredentials)
             self.revocationURL = revocationURL
             self.deviceAuthorizationURL = deviceURL
+            let clientCredentials = self.clientCredentials
+            self.tokenExchange = builder.section("token_exchange") {
+                TokenExchange.reading(&$0, clientCredentials: clientCredentials)
+            }
         }
     }
 }
@@ -182,6 +195,18 @@ extension ConfigKeys.Auth {
             assertion's `aud`: endpoint (the URL each request goes to: the token endpoint for every
             grant), issuer (auth.issuer) or a fixed URL some servers ask for. Each assertion has a new
             jti and expires a minute after it is made.
+            """
+    )
+    static let clientAssertionFile = ConfigKeyDescriptor.text(
+        "auth.client_assertion_file",
+        "a file of mode 0600 or 0640",
+        reload: .restart,
+        sample: .commented("/var/run/secrets/azure/tokens/azure-identity-token"),
+        doc: """
+            private_key_jwt without a key on the host (workload identity federation, as Entra ID, Google
+            and AWS use it): a JWT the platform issued (a Kubernetes projected token, a CI job's OIDC
+            token) is sent as the client_assertion, read again before each request. The token server
+            must trust the platform's issuer for this client. Instead of client_key_file.
             """
     )
     static let clientKeyID = ConfigKeyDescriptor.text(

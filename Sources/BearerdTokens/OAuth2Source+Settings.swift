@@ -15,19 +15,23 @@ extension OAuth2Source {
         package var assertionSigner: (any ClientAssertionSigner)?
         /// `auth.dpop`: the tokens issued must be DPoP-bound (the transport sends the proofs).
         package var dpop: Bool
+        /// The clock a platform token's `exp` is judged by (the engine's).
+        package var clock: any TokenClock
 
         package init(
             client: BearerdConfiguration.Auth.OAuth2,
             clientSecret: Secret? = nil,
             allowInsecureHTTP: Bool = false,
             assertionSigner: (any ClientAssertionSigner)? = nil,
-            dpop: Bool = false
+            dpop: Bool = false,
+            clock: any TokenClock = SystemTokenClock()
         ) {
             self.client = client
             self.clientSecret = clientSecret
             self.allowInsecureHTTP = allowInsecureHTTP
             self.assertionSigner = assertionSigner
             self.dpop = dpop
+            self.clock = clock
         }
 
         /// A client built in code (tests, the fuzz target) rather than from a config.

@@ -17,20 +17,27 @@ package final class OAuth2Source: TokenSource {
     /// `auth.client_auth` (``BearerdAuth/ClientAuthentication``).
     package typealias ClientAuthentication = BearerdAuth.ClientAuthentication
 
-    private let settings: Settings
+    let settings: Settings
     private let discovered = Mutex<ServerMetadata?>(nil)
 
     package init(settings: Settings) {
         self.settings = settings
     }
 
-    package var hasClientGrant: Bool { self.settings.client.clientCredentials }
+    package var hasClientGrant: Bool { self.settings.client.hasClientGrant }
+
+    package var clientGrantName: String {
+        self.settings.client.tokenExchange == nil ? "client_credentials" : "token_exchange"
+    }
 
     package var credentialKeys: String {
         let client = self.settings.client
         switch client.clientAuthentication {
         case .clientSecretBasic, .clientSecretPost:
             return "auth.client_id, auth.client_secret_file and auth.client_auth"
+        case .privateKeyJWT where client.clientAssertionFile != nil:
+            return "auth.client_id and auth.client_auth (private_key_jwt): the token server must trust the platform"
+                + " that issued the token in auth.client_assertion_file for this client"
         case .privateKeyJWT:
             let keyID = client.clientKeyID == nil ? "" : " (under auth.client_key_id)"
             return "auth.client_id and auth.client_auth (private_key_jwt): the token server must hold the public key"
@@ -49,7 +56,18 @@ package final class OAuth2Source: TokenSource {
     }
 
     package func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
-        try await self.request([("grant_type", "client_credentials")], transport)
+        guard let exchange = self.settings.client.tokenExchange else {
+            return try await self.request([("grant_type", "client_credentials")], transport)
+        }
+        return try await self.request(try self.exchangeFields(exchange), transport)
+    }
+
+    package func parseClientGrant(_ body: [UInt8]) throws -> IssuedTokens {
+        try OAuth2TokenResponse.parse(
+            body,
+            dpop: self.settings.dpop,
+            exchange: self.settings.client.tokenExchange != nil
+        )
     }
 
     package func passwordRequest(

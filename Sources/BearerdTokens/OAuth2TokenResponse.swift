@@ -4,7 +4,10 @@ import Foundation
 /// A successful RFC 6749 §5.1 token response.
 enum OAuth2TokenResponse {
     /// `dpop`: the token must be DPoP-bound (`auth.dpop`); otherwise it must be a bearer token.
-    static func parse(_ body: [UInt8], dpop: Bool = false) throws -> IssuedTokens {
+    /// `exchange`: the answer to an RFC 8693 token exchange (§2.2.1), whose `issued_token_type`
+    /// must be a token an API takes, and whose refresh token is not kept: the subject token is
+    /// exchanged again instead.
+    static func parse(_ body: [UInt8], dpop: Bool = false, exchange: Bool = false) throws -> IssuedTokens {
         guard let object = JSONValue.parse(body), case .object = object else {
             throw TokenEngineError.body("not a JSON object")
         }
@@ -16,6 +19,7 @@ enum OAuth2TokenResponse {
         }
         // RFC 6749 §7.1: the type is case-insensitive ("bearer", "Bearer").
         let type = object["token_type"].flatMap { $0 == .null ? nil : ($0.stringValue?.lowercased() ?? "?") }
+        if exchange { try Self.checkExchanged(object, tokenType: type) }
         if dpop {
             // RFC 9449 §5: a server that ignored the proof issues a bearer token.
             guard type == "dpop" else {
@@ -31,7 +35,7 @@ enum OAuth2TokenResponse {
             )
         }
         var refresh: Secret?
-        if let value = object["refresh_token"], value != .null {
+        if !exchange, let value = object["refresh_token"], value != .null {
             guard let value = value.stringValue, !value.isEmpty else {
                 throw TokenEngineError.body("a refresh_token that is not a string")
             }
@@ -43,6 +47,29 @@ enum OAuth2TokenResponse {
             lifetime: try Self.seconds(object["expires_in"], name: "expires_in").map { Duration.seconds($0) },
             scope: object["scope"]?.stringValue.flatMap { $0.isEmpty || $0.utf8.count > 1024 ? nil : $0 }
         )
+    }
+
+    /// RFC 8693 §2.2.1: `issued_token_type` says what was issued; a token that is not an access
+    /// token (an ID token, a SAML assertion, a refresh token, or `token_type` N_A) cannot be
+    /// sent to the API. A server that leaves the type out is taken at its `token_type`.
+    private static func checkExchanged(_ object: JSONValue, tokenType: String?) throws {
+        let usable = ["urn:ietf:params:oauth:token-type:access_token", "urn:ietf:params:oauth:token-type:jwt"]
+        if let issued = object["issued_token_type"], issued != .null {
+            guard let issued = issued.stringValue, usable.contains(issued) else {
+                let text = object["issued_token_type"]?.stringValue ?? "?"
+                let printable =
+                    text.utf8.count <= 80 && text.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
+                let shown = printable ? text : "an unreadable type"
+                throw TokenEngineError.body(
+                    "an issued_token_type of \(shown), not an access token: set auth.token_exchange.requested_token_type: access_token"
+                )
+            }
+        }
+        if tokenType == "n_a" {
+            throw TokenEngineError.body(
+                "a token_type of N_A: the server says the token it issued is not an access token; set auth.token_exchange.requested_token_type: access_token"
+            )
+        }
     }
 
     /// A number of seconds, as a JSON number or a numeric string (some servers send "3600"), at

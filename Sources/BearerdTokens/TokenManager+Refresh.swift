@@ -55,6 +55,7 @@ extension TokenManager {
             return nil
         }
         self.attempts.append(now)
+        self.platformInputsSent = self.source.clientGrantInputs()
         if self.fleet != nil {
             let task = Task { await self.performShared(grant, reason: reason) }
             self.transition(to: .refreshing(previous, task))
@@ -105,10 +106,13 @@ extension TokenManager {
                 request = try await source.passwordRequest(username: username, password: password, transport: transport)
             }
             let response = try await transport.send(request)
-            if case .password = grant {
-                return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseLogin)
+            switch grant {
+            case .password: return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseLogin)
+            case .clientCredentials:
+                return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseClientGrant)
+            case .refreshToken, .importedRefreshToken:
+                return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
             }
-            return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
         } catch let error as TokenEngineError where error.code == .source {
             // Discovery or the source's own setup: the reason names the config key to fix. A login
             // fails on it at once; a refresh keeps the tokens and retries.
@@ -138,16 +142,16 @@ extension TokenManager {
                 kind: kind,
                 refreshToken: refreshToken,
                 serverDate: serverDate,
-                grant: grant.name,
+                grant: self.name(of: grant),
                 reason: reason
             )
             return .issued
         case .rejected(let status, let error):
             return self.rejected(status: status, error: error, grant: grant, previous: previous)
         case .unreadable(let why) where grant.isLogin:
-            self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(why)")
+            self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
             self.lastOutcome = why
-            self.logger.warning("login failed", metadata: ["grant": "\(grant.name)", "reason": "\(why)"])
+            self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
             return .failed("login failed: \(why)")
         case .unreadable(let why):
@@ -158,22 +162,30 @@ extension TokenManager {
                 reason: reason
             )
         case .unavailable(let why, let retryAfter):
-            self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(why)")
+            self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
             Self.count("transient")
             self.lastOutcome = why
             if grant.isLogin {
-                self.logger.warning("login failed", metadata: ["grant": "\(grant.name)", "reason": "\(why)"])
+                self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
                 self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
                 return .failed("the token server is unavailable: \(why); try again later")
             }
-            self.consecutiveFailures += 1
-            let delay = retryAfter ?? self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+            if case .clientCredentials = grant { self.platformInputsFailed = self.platformInputsSent }
+            let delay: Duration
+            if self.justWoke(now), retryAfter == nil {
+                // The network coming back after a wake: not an outage of the token server.
+                if let last = self.attempts.indices.last { self.attempts.remove(at: last) }
+                delay = .seconds(Self.wakeRetry)
+            } else {
+                self.consecutiveFailures += 1
+                delay = retryAfter ?? self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+            }
             // The server's own word on when to come back stands, even for waiting callers.
             self.serverRetryAt = retryAfter.map { now.addingTimeInterval($0.seconds) }
             self.logger.warning(
                 "token refresh failed; keeping the tokens and retrying",
                 metadata: [
-                    "grant": "\(grant.name)", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
+                    "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
                     "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
                 ]
             )
@@ -207,6 +219,7 @@ extension TokenManager {
         )
         self.consecutiveFailures = 0
         self.serverRetryAt = nil
+        self.platformInputsFailed = nil
         self.lastOutcome = nil
         self.lastRefresh = LastRefresh(at: now, grant: grant, result: "ok")
         Self.count("ok")
@@ -240,7 +253,11 @@ extension TokenManager {
             )
             let why = "the token server rejected the refresh token (\(code))"
             self.lastOutcome = why
-            self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
             if previous?.kind == .client { self.stored.client = nil } else { self.stored.user = nil }
             self.persist()
             self.transition(
@@ -251,21 +268,36 @@ extension TokenManager {
             let what = grant.refusal(code: code, credentialKeys: self.source.credentialKeys)
             let why = "the token server refused \(what)"
             self.lastOutcome = why
-            self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
             return .failed(why)
         case .clientCredentials:
             // Nothing stored to wipe; back off so a disabled client is not hammered.
             self.consecutiveFailures += 1
             let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
-            let why =
-                "the token server rejected the client credentials (\(code)): check \(self.source.credentialKeys)"
-            self.logger.error("client token refused", metadata: ["status": "\(status)", "error": "\(code)"])
+            let why = self.source.clientGrantRefusal(code: code)
+            self.logger.error(
+                "client token refused",
+                metadata: ["grant": "\(self.name(of: grant))", "status": "\(status)", "error": "\(code)"]
+            )
             // A refusal is not an outage: waiting callers do not make bearerd ask again sooner.
             self.serverRetryAt = self.clock.now.addingTimeInterval(delay.seconds)
             self.lastOutcome = why
-            self.lastRefresh = LastRefresh(at: self.clock.now, grant: grant.name, result: "rejected (\(code))")
-            self.transition(to: .waiting(nil, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
+            // A token exchanged from the platform's token stays valid at the API until it
+            // expires, whatever the server now thinks of the subject token: it serves meanwhile,
+            // and a renewed file is tried at once.
+            self.platformInputsFailed = self.platformInputsSent
+            let keep = self.platformInputsSent != nil ? previous : nil
+            self.transition(to: .waiting(keep, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
             return .failed(why)
         }
     }

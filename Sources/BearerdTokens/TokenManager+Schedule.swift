@@ -23,13 +23,17 @@ extension TokenManager {
     /// When the scheduler should look next (`nil`: only after a change), and the state
     /// generation that answer belongs to.
     func schedule() -> (Date?, Int) {
-        let due: Date? =
+        var due: Date? =
             switch self.state {
             case .ready(let session): session.refreshAt
             case .waiting(_, let retryAt, _): retryAt
             case .refreshing: nil
             case .loggedOut: self.source.hasClientGrant ? self.clock.now : nil
             }
+        if case .waiting = self.state, self.platformInputsFailed != nil, let waitUntil = due {
+            // Whether the platform renewed its token is a look at a local file.
+            due = min(waitUntil, self.clock.now.addingTimeInterval(Self.platformPollInterval))
+        }
         guard self.storeBehind || self.fleetBehind else { return (due, self.changes.generation) }
         let retrySave = self.clock.now.addingTimeInterval(Self.saveRetryInterval)
         return (min(due ?? retrySave, retrySave), self.changes.generation)
@@ -37,6 +41,7 @@ extension TokenManager {
 
     /// Refreshes if a refresh or a retry is due.
     func timerFired() async {
+        self.noticeClockJumps()
         self.writeStore()
         await self.catchUpShared()
         let now = self.clock.now
@@ -45,11 +50,23 @@ extension TokenManager {
             await self.refresh(reason: "proactive")
         case .waiting(_, let retryAt, _) where now >= retryAt:
             await self.refresh(reason: "retry")
+        case .waiting where self.platformTokenRenewed():
+            self.logger.notice("the platform renewed its token; asking for a token with it at once")
+            self.serverRetryAt = nil
+            await self.refresh(reason: "platform_token_renewed")
         case .loggedOut where self.source.hasClientGrant:
             await self.refresh(reason: "client_token")
         default:
             break
         }
+    }
+
+    /// Whether the platform's files the client grant sends changed since it last failed with them.
+    func platformTokenRenewed() -> Bool {
+        guard let failed = self.platformInputsFailed else { return false }
+        guard let current = self.source.clientGrantInputs(), current != failed else { return false }
+        self.platformInputsFailed = nil
+        return true
     }
 
     /// When the next attempt is made for a caller that found no usable token: one attempt every

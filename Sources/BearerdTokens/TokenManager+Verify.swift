@@ -34,10 +34,10 @@ extension TokenManager {
         let now = self.clock.now
         let problem = "the access token the token server issued failed auth.verify: \(why)"
         Self.count("unverified")
-        self.lastRefresh = LastRefresh(at: now, grant: grant.name, result: "failed: \(problem)")
+        self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(problem)")
         self.lastOutcome = problem
         if grant.isLogin {
-            self.logger.error("login failed", metadata: ["grant": "\(grant.name)", "reason": "\(problem)"])
+            self.logger.error("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(problem)"])
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(problem)"))
             return .failed("login failed: \(problem)")
         }
@@ -60,7 +60,7 @@ extension TokenManager {
         self.logger.error(
             "token refresh failed: the new access token failed verification; it is not used",
             metadata: [
-                "grant": "\(grant.name)", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
+                "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
                 "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
             ]
         )

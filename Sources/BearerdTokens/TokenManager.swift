@@ -66,6 +66,11 @@ package actor TokenManager: TokenProvider {
     let logger: Logger
     let random: @Sendable () -> Double
     nonisolated let clock: any TokenClock
+    /// The machine's clocks, watched for a suspend or a step (``ClockWatch``).
+    nonisolated let clocks: any ClockSource
+    var clockWatch = ClockWatch()
+    /// When the machine last woke from a suspend.
+    var wokeAt: Date?
     /// The token requests may use without a hop to the actor, and until when.
     nonisolated let snapshot = Mutex<(token: BearerToken, usableUntil: Date)?>(nil)
     /// When the next attempt at a token happens: now while one is in flight, `retryAt` while
@@ -111,6 +116,13 @@ package actor TokenManager: TokenProvider {
     /// The token of the 401 that asked for the refresh: a host that finds it replaced in the
     /// fleet's row adopts the replacement instead of refreshing again.
     var rejectedByUpstream: BearerToken?
+    /// The platform's files the client grant sends (a subject token, a client assertion), as
+    /// they were when the last attempt started, and when the last client grant failed: while they
+    /// stay as they were at the failure, retrying will not help; once the platform renews them the
+    /// grant is tried again at once (the scheduler looks every ``platformPollInterval``).
+    var platformInputsSent: Int?
+    var platformInputsFailed: Int?
+    static let platformPollInterval: TimeInterval = 2
     /// `auth.verify`: checks every access token before it is used.
     let verifier: (any TokenVerifier)?
     /// `auth.dpop`: the key the tokens are bound to, kept in `stored` with them.
@@ -125,6 +137,7 @@ package actor TokenManager: TokenProvider {
         seed: Secret? = nil,
         policy: RefreshPolicy = RefreshPolicy(),
         clock: any TokenClock = SystemTokenClock(),
+        clocks: any ClockSource = SystemClockSource(),
         logger: Logger,
         fleet: (any SharedSessionStore)? = nil,
         host: String? = nil,
@@ -142,6 +155,7 @@ package actor TokenManager: TokenProvider {
         self.store = store
         self.policy = policy
         self.clock = clock
+        self.clocks = clocks
         self.logger = logger
         self.random = random
         var loaded: StoredTokens?
@@ -184,6 +198,7 @@ package actor TokenManager: TokenProvider {
         if case .ready(let session) = self.state, let access = session.access {
             self.snapshot.withLock { $0 = (access, session.usableUntil) }
         }
+        _ = self.clockWatch.observe(clocks.read())
     }
 
     /// The DPoP key to keep: the one `stored` holds, else the holder's own (new) key.
@@ -217,7 +232,10 @@ package actor TokenManager: TokenProvider {
 
     package func token() async throws -> BearerToken {
         var lastReason: String?
-        for _ in 0..<4 {
+        self.noticeClockJumps()
+        var rounds = 0
+        while rounds < 4 {
+            rounds += 1
             let now = self.clock.now
             switch self.state {
             case .ready(let session):
@@ -229,6 +247,14 @@ package actor TokenManager: TokenProvider {
                 // While the token server fails, the token is used until it really expires.
                 if let session, let access = session.access, now < session.expiresAt { return access }
                 lastReason = reason
+                if self.justWoke(now), retryAt > now {
+                    // The network is coming back after a wake: wait for the next try (the
+                    // request's proxy.token_wait bounds the wait) rather than answer 503. Bounded:
+                    // the window is ``wakeGrace`` long and each wait reaches a later try.
+                    try await self.clock.sleep(until: retryAt)
+                    rounds -= 1
+                    continue
+                }
                 let probeAt = self.probe(session, retryAt: retryAt, reason: reason, now: now)
                 guard now >= probeAt else { throw Self.unavailable(reason, retryAt: probeAt, now: now) }
                 await self.refresh(reason: "retry")
@@ -276,6 +302,12 @@ package actor TokenManager: TokenProvider {
     }
 
     // MARK: State helpers
+
+    /// A grant's name for logs and `status`: the client grant is named by its source.
+    func name(of grant: Grant) -> String {
+        if case .clientCredentials = grant { return self.source.clientGrantName }
+        return grant.name
+    }
 
     var currentSession: Session? { self.state.session }
 

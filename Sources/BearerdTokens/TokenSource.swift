@@ -1,4 +1,5 @@
 import BearerdAuth
+import Foundation
 
 /// Knows one token API: builds its requests and reads its successful answers. Errors are
 /// classified the same way for every source (``TokenResponseClassifier``).
@@ -9,8 +10,28 @@ package protocol TokenSource: Sendable {
     /// Exchanges a refresh token for new tokens.
     func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
 
-    /// Gets a client token (only when ``hasClientGrant``).
+    /// Gets a client token (only when ``hasClientGrant``): client_credentials, or an RFC 8693
+    /// token exchange of the platform's token.
     func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
+
+    /// The client grant's name, for logs, metrics and `status`: `client_credentials` or
+    /// `token_exchange`.
+    var clientGrantName: String { get }
+
+    /// Reads a 2xx answer to the client grant.
+    func parseClientGrant(_ body: [UInt8]) throws -> IssuedTokens
+
+    /// A fingerprint of the platform's files the client grant sends (a subject token, a client
+    /// assertion): when it changes after a refusal, the platform renewed them and the grant is
+    /// tried again at once. `nil` when the grant reads no such file.
+    func clientGrantInputs() -> Int?
+
+    /// What a person reads when the token server refused the client grant with `code` (its
+    /// `error`, or `HTTP <status>`), naming the keys to check.
+    func clientGrantRefusal(code: String) -> String
+
+    /// Where the client's token comes from, for `status`; `nil` for client_credentials.
+    func clientGrantStatus(now: Date) -> ClientGrantStatus?
 
     /// Logs a user in with a name and password (`bearerd login`).
     func passwordRequest(
@@ -51,7 +72,44 @@ package protocol TokenSource: Sendable {
 extension TokenSource {
     package var revocationKey: String { "auth.revocation_url" }
 
+    package var clientGrantName: String { "client_credentials" }
+
+    package func parseClientGrant(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
+
+    package func clientGrantInputs() -> Int? { nil }
+
+    package func clientGrantRefusal(code: String) -> String {
+        "the token server rejected the client credentials (\(code)): check \(self.credentialKeys)"
+    }
+
+    package func clientGrantStatus(now: Date) -> ClientGrantStatus? { nil }
+
     package var credentialKeys: String { "auth.client_id, auth.client_secret_file and auth.client_auth" }
 
     package func parseLogin(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
+}
+
+/// Where a client token comes from, for `status`: the source, and the platform token it is
+/// exchanged from (its `exp` and `sub`, never its value).
+package struct ClientGrantStatus: Sendable, Codable, Equatable {
+    /// `token_exchange`.
+    package var source: String
+    package var subjectTokenFile: String?
+    package var subjectTokenExpiresAt: Date?
+    package var subjectTokenSubject: String?
+
+    package init(source: String, subjectTokenFile: String?, subjectTokenExpiresAt: Date?, subjectTokenSubject: String?)
+    {
+        self.source = source
+        self.subjectTokenFile = subjectTokenFile
+        self.subjectTokenExpiresAt = subjectTokenExpiresAt
+        self.subjectTokenSubject = subjectTokenSubject
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case source
+        case subjectTokenFile = "subject_token_file"
+        case subjectTokenExpiresAt = "subject_token_expires_at"
+        case subjectTokenSubject = "subject_token_sub"
+    }
 }

@@ -29,6 +29,8 @@ package struct TokenStatus: Sendable, Codable, Equatable {
     package var daemon: String?
     /// The fleet's shared session (`store.backend: postgres`).
     package var fleet: FleetStatus?
+    /// Where the client's token comes from, when it is exchanged from the platform's token.
+    package var clientGrant: ClientGrantStatus?
 
     /// The fleet's row as this host last saw it. A host name, never a token.
     package struct FleetStatus: Sendable, Codable, Equatable {
@@ -73,6 +75,7 @@ package struct TokenStatus: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case state, session, subject, scope, detail, now, daemon, fleet
+        case clientGrant = "client_grant"
         case expiresAt = "expires_at"
         case nextRefreshAt = "next_refresh_at"
         case lastRefreshAt = "last_refresh_at"
@@ -147,6 +150,7 @@ extension TokenManager {
                 behind: self.fleetBehind
             )
         }
+        status.clientGrant = self.source.clientGrantStatus(now: now)
         if let last = self.lastRefresh {
             status.lastRefreshAt = last.at
             status.lastRefreshGrant = last.grant

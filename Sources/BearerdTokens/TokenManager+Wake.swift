@@ -1,0 +1,59 @@
+import Foundation
+import Logging
+
+/// Suspend, wake and clock steps: timers on the monotonic clock do not run while a laptop sleeps
+/// or a VM is paused, and NTP may step the wall clock. The engine looks at the clocks at each
+/// timer, each request that finds no token, and every ``WakeMonitor/interval`` (``ClockWatch``);
+/// after a jump it judges the token against the wall clock again, refreshes at once if that is
+/// due, and re-plans every timer.
+extension TokenManager {
+    /// For this long after a wake, failing to reach the token server is the network coming back
+    /// (no route, DNS, refused): it counts toward neither the backoff nor
+    /// `auth.max_refreshes_per_minute`, bearerd tries again every ``wakeRetry``, and a request
+    /// that finds no token waits for the next try (within `proxy.token_wait`) instead of a 503.
+    static let wakeGrace: TimeInterval = 30
+    static let wakeRetry: TimeInterval = 1
+
+    /// Looks at the clocks, and deals with a suspend or a step since the last look.
+    package func noticeClockJumps() {
+        for jump in self.clockWatch.observe(self.clocks.read()) {
+            self.clockJumped(jump)
+        }
+    }
+
+    private func clockJumped(_ jump: ClockJump) {
+        let now = self.clock.now
+        switch jump {
+        case .suspended(let seconds):
+            self.logger.notice(
+                "the machine was suspended; judging the token by the clock again",
+                metadata: ["suspended_s": "\(Int(seconds))"]
+            )
+            self.wokeAt = now
+            // A new network, perhaps: the backoff of failures before the sleep does not carry on.
+            self.consecutiveFailures = 0
+        case .wallStepped(let seconds):
+            self.logger.notice(
+                "the wall clock was stepped; re-planning the refreshes",
+                metadata: ["step_s": "\(Int(seconds))"]
+            )
+            // What the engine planned as "so long from now" was written on the old clock. Token
+            // expiry is not moved: `exp` is a time on the wall clock.
+            self.attempts = self.attempts.map { $0.addingTimeInterval(seconds) }
+            self.lastAttemptEnded = self.lastAttemptEnded?.addingTimeInterval(seconds)
+            self.serverRetryAt = self.serverRetryAt?.addingTimeInterval(seconds)
+            self.forcedRefreshPausedUntil = self.forcedRefreshPausedUntil?.addingTimeInterval(seconds)
+            if case .waiting(let session, let retryAt, let reason) = self.state {
+                self.transition(to: .waiting(session, retryAt: retryAt.addingTimeInterval(seconds), reason: reason))
+            }
+        }
+        // The scheduler plans again from the state as the clock now shows it.
+        self.changes.signal()
+    }
+
+    /// Whether `now` is within ``wakeGrace`` of a wake.
+    func justWoke(_ now: Date) -> Bool {
+        guard let woke = self.wokeAt else { return false }
+        return now >= woke && now.timeIntervalSince(woke) < Self.wakeGrace
+    }
+}
