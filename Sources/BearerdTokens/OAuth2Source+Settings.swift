@@ -48,7 +48,8 @@ extension OAuth2Source {
             allowInsecureHTTP: Bool = false,
             assertionSigner: (any ClientAssertionSigner)? = nil,
             assertionAudience: ClientAssertionAudience = .endpoint,
-            dpop: Bool = false
+            dpop: Bool = false,
+            clock: any TokenClock = SystemTokenClock()
         ) {
             var tokenURL: String?
             var issuer: String?
@@ -75,7 +76,8 @@ extension OAuth2Source {
                 clientSecret: clientSecret,
                 allowInsecureHTTP: allowInsecureHTTP,
                 assertionSigner: assertionSigner,
-                dpop: dpop
+                dpop: dpop,
+                clock: clock
             )
         }
 

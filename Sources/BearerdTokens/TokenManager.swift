@@ -247,12 +247,16 @@ package actor TokenManager: TokenProvider {
                 // While the token server fails, the token is used until it really expires.
                 if let session, let access = session.access, now < session.expiresAt { return access }
                 lastReason = reason
-                if self.justWoke(now), retryAt > now {
+                if self.justWoke(now) {
                     // The network is coming back after a wake: wait for the next try (the
                     // request's proxy.token_wait bounds the wait) rather than answer 503. Bounded:
                     // the window is ``wakeGrace`` long and each wait reaches a later try.
-                    try await self.clock.sleep(until: retryAt)
-                    rounds -= 1
+                    if retryAt > now {
+                        try await self.clock.sleep(until: retryAt)
+                        rounds -= 1
+                    } else {
+                        await self.refresh(reason: "retry")
+                    }
                     continue
                 }
                 let probeAt = self.probe(session, retryAt: retryAt, reason: reason, now: now)

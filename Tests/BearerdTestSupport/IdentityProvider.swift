@@ -12,13 +12,16 @@ package struct IdentityProvider: Sendable {
 
     /// Starts it on a free port with `ttl`-second access tokens. `clientKeys`: the public keys
     /// jwt-client may sign with; `tls`: serve https and ask for client certificates chained to
-    /// `tls.ca`, where mtls-client's must carry `subject`.
+    /// `tls.ca`, where mtls-client's must carry `subject`; `platformKeys`: the public keys of the
+    /// platform whose tokens it exchanges (RFC 8693) and takes as fed-client's assertions.
     package static func start(
         ttl: Int,
         clientKeys: String? = nil,
         tls: (certificate: String, key: String, ca: String, subject: String)? = nil,
         jwt: Bool = false,
-        dpopNonceSeconds: Double? = nil
+        dpopNonceSeconds: Double? = nil,
+        platformKeys: String? = nil,
+        arguments extra: [String] = []
     ) async throws -> IdentityProvider {
         let port = try RefusingPort().port
         let directory = try TemporaryDirectory()
@@ -27,6 +30,8 @@ package struct IdentityProvider: Sendable {
         if let tls { arguments += ["--tls", tls.certificate, tls.key, tls.ca, "--mtls-subject", tls.subject] }
         if jwt { arguments.append("--jwt") }
         if let dpopNonceSeconds { arguments += ["--dpop", "--nonce-seconds", String(dpopNonceSeconds)] }
+        if let platformKeys { arguments += ["--platform-keys", platformKeys] }
+        arguments += extra
         try await ProjectScript.run("scripts/idp-server", arguments)
         return IdentityProvider(port: port, directory: directory, https: tls != nil)
     }

@@ -75,6 +75,12 @@ package final class ManualTokenClock: TokenClock {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
+    /// Sets the time, back as well as forward (a wall-clock step); wakes the sleepers now due.
+    package func set(_ date: Date) {
+        self.state.withLock { $0.now = date }
+        self.advance(to: date)
+    }
+
     /// Waits (without sleeping on real time) until `count` tasks sleep on this clock.
     package func waitForSleepers(_ count: Int = 1) async throws {
         for _ in 0..<100_000 {

@@ -9,6 +9,7 @@ import Logging
 /// A token manager on a manual clock in front of a fake token endpoint.
 struct TokenHarness {
     let clock = ManualTokenClock()
+    let clocks = ManualClockSource()
     let endpoint: FakeTokenEndpoint
     let store: MemoryTokenStore
     let logs = InMemoryLogHandler()
@@ -43,6 +44,7 @@ struct TokenHarness {
             seed: seed.map(Secret.init),
             policy: policy,
             clock: self.clock,
+            clocks: self.clocks,
             logger: Logger(label: "tokens-test") { _ in captured },
             verifier: verifier,
             random: { random }
