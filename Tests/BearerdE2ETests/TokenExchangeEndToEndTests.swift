@@ -204,4 +204,54 @@ struct TokenExchangeEndToEndTests {
             )
         }
     }
+
+    @Test(arguments: ["client_secret_basic", "private_key_jwt", "none", "dpop"])
+    func anExchangeAuthenticatesAsTheClientDoesAndBindsWithDPoP(_ kind: String) async throws {
+        let directory = try TemporaryDirectory()
+        let platform = try TestKeys.make("ec", named: "platform", in: directory)
+        let client = try TestKeys.make("ec", named: "client", in: directory)
+        let idp = try await IdentityProvider.start(
+            ttl: 60,
+            clientKeys: client.publicKey,
+            dpopNonceSeconds: kind == "dpop" ? 5 : nil,
+            platformKeys: platform.publicKey
+        )
+        let subject = directory.path + "/subject-token"
+        try Self.renew(
+            subject,
+            with: try IdentityProvider.mintPlatformToken(key: platform.privateKey, subject: "apps:\(kind)")
+        )
+        let secret = try directory.write("secret-pass\n", to: "secret")
+        let clientKeys: String
+        let method: String
+        switch kind {
+        case "private_key_jwt":
+            clientKeys =
+                "  client_id: jwt-client\n  client_auth: private_key_jwt\n  client_key_file: \(client.privateKey)"
+            method = "private_key_jwt"
+        case "none":
+            clientKeys = "  client_id: exchange-public"
+            method = "none"
+        case "dpop":
+            clientKeys = "  client_id: secret-client\n  client_secret_file: \(secret)\n  dpop: true"
+            method = "client_secret_basic"
+        default:
+            clientKeys = "  client_id: secret-client\n  client_secret_file: \(secret)"
+            method = "client_secret_basic"
+        }
+        try await EnterpriseClientAuthTests.against(idp) { group in
+            let bearerd = try await EnterpriseClientAuthTests.serve(
+                clientKeys + "\n  token_exchange:\n    subject_token_file: \(subject)",
+                idp: idp,
+                directory: directory
+            )
+            let answer = try await EnterpriseClientAuthTests.get(
+                bearerd,
+                kind == "dpop" ? "/api/dpop" : "/api/hello",
+                group: group
+            )
+            #expect(answer.status == 200, "\(answer.bodyText)")
+            #expect(idp.marks.last == "token-exchange ok \(method) - sub=apps:\(kind)", "\(idp.marks)")
+        }
+    }
 }

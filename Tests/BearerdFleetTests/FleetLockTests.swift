@@ -17,11 +17,13 @@ struct FleetLockTests {
     static func withFleet(
         hosts: Int,
         lockTimeout: Duration = .seconds(10),
+        directory: TemporaryDirectory? = nil,
+        source: any TokenSource = FleetHost.source,
         respond: @escaping FakeTokenEndpoint.Respond,
         _ body: (PostgresServer, [FleetHost], FakeTokenEndpoint, TemporaryDirectory) async throws -> Void
     ) async throws {
         let database = try await PostgresServer.start()
-        let directory = try TemporaryDirectory()
+        let directory = try directory ?? TemporaryDirectory()
         let key = try makeKey(in: directory)
         let endpoint = FakeTokenEndpoint(respond)
         var fleet: [FleetHost] = []
@@ -34,7 +36,8 @@ struct FleetLockTests {
                         directory: directory,
                         endpoint: endpoint,
                         keyFile: key,
-                        lockTimeout: lockTimeout
+                        lockTimeout: lockTimeout,
+                        source: source
                     )
                 )
             }
