@@ -33,6 +33,9 @@ enum StartupChecks {
                 "store: no store.key_file or store.passphrase_file, so tokens are kept in memory only and `bearerd login` must follow every restart"
             )
         }
+        let platform = Self.platformTokenFindings(configuration.auth)
+        findings.errors += platform.errors
+        findings.notes += platform.notes
         if let problem = Self.clientCertificateProblem(configuration.auth.tlsClientCertificate) {
             findings.errors.append(problem)
         }
