@@ -33,6 +33,44 @@ package final class CheckedDirectory: Sendable {
         return try directory.read(name, limit: limit)
     }
 
+    /// Reads `path` as ``read(file:limit:)`` does, and follows a symbolic link where the kernel's
+    /// `protected_symlinks` rule lets anyone follow one: in a sticky directory owned by root or
+    /// this user, a link owned by the directory's owner, whom no one else can replace it for.
+    /// Kubernetes mounts a projected token so: `token -> ..data/token` in a root-owned directory
+    /// of mode 1777. At most 8 links are followed, each target checked the same way.
+    package static func readFollowingOwnersLinks(
+        file path: String,
+        limit: Int
+    ) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
+        var current = path
+        for _ in 0..<8 {
+            let (directory, name) = try CheckedDirectory.parent(of: current)
+            do throws(FileCheckError) {
+                return try directory.read(name, limit: limit)
+            } catch {
+                guard case .symlink = error, let target = directory.ownersLink(name) else { throw error }
+                current = target.hasPrefix("/") ? target : directory.pathOf(target)
+            }
+        }
+        throw .symlink(path)
+    }
+
+    /// The target of the link `name` when the kernel would let anyone follow it here: this
+    /// directory is sticky and owned by root or this user, and the link by the same owner.
+    private func ownersLink(_ name: String) -> String? {
+        var directory = stat()
+        var link = stat()
+        guard fstat(self.descriptor, &directory) == 0, directory.st_mode & S_ISVTX != 0,
+            self.owner == 0 || self.owner == geteuid(),
+            fstatat(self.descriptor, name, &link, AT_SYMLINK_NOFOLLOW) == 0,
+            link.st_mode & S_IFMT == S_IFLNK, link.st_uid == self.owner
+        else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlinkat(self.descriptor, name, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// Opens `path` (symlinks in the path itself are followed: systemd's `StateDirectory=` is one).
     package init(_ path: String) throws(FileCheckError) {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)

@@ -70,6 +70,9 @@ enum TokenResponseTarget {
                 promise(!reason.contains(secret), "an error message repeats a string from the body")
             }
             return "unavailable"
+        case .unreachable:
+            promise(false, "an answer is never classified as no answer")
+            return "unreachable"
         case .unavailable(let reason, let retryAfter):
             promise(!(200..<300).contains(status), "a 2xx is never merely unavailable")
             if let retryAfter { promise(retryAfter >= .zero, "a retry delay is not negative") }

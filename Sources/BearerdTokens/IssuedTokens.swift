@@ -40,6 +40,10 @@ package enum TokenOutcome: Sendable {
     /// configuration (discovery found no metadata): refreshes keep everything and retry later,
     /// like ``unavailable(reason:retryAfter:)``; a login fails, naming what is missing.
     case unreadable(reason: String)
+    /// No answer at all: the token server could not be reached (refused, no route, DNS, a
+    /// timeout). Taken as ``unavailable(reason:retryAfter:)``, except just after a wake, when it
+    /// is the network coming back and counts for nothing.
+    case unreachable(reason: String)
 }
 
 /// Sorts a token endpoint's answer into a ``TokenOutcome`` (RFC 6749 §5.1, §5.2), whatever the

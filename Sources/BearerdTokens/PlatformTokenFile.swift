@@ -25,7 +25,7 @@ package struct PlatformTokenFile: Sendable {
     package func read(now: Date) throws(TokenEngineError) -> PlatformToken {
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
-            contents = try CheckedDirectory.read(file: self.path, limit: Self.limit)
+            contents = try CheckedDirectory.readFollowingOwnersLinks(file: self.path, limit: Self.limit)
         } catch {
             throw .source("cannot read \(self.key): \(error)")
         }
@@ -50,7 +50,9 @@ package struct PlatformTokenFile: Sendable {
     /// read. Never a token: a hash, compared within this process only.
     package func fingerprint() -> Int? {
         // `try?` flattens "cannot read" and "no such file" into one nil.
-        guard let contents = try? CheckedDirectory.read(file: self.path, limit: Self.limit) else { return nil }
+        guard let contents = try? CheckedDirectory.readFollowingOwnersLinks(file: self.path, limit: Self.limit) else {
+            return nil
+        }
         var hasher = Hasher()
         hasher.combine(contents.bytes)
         return hasher.finalize()

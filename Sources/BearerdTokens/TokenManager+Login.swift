@@ -113,7 +113,7 @@ extension TokenManager {
                 )
             case .rejected(let status, let error):
                 throw TokenEngineError.login("the token server refused the device login (\(error ?? "HTTP \(status)"))")
-            case .unavailable(let why, _), .unreadable(let why):
+            case .unavailable(let why, _), .unreadable(let why), .unreachable(let why):
                 // RFC 8628 §3.5: back off on errors that are not answers.
                 interval = min(interval * 2, 60)
                 self.logger.warning("device login poll failed; polling more slowly", metadata: ["reason": "\(why)"])

@@ -119,9 +119,9 @@ extension TokenManager {
             return .unreadable(reason: "\(error)")
         } catch let error as TokenEngineError where error.code == .unreachable {
             // The issuer could not be reached: it may answer later.
-            return .unavailable(reason: "\(error)", retryAfter: nil)
+            return .unreachable(reason: "\(error)")
         } catch {
-            return .unavailable(reason: "cannot reach the token endpoint: \(error)", retryAfter: nil)
+            return .unreachable(reason: "cannot reach the token endpoint: \(error)")
         }
     }
 
@@ -161,43 +161,60 @@ extension TokenManager {
                 previous: previous,
                 reason: reason
             )
+        case .unreachable(let why):
+            return self.failed(why: why, retryAfter: nil, answered: false, grant: grant, previous: previous)
         case .unavailable(let why, let retryAfter):
-            self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
-            Self.count("transient")
-            self.lastOutcome = why
-            if grant.isLogin {
-                self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
-                self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
-                return .failed("the token server is unavailable: \(why); try again later")
-            }
-            if case .clientCredentials = grant { self.platformInputsFailed = self.platformInputsSent }
-            let delay: Duration
-            if self.justWoke(now), retryAfter == nil {
-                // The network coming back after a wake: not an outage of the token server.
-                if let last = self.attempts.indices.last { self.attempts.remove(at: last) }
-                delay = .seconds(Self.wakeRetry)
-            } else {
-                self.consecutiveFailures += 1
-                delay = retryAfter ?? self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
-            }
-            // The server's own word on when to come back stands, even for waiting callers.
-            self.serverRetryAt = retryAfter.map { now.addingTimeInterval($0.seconds) }
-            self.logger.warning(
-                "token refresh failed; keeping the tokens and retrying",
-                metadata: [
-                    "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
-                    "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
-                ]
-            )
-            self.transition(
-                to: .waiting(
-                    previous,
-                    retryAt: now.addingTimeInterval(delay.seconds),
-                    reason: "the token server is unavailable: \(why)"
-                )
-            )
-            return .failed("the token server is unavailable: \(why)")
+            return self.failed(why: why, retryAfter: retryAfter, answered: true, grant: grant, previous: previous)
         }
+    }
+
+    /// A try that got no token and rejected nothing: the tokens are kept and the try is made
+    /// again after the backoff (or the server's `Retry-After`). `answered`: the server answered
+    /// (a 5xx, 408, 429, a body bearerd cannot read), rather than not at all.
+    private func failed(
+        why: String,
+        retryAfter: Duration?,
+        answered: Bool,
+        grant: Grant,
+        previous: Session?
+    ) -> ExchangeResult {
+        let now = self.clock.now
+        self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
+        Self.count("transient")
+        self.lastOutcome = why
+        if grant.isLogin {
+            self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
+            return .failed("the token server is unavailable: \(why); try again later")
+        }
+        if case .clientCredentials = grant { self.platformInputsFailed = self.platformInputsSent }
+        let delay: Duration
+        if self.justWoke(now), !answered {
+            // No answer just after a wake: the network coming back, not an outage of the token
+            // server (which was not reached, so not loaded either).
+            if let last = self.attempts.indices.last { self.attempts.remove(at: last) }
+            delay = .seconds(Self.wakeRetry)
+        } else {
+            self.consecutiveFailures += 1
+            delay = retryAfter ?? self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+        }
+        // The server's own word on when to come back stands, even for waiting callers.
+        self.serverRetryAt = retryAfter.map { now.addingTimeInterval($0.seconds) }
+        self.logger.warning(
+            "token refresh failed; keeping the tokens and retrying",
+            metadata: [
+                "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
+                "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
+            ]
+        )
+        self.transition(
+            to: .waiting(
+                previous,
+                retryAt: now.addingTimeInterval(delay.seconds),
+                reason: "the token server is unavailable: \(why)"
+            )
+        )
+        return .failed("the token server is unavailable: \(why)")
     }
 
     /// Takes what the server issued as the session in use, on disk before it is used.

@@ -164,4 +164,31 @@ struct TokenExchangeTests {
         #expect(harness.logText.contains("the platform renewed its token"))
         #expect(!harness.logText.contains("eyJ"), "no platform token in the log")
     }
+
+    /// Kubernetes mounts a projected token as a link in a directory of mode 1777:
+    /// `token -> ..data/token`, `..data -> ..2026_11_26_10_00_00.123`. The links are the
+    /// directory owner's, whom no one else can replace them for, so they are followed; a link
+    /// someone else made there is not.
+    @Test func aProjectedTokensLinksAreFollowedAndAStrangersAreNot() throws {
+        let directory = try TemporaryDirectory()
+        let mount = directory.path + "/tokens"
+        try FileManager.default.createDirectory(
+            atPath: mount + "/..2026_11_26_10_00_00.123",
+            withIntermediateDirectories: true
+        )
+        chmod(mount, 0o1777)
+        try directory.write(Self.platformToken("web-1"), to: "tokens/..2026_11_26_10_00_00.123/token", mode: 0o640)
+        symlink("..2026_11_26_10_00_00.123", mount + "/..data")
+        symlink("..data/token", mount + "/token")
+        let file = PlatformTokenFile(path: mount + "/token", key: "auth.token_exchange.subject_token_file")
+        #expect(try file.read(now: Date(timeIntervalSince1970: 1_800_000_000)).subject == "web-1")
+        #expect(file.fingerprint() != nil)
+
+        guard getuid() == 0 else { return }
+        symlink("..data/token", mount + "/planted")
+        lchown(mount + "/planted", 4242, 4242)
+        let planted = PlatformTokenFile(path: mount + "/planted", key: "auth.token_exchange.subject_token_file")
+        #expect(throws: TokenEngineError.self) { _ = try planted.read(now: Date(timeIntervalSince1970: 1_800_000_000)) }
+        #expect(planted.fingerprint() == nil)
+    }
 }

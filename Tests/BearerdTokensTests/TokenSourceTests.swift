@@ -169,6 +169,7 @@ struct TokenSourceTests {
         case .rejected(_, let error): #expect(expected == "rejected" + (error.map { " " + $0 } ?? ""))
         case .unavailable: #expect(expected == "unavailable")
         case .unreadable: #expect(expected == "unreadable")
+        case .unreachable: Issue.record("no answer for \(status)")
         }
     }
 
