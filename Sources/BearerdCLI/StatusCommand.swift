@@ -93,7 +93,8 @@ enum StatusText {
     /// `2026-11-22T09:00:00Z (in 4m 10s)` or `(… ago)`.
     static func time(_ date: Date, now: Date) -> String {
         let formatter = ISO8601DateFormatter()
-        let seconds = Int(date.timeIntervalSince(now).rounded())
+        let raw = date.timeIntervalSince(now)
+        let seconds = raw.isFinite ? Int(min(max(raw, -1e12), 1e12).rounded()) : 0
         let span = Self.span(abs(seconds))
         if seconds == 0 { return formatter.string(from: date) + (date <= now ? " (just now)" : " (now)") }
         return formatter.string(from: date) + (seconds > 0 ? " (in \(span))" : " (\(span) ago)")

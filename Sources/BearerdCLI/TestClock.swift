@@ -44,7 +44,9 @@ final class OffsetFile: Sendable {
             return (cached.wall, cached.boot)
         }
         let text = (try? String(contentsOfFile: self.path, encoding: .utf8)) ?? ""
-        let numbers = text.split(whereSeparator: \.isWhitespace).prefix(2).map { Double($0) ?? 0 }
+        let numbers = text.split(whereSeparator: \.isWhitespace).prefix(2).map { word in
+            Double(word).map { $0.isFinite ? min(max($0, -1e9), 1e9) : 0 } ?? 0
+        }
         let wall = numbers.first ?? 0
         let boot = numbers.count > 1 ? numbers[1] : 0
         self.cache.withLock { $0 = (now, wall, boot) }

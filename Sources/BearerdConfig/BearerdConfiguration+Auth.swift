@@ -83,6 +83,13 @@ extension BearerdConfiguration {
                 )
                 source = .staticFile("")
             }
+            if case .oauth2 = source {
+            } else {
+                for key in ["auth.token_exchange.subject_token_file", "auth.client_assertion_file"]
+                where builder.string(key) != nil {
+                    builder.issue(key, "applies to an OAuth 2.0 token server (auth.token_url or auth.issuer) only")
+                }
+            }
             var refreshTokenFile: String?
             if let path = builder.string(Keys.refreshTokenFile) {
                 refreshTokenFile = builder.resolve(path)

@@ -22,6 +22,10 @@ package enum SecretFileCheck {
         guard access(path, R_OK) == 0 else { return "cannot read \(path): check its owner and mode" }
         if info.st_mode & (groupMayRead ? 0o037 : 0o077) != 0 {
             let mode = String(info.st_mode & 0o777, radix: 8)
+            if groupMayRead {
+                return "\(path) has mode 0\(mode), so other users may read the token: make it 0600 or 0640 "
+                    + "(on Kubernetes, give the projected volume defaultMode: 0440 and the pod an fsGroup)"
+            }
             return "\(path) has mode 0\(mode), so other users may read the secret: run chmod 600 \(path)"
         }
         return nil

@@ -27,12 +27,20 @@ package struct SystemClockSource: ClockSource {
 
     package init() {}
 
+    /// The three clocks read back to back, again if this thread stalled between the reads (a
+    /// cgroup's CPU limit, a SIGSTOP), which would look like a suspend.
     package func read() -> ClockReading {
-        ClockReading(
-            monotonic: Self.seconds(SuspendingClock.now - self.origin.suspending),
-            boot: Self.seconds(ContinuousClock.now - self.origin.continuous),
-            wall: Date().timeIntervalSince1970
-        )
+        var reading = ClockReading(monotonic: 0, boot: 0, wall: 0)
+        for _ in 0..<3 {
+            let before = SuspendingClock.now
+            reading = ClockReading(
+                monotonic: Self.seconds(before - self.origin.suspending),
+                boot: Self.seconds(ContinuousClock.now - self.origin.continuous),
+                wall: Date().timeIntervalSince1970
+            )
+            if SuspendingClock.now - before < .milliseconds(50) { break }
+        }
+        return reading
     }
 
     static func seconds(_ duration: Duration) -> Double {
@@ -61,6 +69,7 @@ package struct ClockWatch: Sendable {
 
     /// Takes a reading; returns what happened since the previous one, if anything did.
     package mutating func observe(_ reading: ClockReading) -> [ClockJump] {
+        guard reading.monotonic.isFinite, reading.boot.isFinite, reading.wall.isFinite else { return [] }
         defer { self.last = reading }
         guard let last = self.last else { return [] }
         let monotonic = reading.monotonic - last.monotonic

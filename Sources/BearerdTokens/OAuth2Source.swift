@@ -66,7 +66,8 @@ package final class OAuth2Source: TokenSource {
         try OAuth2TokenResponse.parse(
             body,
             dpop: self.settings.dpop,
-            exchange: self.settings.client.tokenExchange != nil
+            exchange: self.settings.client.tokenExchange != nil,
+            requestedTokenType: self.settings.client.tokenExchange?.requestedTokenType
         )
     }
 

@@ -7,7 +7,12 @@ enum OAuth2TokenResponse {
     /// `exchange`: the answer to an RFC 8693 token exchange (§2.2.1), whose `issued_token_type`
     /// must be a token an API takes, and whose refresh token is not kept: the subject token is
     /// exchanged again instead.
-    static func parse(_ body: [UInt8], dpop: Bool = false, exchange: Bool = false) throws -> IssuedTokens {
+    static func parse(
+        _ body: [UInt8],
+        dpop: Bool = false,
+        exchange: Bool = false,
+        requestedTokenType: String? = nil
+    ) throws -> IssuedTokens {
         guard let object = JSONValue.parse(body), case .object = object else {
             throw TokenEngineError.body("not a JSON object")
         }
@@ -19,7 +24,7 @@ enum OAuth2TokenResponse {
         }
         // RFC 6749 §7.1: the type is case-insensitive ("bearer", "Bearer").
         let type = object["token_type"].flatMap { $0 == .null ? nil : ($0.stringValue?.lowercased() ?? "?") }
-        if exchange { try Self.checkExchanged(object, tokenType: type) }
+        if exchange { try Self.checkExchanged(object, tokenType: type, requested: requestedTokenType) }
         if dpop {
             // RFC 9449 §5: a server that ignored the proof issues a bearer token.
             guard type == "dpop" else {
@@ -52,13 +57,18 @@ enum OAuth2TokenResponse {
     /// RFC 8693 §2.2.1: `issued_token_type` says what was issued; a token that is not an access
     /// token (an ID token, a SAML assertion, a refresh token, or `token_type` N_A) cannot be
     /// sent to the API. A server that leaves the type out is taken at its `token_type`.
-    private static func checkExchanged(_ object: JSONValue, tokenType: String?) throws {
-        let usable = ["urn:ietf:params:oauth:token-type:access_token", "urn:ietf:params:oauth:token-type:jwt"]
+    private static func checkExchanged(_ object: JSONValue, tokenType: String?, requested: String?) throws {
+        // An access token, a JWT, or what `requested_token_type` asked for (a custom type an API takes).
+        let usable =
+            ["urn:ietf:params:oauth:token-type:access_token", "urn:ietf:params:oauth:token-type:jwt"]
+            + (requested.map { [$0] } ?? [])
         if let issued = object["issued_token_type"], issued != .null {
             guard let issued = issued.stringValue, usable.contains(issued) else {
                 let text = object["issued_token_type"]?.stringValue ?? "?"
+                // Echoed only when it is shaped as a type URN, never what a broken server put there.
                 let printable =
-                    text.utf8.count <= 80 && text.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
+                    text.hasPrefix("urn:") && text.utf8.count <= 80
+                    && text.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
                 let shown = printable ? text : "an unreadable type"
                 throw TokenEngineError.body(
                     "an issued_token_type of \(shown), not an access token: set auth.token_exchange.requested_token_type: access_token"

@@ -32,6 +32,12 @@ package struct PlatformTokenFile: Sendable {
         guard let contents else {
             throw .source("\(self.key): \(self.path) does not exist; is the platform's token mounted there?")
         }
+        guard contents.mode & 0o007 == 0 else {
+            throw .source(
+                "\(self.key): \(self.path) has mode 0\(String(contents.mode & 0o777, radix: 8)), so other users may read the token: "
+                    + "make it 0600 or 0640 (on Kubernetes, the projected volume's defaultMode: 0440 with fsGroup)"
+            )
+        }
         let text = String(decoding: contents.bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty, !text.contains(where: { $0.isNewline || $0 == " " }) else {
             throw .source("\(self.key): \(self.path) must hold one token alone, on one line")
@@ -66,7 +72,9 @@ package struct PlatformToken: Sendable {
     /// Its `exp`, when it is a JWT that has one; never checked for a signature (bearerd is not
     /// its audience).
     package var expiresAt: Date? {
-        JWTClaims.expiry(of: self.value.value).map { Date(timeIntervalSince1970: $0) }
+        // An exp past the year 9999 is not a time: taken as none.
+        guard let exp = JWTClaims.expiry(of: self.value.value), exp < 253_402_300_800 else { return nil }
+        return Date(timeIntervalSince1970: exp)
     }
 
     /// Its `sub`, for `status`.

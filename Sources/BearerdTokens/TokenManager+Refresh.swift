@@ -155,6 +155,8 @@ extension TokenManager {
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
             return .failed("login failed: \(why)")
         case .unreadable(let why):
+            let inputs = self.platformInputsSent
+            defer { if case .clientCredentials = grant { self.platformInputsFailed = inputs } }
             return self.apply(
                 .unavailable(reason: why, retryAfter: nil),
                 grant: grant,
@@ -187,7 +189,9 @@ extension TokenManager {
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
             return .failed("the token server is unavailable: \(why); try again later")
         }
-        if case .clientCredentials = grant { self.platformInputsFailed = self.platformInputsSent }
+        // Asking again because the platform renewed its file is for refusals and unreadable
+        // files; an outage, or a server that said when to come back, is waited out.
+        self.platformInputsFailed = nil
         let delay: Duration
         if self.justWoke(now), !answered {
             // No answer just after a wake: the network coming back, not an outage of the token
@@ -313,7 +317,8 @@ extension TokenManager {
             // expires, whatever the server now thinks of the subject token: it serves meanwhile,
             // and a renewed file is tried at once.
             self.platformInputsFailed = self.platformInputsSent
-            let keep = self.platformInputsSent != nil ? previous : nil
+            let subjectRefused = code == "invalid_grant" || code == "invalid_request"
+            let keep = self.source.clientGrantName == "token_exchange" && subjectRefused ? previous : nil
             self.transition(to: .waiting(keep, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
             return .failed(why)
         }
@@ -430,6 +435,7 @@ extension TokenManager {
         case .loggedOut, .refreshing(nil, _), .waiting(nil, _, _):
             self.snapshot.withLock { $0 = nil }
         }
+        if case .ready = state { self.platformInputsFailed = nil }
         switch state {
         case .refreshing: self.nextAttempt.withLock { $0 = self.clock.now }
         case .waiting(_, let retryAt, _): self.nextAttempt.withLock { $0 = retryAt }

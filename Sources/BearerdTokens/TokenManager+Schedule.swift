@@ -102,6 +102,8 @@ extension TokenManager {
     /// fresh token (``freshTokenAnswered(_:refused:)``), 401s force none for
     /// ``RefreshPolicy/forcedRefreshPause`` (said once in the log). The proactive refresh goes on.
     func mayForceRefresh() -> Bool {
+        // A 401 does not hurry a try the server (or a refusal) asked bearerd to hold back.
+        if case .waiting = self.state, let held = self.serverRetryAt, held > self.clock.now { return false }
         guard let until = self.forcedRefreshPausedUntil else { return true }
         guard self.clock.now >= until else { return false }
         self.forcedRefreshPausedUntil = nil

@@ -27,15 +27,21 @@ extension TokenManager {
         case .suspended(let seconds):
             self.logger.notice(
                 "the machine was suspended; judging the token by the clock again",
-                metadata: ["suspended_s": "\(Int(seconds))"]
+                metadata: ["suspended_s": "\(String(format: "%.0f", seconds))"]
             )
             self.wokeAt = now
-            // A new network, perhaps: the backoff of failures before the sleep does not carry on.
+            // A new network, perhaps: the backoff of failures before the sleep does not carry on,
+            // unless the server itself said when to come back.
             self.consecutiveFailures = 0
+            if case .waiting(let session, let retryAt, let reason) = self.state, retryAt > now,
+                self.serverRetryAt.map({ $0 <= now }) ?? true
+            {
+                self.transition(to: .waiting(session, retryAt: now, reason: reason))
+            }
         case .wallStepped(let seconds):
             self.logger.notice(
                 "the wall clock was stepped; re-planning the refreshes",
-                metadata: ["step_s": "\(Int(seconds))"]
+                metadata: ["step_s": "\(String(format: "%.0f", seconds))"]
             )
             // What the engine planned as "so long from now" was written on the old clock. Token
             // expiry is not moved: `exp` is a time on the wall clock.
@@ -43,6 +49,7 @@ extension TokenManager {
             self.lastAttemptEnded = self.lastAttemptEnded?.addingTimeInterval(seconds)
             self.serverRetryAt = self.serverRetryAt?.addingTimeInterval(seconds)
             self.forcedRefreshPausedUntil = self.forcedRefreshPausedUntil?.addingTimeInterval(seconds)
+            self.wokeAt = self.wokeAt?.addingTimeInterval(seconds)
             if case .waiting(let session, let retryAt, let reason) = self.state {
                 self.transition(to: .waiting(session, retryAt: retryAt.addingTimeInterval(seconds), reason: reason))
             }

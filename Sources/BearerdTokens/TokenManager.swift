@@ -247,7 +247,9 @@ package actor TokenManager: TokenProvider {
                 // While the token server fails, the token is used until it really expires.
                 if let session, let access = session.access, now < session.expiresAt { return access }
                 lastReason = reason
-                if self.justWoke(now) {
+                if self.justWoke(now), self.serverRetryAt.map({ $0 <= now }) ?? true,
+                    retryAt.timeIntervalSince(now) <= Self.wakeRetry
+                {
                     // The network is coming back after a wake: wait for the next try (the
                     // request's proxy.token_wait bounds the wait) rather than answer 503. Bounded:
                     // the window is ``wakeGrace`` long and each wait reaches a later try.

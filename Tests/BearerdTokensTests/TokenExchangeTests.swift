@@ -191,4 +191,24 @@ struct TokenExchangeTests {
         #expect(throws: TokenEngineError.self) { _ = try planted.read(now: Date(timeIntervalSince1970: 1_800_000_000)) }
         #expect(planted.fingerprint() == nil)
     }
+
+    @Test func aRefusalOfTheClientIsNotKeptOutAndAnExpOfNoTimeIsNone() async throws {
+        let directory = try TemporaryDirectory()
+        try directory.write(Self.platformToken("web-1"), to: "subject")
+        let refuse = Flag()
+        let source = Self.source(directory, clock: ManualTokenClock())
+        let harness = TokenHarness(source: source, seed: nil, random: 1) { _, index in
+            if refuse.isOn { return FakeTokenEndpoint.json(#"{"error":"invalid_client"}"#, status: 401) }
+            return FakeTokenEndpoint.tokens(access: "exchanged-\(index)", expiresIn: 600)
+        }
+        _ = try await harness.manager.token()
+        refuse.set(true)
+        harness.clock.advance(by: .seconds(560))
+        await harness.manager.timerFired()
+        #expect(harness.manager.currentToken() == nil, "a client the server cut off does not keep its token")
+        let status = await harness.manager.status()
+        #expect(status.detail?.contains("check auth.client_id") == true, "\(status)")
+
+        #expect(PlatformToken(value: Secret(jwt(#"{"sub":"a","exp":1e19}"#))).expiresAt == nil)
+    }
 }

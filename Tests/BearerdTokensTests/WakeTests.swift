@@ -77,6 +77,30 @@ struct WakeTests {
         #expect(harness.endpoint.requests.count == 3)
     }
 
+    /// A server that answers, with a Retry-After, is not the network coming back: a request
+    /// after the wake gets its 503 at once instead of waiting an hour.
+    @Test func afterAWakeTheServersRetryAfterStandsAndNoRequestWaitsForIt() async throws {
+        let failing = Flag()
+        let harness = TokenHarness(random: 1) { _, index in
+            if failing.isOn { return TokenHTTPResponse(status: 503, headers: [("retry-after", "3600")]) }
+            return FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)", expiresIn: 3600)
+        }
+        _ = try await harness.manager.token()
+        failing.set(true)
+        harness.clock.advance(by: .seconds(7200))
+        harness.clocks.suspend(7200)
+        await harness.manager.timerFired()
+        let status = await harness.manager.status()
+        #expect(status.failuresInARow == 1, "an answer counts, wake or not")
+        do {
+            _ = try await harness.manager.token()
+            Issue.record("a token while the server asks for an hour")
+        } catch let error as TokenUnavailableError {
+            #expect("\(error)".contains("retries in"), "\(error)")
+        }
+        #expect(harness.clock.sleeperCount == 0, "nobody sleeps until the Retry-After")
+    }
+
     @Test func failuresAfterTheWakeWindowCountAgain() async throws {
         let failing = Flag()
         let harness = try await Self.loggedIn(failing: failing)
