@@ -51,6 +51,10 @@ let package = Package(
         // jwt-kit's own crypto (already in the build): DPoP proofs are signed on the event loop,
         // synchronously, with its P-256 keys; jwt-kit signs only through an async key collection.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // Traces (issue 38): the Tracing API in the data path and the engine, swift-otel's OTLP/HTTP
+        // exporter in the daemon only. Not its gRPC exporter: grpc-swift would double the build.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // Token types and the seam the proxy asks for a token through.
@@ -99,6 +103,7 @@ let package = Package(
                 "BearerdAuth",
                 "BearerdConfig",
                 "BearerdFiles",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -169,6 +174,7 @@ let package = Package(
             name: "BearerdProxy",
             dependencies: [
                 "BearerdLogging",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 "BearerdFiles",
                 "BearerdSockets",
                 "BearerdAuth",
@@ -234,6 +240,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),

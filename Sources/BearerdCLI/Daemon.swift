@@ -44,8 +44,12 @@ struct Daemon {
         if let problem = Self.prepareDirectory(of: configuration.admin.socket) {
             throw CommandError(key: "admin.socket", problem)
         }
+        // Before the engine and the proxy, which take its tracer.
+        let tracing = try DaemonTracing.make(configuration.tracing, logger: logger)
+        var settings = prepared.settings
+        settings.tracing = tracing.map { ProxyTracing(tracer: $0.tracer) }
         // A store error is mapped to exit 78 by `serve`, as every other failure here.
-        let engine = try TokenEngine.make(prepared, logger: logger)
+        let engine = try TokenEngine.make(prepared, tracer: tracing?.tracer, logger: logger)
         let threads = configuration.threads == 0 ? System.coreCount : configuration.threads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let readiness = Readiness(parts: ["proxy", "admin"])
@@ -69,6 +73,8 @@ struct Daemon {
             reload: { await reload.requestReload(trigger: "bearerd reload") }
         )
         var services: [any Service] = []
+        // First, so it stops last: the spans of the drain are sent too.
+        if let tracing { services.append(tracing.service) }
         if let fleet = engine.fleet, let manager = engine.manager {
             // First, so it stops last: the token manager settles before the pool closes.
             services.append(FleetService(store: fleet, manager: manager, logger: logger))
@@ -93,7 +99,7 @@ struct Daemon {
         services.append(
             ProxyServer(
                 configuration: configuration,
-                settings: prepared.settings,
+                settings: settings,
                 tokens: engine.provider,
                 group: group,
                 logger: logger,

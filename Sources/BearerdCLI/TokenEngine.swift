@@ -6,6 +6,7 @@ import BearerdProxy
 import BearerdStore
 import BearerdTokens
 import Logging
+import Tracing
 
 /// Where the token comes from, assembled in one place for `serve` and for the verbs that run
 /// without a daemon: a static file, or the engine (its store, its HTTP client, its manager).
@@ -16,7 +17,7 @@ enum TokenEngine {
     /// Opens the store and makes the token client. Throws a ``CommandError`` (exit 78 for a
     /// config or store problem) that names what to fix; a store held by a running daemon throws
     /// ``StoreError`` with code `.inUse` for the caller to explain.
-    static func make(_ prepared: Prepared, logger: Logger) throws -> TokenEngine {
+    static func make(_ prepared: Prepared, tracer: (any Tracer)? = nil, logger: Logger) throws -> TokenEngine {
         switch prepared.tokens {
         case .staticToken(let provider):
             return .staticToken(provider, path: prepared.configuration.auth.staticTokenFile ?? "")
@@ -62,7 +63,8 @@ enum TokenEngine {
                 fleet: fleet,
                 host: configuration.postgres?.hostName,
                 verifier: verifier,
-                proofKey: dpop
+                proofKey: dpop,
+                tracer: tracer
             )
             return .engine(manager, client: client, fleet: fleet)
         }

@@ -11,8 +11,9 @@ package struct BearerdConfiguration: Sendable {
     package var socketMode: UInt32
     /// Group of unix sockets (`socket_group`), resolved to a gid; `nil` keeps the process's group.
     package var socketGroup: UInt32?
-    /// `socket_allow_uids` / `socket_allow_gids`: when either is set, a unix-socket caller whose
-    /// uid (or primary gid) is not listed is closed unanswered (checked with `SO_PEERCRED`).
+    /// `socket_allow_uids` / `socket_allow_gids`: when either is set, a caller whose uid (or
+    /// gid) is not listed is closed unanswered: `SO_PEERCRED` on a unix socket, the owner of the
+    /// client's socket on TCP.
     package var socketAllowUIDs: Set<UInt32>
     package var socketAllowGIDs: Set<UInt32>
     /// Event-loop threads (`threads`); 0 means one per core.
@@ -32,6 +33,8 @@ package struct BearerdConfiguration: Sendable {
     package var admin: Admin
     /// Logging.
     package var log: Log
+    /// `tracing.*`: OpenTelemetry traces; off unless `tracing.endpoint` is set.
+    package var tracing: Tracing = .off
     /// Each key's value as written, for a reload to compare (``ConfigLoader`` sets it).
     package var written = WrittenValues()
 

@@ -49,8 +49,9 @@ struct ConfigBuilder {
         let store = self.section("store") { BearerdConfiguration.Store(reading: &$0) }
         let admin = self.section("admin") { BearerdConfiguration.Admin(reading: &$0) }
         let log = self.section("log") { BearerdConfiguration.Log(reading: &$0) }
+        let tracing = self.section("tracing") { BearerdConfiguration.Tracing(reading: &$0) }
         guard let upstream, let socketMode else { return nil }
-        return BearerdConfiguration(
+        var configuration = BearerdConfiguration(
             listen: listen,
             allowRemote: allowRemote,
             socketMode: socketMode,
@@ -66,6 +67,8 @@ struct ConfigBuilder {
             admin: admin,
             log: log
         )
+        configuration.tracing = tracing
+        return configuration
     }
 
     // MARK: Sections

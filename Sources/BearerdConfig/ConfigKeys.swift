@@ -57,9 +57,14 @@ package enum ConfigKeys {
             "user names or uids",
             reload: .applies,
             doc: """
-                Users and groups (names or numbers) allowed to use the unix sockets in `listen`: each caller's
-                uid and primary gid come from the kernel (SO_PEERCRED), and a caller in neither list is closed
-                unanswered. Both empty (the default): the socket's mode and group decide alone.
+                Users and groups (names or numbers) allowed to use the listeners in `listen`, unix sockets and
+                TCP ports alike. On a unix socket the caller's uid and primary gid come from the kernel
+                (SO_PEERCRED); on TCP, the uid that owns the client's socket (the kernel's socket table, as
+                `ss -te` shows it; asked once per connection) and that account's groups. A caller in neither
+                list, or a TCP client whose socket is not on this host, is closed before a byte is read,
+                counted in bearerd_callers_refused_total and logged once per uid a minute. Both empty (the
+                default): anyone who can reach the listener may use it. The access log names each caller
+                (caller_uid; caller_pid and caller_exe on a unix socket).
                 """
         )
         static let socketAllowGIDs = ConfigKeyDescriptor.list(

@@ -26,7 +26,7 @@ package enum ConfigSchema {
         [
             ConfigKeys.General.section, ConfigKeys.Upstream.section, ConfigKeys.Proxy.section,
             ConfigKeys.Auth.section, ConfigKeys.Store.section,
-        ] + ConfigKeys.Admin.sections
+        ] + ConfigKeys.Admin.sections + [ConfigKeys.Tracing.section]
 
     /// Every key's descriptor, by its dotted name.
     package static let declared: [String: ConfigKeyDescriptor] = Dictionary(

@@ -56,6 +56,8 @@ final class Exchange {
     /// That retry carries a token fresh from the refresh the 401 asked for (not the same token
     /// with a DPoP nonce): its answer tells the provider whether fresh tokens help this path.
     var retriedWithFreshToken = false
+    /// Its span, when `tracing.endpoint` is set.
+    var trace: ExchangeTrace?
 
     /// Appends a piece of the request body to the retry buffer, or drops the buffer when the
     /// body no longer fits.

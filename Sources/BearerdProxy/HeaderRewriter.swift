@@ -41,6 +41,7 @@ enum HeaderRewriter {
         proof: String? = nil,
         peer: String?,
         settings: ProxySettings,
+        trace: [(String, String)]? = nil,
         into buffer: inout ByteBuffer
     ) -> (framing: RequestFraming, upgrade: UpgradeOffer.Decision) {
         let keepClientAuthorization = token == nil
@@ -73,6 +74,12 @@ enum HeaderRewriter {
                 if HeaderName.isHopByHop(raw, name) { continue }
                 if !keepClientAuthorization && HeaderName.equals(raw, name, "authorization") { continue }
                 if dropClientProof && HeaderName.equals(raw, name, "dpop") { continue }
+                // With tracing, this exchange's span is the upstream's parent: sent below.
+                if trace != nil
+                    && (HeaderName.equals(raw, name, "traceparent") || HeaderName.equals(raw, name, "tracestate"))
+                {
+                    continue
+                }
                 if let key = settings.clientKey, key.isHeader(raw, name) { continue }
                 if settings.proxy.forwardedHeaders && Self.isForwardedHeader(raw, name) { continue }
                 if !settings.proxy.passOverrideHeaders && Self.isOverrideHeader(raw, name) { continue }
@@ -133,6 +140,7 @@ enum HeaderRewriter {
         for header in settings.proxy.addHeaders {
             WireFormat.writeField(header.name, header.value, into: &buffer)
         }
+        for (name, value) in trace ?? [] { WireFormat.writeField(name, value, into: &buffer) }
         buffer.writeStaticString("\r\n")
         return (framing, upgrade)
     }

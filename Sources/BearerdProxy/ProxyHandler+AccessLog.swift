@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import Logging
+import Metrics
 import NIOCore
 import NIOHTTP1
 
@@ -17,6 +18,15 @@ extension ProxyHandler {
             bytesOut: exchange.responseBodyBytes,
             upstream: exchange.upstreamStartedAt.map { now - $0 }
         )
+        self.caller?.requests.increment()
+        if var trace = exchange.trace {
+            if trace.tokenWait == nil, let started = trace.tokenWaitStarted { trace.tokenWait = now - started }
+            trace.end(
+                status: exchange.responseStatus.map { Int($0.code) },
+                upstream: exchange.upstreamStartedAt.map { now - $0 },
+                retriedAfter401: exchange.authRetried
+            )
+        }
         guard self.settings.accessLog else { return }
         var metadata: Logger.Metadata = [
             "method": .string(exchange.request.method.rawValue),
@@ -29,6 +39,12 @@ extension ProxyHandler {
         if let upstreamStartedAt = exchange.upstreamStartedAt {
             metadata["upstream_ms"] = .string(Self.milliseconds(now - upstreamStartedAt))
         }
+        if let caller = self.caller {
+            metadata["caller_uid"] = .stringConvertible(caller.uid)
+            if let pid = caller.pid { metadata["caller_pid"] = .stringConvertible(pid) }
+            if let executable = caller.executable { metadata["caller_exe"] = .string(executable) }
+        }
+        if let traceID = exchange.trace?.traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }
         if exchange.retried { metadata["retried"] = "stale_connection" }
         if exchange.authRetried { metadata["retried"] = "upstream_401" }

@@ -2,6 +2,7 @@ import BearerdAuth
 import Logging
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// A 401 held back from the client while the token provider decides whether the request is
 /// sent again with a new token. Its events return what happens next, so the rule (retry only
@@ -100,13 +101,18 @@ extension ProxyHandler {
     {
         exchange.held = HeldResponse(head: head, sentWith: token)
         let tokens = self.tokens
-        context.eventLoop.makeFutureWithTask { await tokens.upstreamRejected(token) }
-            .assumeIsolated()
-            .whenComplete { result in
-                guard self.isCurrent(exchange), let held = exchange.held else { return }
-                let fresh: BearerToken? = (try? result.get()) ?? nil
-                self.proceed(held.decided(fresh), with: held, of: exchange)
-            }
+        // The refresh this 401 brings links to the request's span.
+        let waiter = exchange.trace?.span.context
+        context.eventLoop.makeFutureWithTask {
+            guard let waiter else { return await tokens.upstreamRejected(token) }
+            return await ServiceContext.withValue(waiter) { await tokens.upstreamRejected(token) }
+        }
+        .assumeIsolated()
+        .whenComplete { result in
+            guard self.isCurrent(exchange), let held = exchange.held else { return }
+            let fresh: BearerToken? = (try? result.get()) ?? nil
+            self.proceed(held.decided(fresh), with: held, of: exchange)
+        }
     }
 
     func holdBody(_ buffer: ByteBuffer, of exchange: Exchange) {

@@ -4,6 +4,7 @@ import BearerdLogging
 import Logging
 import NIOCore
 import NIOHTTP1
+import Tracing
 
 /// Serves one client connection: parses the bytes it sends (``RequestParser``), checks each
 /// request, gets a token, forwards the request to a pooled upstream connection and streams the
@@ -63,6 +64,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// What each exchange's ``ExchangeDeadlines`` are set from.
     let exchangeTimeouts: ExchangeDeadlines.Timeouts
     let metrics: ProxyMetrics
+    /// Who connected, when the kernel said (a unix socket's peer, a local TCP socket's owner).
+    let caller: ConnectionCaller?
 
     init(
         settings: ProxySettings,
@@ -72,8 +75,10 @@ final class ProxyHandler: ChannelDuplexHandler {
         tokens: any TokenProvider,
         metrics: ProxyMetrics,
         logger: Logger,
-        failures: ThrottledLogger
+        failures: ThrottledLogger,
+        caller: ConnectionCaller? = nil
     ) {
+        self.caller = caller
         self.settings = settings
         self.parser = RequestParser(limits: settings.requestLimits)
         self.exchangeTimeouts = ExchangeDeadlines.Timeouts(
@@ -283,6 +288,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         let retryPossible =
             !clientKeepsOwnAuthorization && self.settings.proxy.retryMethods.contains(head.method.rawValue)
         let exchange = Exchange(request: head, startedAt: self.now, timeouts: self.exchangeTimeouts)
+        if let tracing = self.settings.tracing {
+            exchange.trace = ExchangeTrace(head: exchange.request, tracing: tracing)
+        }
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
         if self.machine.begin(exchange) { exchange.closeClientAfter = true }
@@ -313,6 +321,9 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
         exchange.course.waitForToken()
+        exchange.trace?.tokenWaitStarted = self.now
+        // The refresh this request waits for links to its span.
+        let waiter = exchange.trace?.span.context
         let giveUp = context.eventLoop.assumeIsolated().scheduleTask(
             in: TimeAmount(self.settings.proxy.limits.tokenWait)
         ) {
@@ -321,16 +332,20 @@ final class ProxyHandler: ChannelDuplexHandler {
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
         }
-        context.eventLoop.makeFutureWithTask { try await tokens.token() }
-            .assumeIsolated()
-            .whenComplete { result in
-                giveUp.cancel()
-                guard self.isCurrent(exchange) else { return }
-                switch result {
-                case .success(let token): self.prepare(exchange, token: token)
-                case .failure(let error): self.fail(exchange, Self.tokenFailure(error))
-                }
+        context.eventLoop.makeFutureWithTask {
+            guard let waiter else { return try await tokens.token() }
+            return try await ServiceContext.withValue(waiter) { try await tokens.token() }
+        }
+        .assumeIsolated()
+        .whenComplete { result in
+            giveUp.cancel()
+            guard self.isCurrent(exchange) else { return }
+            if let started = exchange.trace?.tokenWaitStarted { exchange.trace?.tokenWait = self.now - started }
+            switch result {
+            case .success(let token): self.prepare(exchange, token: token)
+            case .failure(let error): self.fail(exchange, Self.tokenFailure(error))
             }
+        }
     }
 
     /// Writes the upstream head and connects; `fresh`: not on a pooled connection.
@@ -345,6 +360,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             proof: token.flatMap { self.dpopProof(for: exchange, target: target, token: $0) },
             peer: self.peer,
             settings: self.settings,
+            trace: exchange.trace?.upstreamFields,
             into: &head
         )
         exchange.requestFraming = framing

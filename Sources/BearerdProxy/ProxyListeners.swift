@@ -198,6 +198,8 @@ package final class ProxyListeners: Sendable {
         // The DPoP key and nonce are the session's: the running ones go on (auth.dpop is restart-only).
         var settings = settings
         settings.dpop = running.dpop
+        // So is the tracer: its exporter runs for the daemon's life (tracing.* are restart-only).
+        settings.tracing = running.tracing
         let activated = current.contains { $0.address == nil }
         var added: [Listener] = []
         if !activated {
@@ -288,7 +290,7 @@ package final class ProxyListeners: Sendable {
                 }
                 // Each new connection takes the settings and pools in force when it arrives.
                 let current = state.withLockedValue { $0.generation }
-                let configure: @Sendable () throws -> Void = {
+                let configure: @Sendable (Caller?) throws -> Void = { caller in
                     guard let pool = current.pools[ObjectIdentifier(channel.eventLoop)] else {
                         throw ProxyError.setup("no upstream pool for this event loop")
                     }
@@ -304,28 +306,30 @@ package final class ProxyListeners: Sendable {
                             tokens: tokens,
                             metrics: metrics,
                             logger: logger,
-                            failures: failures
+                            failures: failures,
+                            caller: caller.map { ConnectionCaller($0, metrics: metrics) }
                         )
                     )
                 }
                 let uids = current.settings.socketAllowUIDs
                 let gids = current.settings.socketAllowGIDs
-                guard !tcp, !uids.isEmpty || !gids.isEmpty else {
-                    return channel.eventLoop.makeCompletedFuture { try configure() }
-                }
-                // A unix-socket caller whose uid or gid is not listed is closed unanswered.
-                return PeerCredentials.isListed(channel, uids: uids, gids: gids).flatMapThrowing { allowed in
-                    guard allowed else {
-                        failures.warning(
-                            kind: "peer_not_allowed",
-                            "a unix-socket caller is not in socket_allow_uids/socket_allow_gids; closed",
-                            now: channel.eventLoop.now
-                        )
+                // A caller not in socket_allow_uids/socket_allow_gids (or one whose owner the
+                // kernel cannot name, with a list set) is closed before a byte is read.
+                let admit: @Sendable (Caller?) throws -> Void = { caller in
+                    guard uids.isEmpty && gids.isEmpty || caller?.isListed(uids: uids, gids: gids) == true else {
+                        metrics.callerRefused()
+                        CallerRefusals.log(caller, viaTCP: tcp, failures: failures, now: channel.eventLoop.now)
                         channel.close(promise: nil)
                         return
                     }
-                    try configure()
+                    try configure(caller)
                 }
+                if tcp {
+                    // The owner of the client's socket: one netlink request, on this event loop,
+                    // once per connection.
+                    return channel.eventLoop.makeCompletedFuture { try admit(Caller.ofTCP(channel)) }
+                }
+                return PeerCredentials.caller(channel).flatMapThrowing { try admit($0) }
             }
         if tcp {
             bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

@@ -1,5 +1,6 @@
 import Metrics
 import NIOCore
+import Synchronization
 
 /// The proxy's metrics (swift-metrics; the daemon exports them to Prometheus). Each series is
 /// made once: looking one up per request would cost more than counting.
@@ -17,6 +18,13 @@ package final class ProxyMetrics: Sendable {
     private let waiting = Meter(label: "bearerd_client_connections_waiting")
     /// Connections answered 503 at the limit (`proxy.at_connection_limit: refuse`).
     private let refused = Counter(label: "bearerd_client_connections_refused_total")
+
+    /// `bearerd_caller_requests_total{uid}` by caller, at most ``mostCallers`` uids (the rest
+    /// as `other`), and `bearerd_callers_refused_total`.
+    private let callers = Mutex<[UInt32: Counter]>([:])
+    private let otherCallers = Counter(label: "bearerd_caller_requests_total", dimensions: [("uid", "other")])
+    private let callersRefused = Counter(label: "bearerd_callers_refused_total")
+    static let mostCallers = 64
 
     package init() {
         self.requests = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"].map {
@@ -42,6 +50,21 @@ package final class ProxyMetrics: Sendable {
 
     func waitingClients(_ count: Int) {
         self.waiting.set(count)
+    }
+
+    /// The request counter of a caller's uid, made once per uid.
+    func callerRequests(uid: UInt32) -> Counter {
+        self.callers.withLock { callers in
+            if let counter = callers[uid] { return counter }
+            guard callers.count < Self.mostCallers else { return self.otherCallers }
+            let counter = Counter(label: "bearerd_caller_requests_total", dimensions: [("uid", String(uid))])
+            callers[uid] = counter
+            return counter
+        }
+    }
+
+    func callerRefused() {
+        self.callersRefused.increment()
     }
 
     func connectionRefused() {

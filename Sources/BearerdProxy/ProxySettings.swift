@@ -32,7 +32,10 @@ package struct ProxySettings: Sendable {
     var clientKey: ClientKey?
     /// Which methods and paths may be forwarded (`proxy.allow_*` / `proxy.deny_*`).
     var access: AccessLists
-    /// `socket_allow_uids` / `socket_allow_gids`, for unix-socket callers.
+    /// `tracing.endpoint`: the tracer, set by the daemon once it started the exporter; `nil` when
+    /// tracing is off.
+    package var tracing: ProxyTracing?
+    /// `socket_allow_uids` / `socket_allow_gids`, for every listener's callers.
     var socketAllowUIDs: Set<UInt32>
     var socketAllowGIDs: Set<UInt32>
     /// `auth.dpop`: DPoP-bound tokens and their proofs; set by the daemon, kept across reloads.

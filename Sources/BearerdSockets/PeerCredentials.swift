@@ -19,6 +19,18 @@ package enum PeerCredentials {
         Self.check(channel) { uids.contains($0.uid) || gids.contains($0.gid) }
     }
 
+    /// The peer of a unix socket: uid, gid and pid; `nil` if the kernel does not say.
+    package static func caller(_ channel: any Channel) -> EventLoopFuture<Caller?> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture(nil)
+        }
+        let credentials: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET),
+            name: SocketOptionName(SO_PEERCRED)
+        )
+        return credentials.map { Optional(Caller(uid: $0.uid, gid: $0.gid, pid: $0.pid)) }.recover { _ in nil }
+    }
+
     /// The uid the peer ran as when it connected or listened, or `nil` if the kernel does not
     /// say (not a unix socket). The CLI asks it of the admin socket's server.
     package static func uid(_ channel: any Channel) -> EventLoopFuture<UInt32?> {

@@ -62,6 +62,7 @@ extension TokenManager {
         lease: any SharedSessionLease
     ) async -> ExchangeResult {
         let now = self.clock.now
+        self.refreshLockTaken()
         // The store answered: whatever was wrong with it is over (a reason found below stays).
         self.fleetProblem = nil
         var previous = self.currentSession
@@ -145,7 +146,9 @@ extension TokenManager {
             }
         }
         let before = self.stored
+        let sent = ContinuousClock.now
         let outcome = await Self.exchange(chosen, source: self.source, transport: self.transport, clock: self.clock)
+        self.refreshAnswered(after: ContinuousClock.now - sent, grant: self.name(of: chosen))
         let result: ExchangeResult
         if self.verifier != nil,
             let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)

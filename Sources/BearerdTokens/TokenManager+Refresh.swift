@@ -56,8 +56,13 @@ extension TokenManager {
         }
         self.attempts.append(now)
         self.platformInputsSent = self.source.clientGrantInputs()
+        self.startRefreshSpan(grant: grant.map { self.name(of: $0) } ?? "fleet", reason: reason)
         if self.fleet != nil {
-            let task = Task { await self.performShared(grant, reason: reason) }
+            let task = Task {
+                let result = await self.performShared(grant, reason: reason)
+                await self.endRefreshSpan(result)
+                return result
+            }
             self.transition(to: .refreshing(previous, task))
             return task
         }
@@ -73,14 +78,20 @@ extension TokenManager {
             }
             self.persist()
         }
-        let task = Task { await self.perform(grant, previous: previous, reason: reason) }
+        let task = Task {
+            let result = await self.perform(grant, previous: previous, reason: reason)
+            await self.endRefreshSpan(result)
+            return result
+        }
         self.transition(to: .refreshing(previous, task))
         return task
     }
 
     /// The body of the one task of a refresh: ask, then apply the answer exactly once.
     private func perform(_ grant: Grant, previous: Session?, reason: String) async -> ExchangeResult {
+        let sent = ContinuousClock.now
         let outcome = await Self.exchange(grant, source: self.source, transport: self.transport, clock: self.clock)
+        self.refreshAnswered(after: ContinuousClock.now - sent, grant: self.name(of: grant))
         if self.verifier != nil,
             let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)
         {

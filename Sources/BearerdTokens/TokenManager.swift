@@ -2,6 +2,7 @@ import BearerdAuth
 import Foundation
 import Logging
 import Synchronization
+import Tracing
 
 /// Keeps a valid token ready, refreshes it through one critical section, and never logs a user
 /// out because of a network blip.
@@ -123,6 +124,12 @@ package actor TokenManager: TokenProvider {
     var platformInputsSent: Int?
     var platformInputsFailed: Int?
     static let platformPollInterval: TimeInterval = 2
+    /// `tracing.endpoint`: refresh spans; `nil` when tracing is off.
+    let tracer: (any Tracer)?
+    var refreshSpan: (any Span)?
+    var refreshSpanStarted: ContinuousClock.Instant?
+    /// The requests (their span contexts) waiting for the refresh in flight.
+    var refreshWaiters: [ServiceContext] = []
     /// `auth.verify`: checks every access token before it is used.
     let verifier: (any TokenVerifier)?
     /// `auth.dpop`: the key the tokens are bound to, kept in `stored` with them.
@@ -143,8 +150,10 @@ package actor TokenManager: TokenProvider {
         host: String? = nil,
         verifier: (any TokenVerifier)? = nil,
         proofKey: (any ProofKey)? = nil,
+        tracer: (any Tracer)? = nil,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
+        self.tracer = tracer
         self.source = source
         self.verifier = verifier
         self.proofKey = proofKey
@@ -240,8 +249,10 @@ package actor TokenManager: TokenProvider {
             switch self.state {
             case .ready(let session):
                 if let access = session.access, now < session.usableUntil { return access }
+                self.noteWaiter()
                 await self.refresh(reason: "expired")
             case .refreshing(_, let task):
+                self.noteWaiter()
                 _ = await task.value
             case .waiting(let session, let retryAt, let reason):
                 // While the token server fails, the token is used until it really expires.
@@ -263,6 +274,7 @@ package actor TokenManager: TokenProvider {
                 }
                 let probeAt = self.probe(session, retryAt: retryAt, reason: reason, now: now)
                 guard now >= probeAt else { throw Self.unavailable(reason, retryAt: probeAt, now: now) }
+                self.noteWaiter()
                 await self.refresh(reason: "retry")
             case .loggedOut(let reason):
                 guard self.source.hasClientGrant else { throw TokenUnavailableError.notLoggedIn(reason) }
@@ -294,6 +306,7 @@ package actor TokenManager: TokenProvider {
             self.logger.debug("the upstream rejected a token issued moments ago; passing the 401 on")
             return nil
         }
+        self.noteWaiter()
         if case .refreshing(_, let task) = self.state {
             _ = await task.value
         } else {

@@ -239,8 +239,8 @@ struct ProxyRefusalTests {
         }
     }
 
-    /// Two real uids on one unix socket opened to everyone (mode 0666): only the listed one is
-    /// served. Needs root, to connect as uid 65534.
+    /// Two real uids on one unix socket opened to everyone (mode 0666) and on the TCP port: only
+    /// the listed one is served on either. Needs root, to connect as uid 65534.
     @Test(.enabled(if: getuid() == 0), arguments: [(0, "0"), (65534, "65534")])
     func onlyListedUIDsMayUseTheUnixSocket(allowed: Int, label: String) async throws {
         let directory = try TemporaryDirectory()
@@ -256,9 +256,17 @@ struct ProxyRefusalTests {
                 }
             }
             #expect(proxy.upstream.requests.count == 1, "only the listed caller's request went upstream")
-            // TCP callers are not concerned.
-            let raw = try await proxy.raw("GET /tcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
-            #expect(raw.hasPrefix("HTTP/1.1 200 "))
+            // The TCP listener knows its callers too: the owner of the client's socket.
+            for uid in [0, 65534] {
+                let answer = try PeerProbe.answerBytes(port: proxy.port, asUID: uid)
+                if uid == allowed {
+                    #expect(Int(answer).map { $0 > 0 } == true, "TCP: uid \(uid) is listed and got \(answer)")
+                } else {
+                    #expect(answer == "0", "TCP: uid \(uid) is not listed and got \(answer)")
+                }
+            }
+            #expect(proxy.upstream.requests.count == 2)
+            #expect(proxy.logText.contains("a caller not in socket_allow_uids/socket_allow_gids was closed"))
         }
     }
 

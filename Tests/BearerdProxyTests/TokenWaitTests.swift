@@ -36,8 +36,13 @@ struct TokenWaitTests {
             #expect(answer.head.headers["retry-after"] == ["7"], "the provider's next attempt")
             #expect(answer.bodyText.contains("proxy.token_wait (200ms)"), "\(answer.bodyText)")
             #expect(proxy.upstream.requests.isEmpty)
-            // The refresh goes on after the request gave up; let it end before the loops do.
+            // The refresh goes on after the request gave up; let it end before the loops do. Its
+            // answer is handed to the event loop just after `done`: a request the loop answers
+            // itself (refused before any token is asked for) comes after that hand-over, so the
+            // loops do not shut down under it (NIO's strict mode would crash on it).
             try await waitUntil(.seconds(30)) { provider.done }
+            let refused = try await proxy.raw("GET /a/../b HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+            #expect(refused.hasPrefix("HTTP/1.1 400 "))
         }
     }
 

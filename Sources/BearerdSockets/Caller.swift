@@ -1,0 +1,49 @@
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The local process at the other end of a proxy connection, as the kernel tells it: the uid
+/// always; on a unix socket also its primary gid and pid (`SO_PEERCRED`); on TCP the uid that owns
+/// the client's socket (``SocketOwner``). Found once per connection.
+package struct Caller: Sendable, Equatable {
+    package var uid: UInt32
+    /// `SO_PEERCRED`'s gid; `nil` on TCP, where the uid's groups stand for it.
+    package var gid: UInt32?
+    /// `SO_PEERCRED`'s pid; `nil` on TCP (finding it means reading every process's descriptors).
+    package var pid: Int32?
+
+    package init(uid: UInt32, gid: UInt32? = nil, pid: Int32? = nil) {
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+    }
+
+    /// The owner of a TCP connection's client socket, when it is on this host.
+    package static func ofTCP(_ channel: any Channel) -> Caller? {
+        guard let remote = channel.remoteAddress, let local = channel.localAddress,
+            let owner = SocketOwner.of(remote: remote, local: local)
+        else { return nil }
+        return Caller(uid: owner.uid)
+    }
+
+    /// Whether `socket_allow_uids` / `socket_allow_gids` let this caller in: its uid, or its
+    /// gid (a unix socket's peer), or any group of its uid's account (TCP).
+    package func isListed(uids: Set<UInt32>, gids: Set<UInt32>) -> Bool {
+        if uids.contains(self.uid) { return true }
+        guard !gids.isEmpty else { return false }
+        if let gid = self.gid { return gids.contains(gid) }
+        return !gids.isDisjoint(with: AccountGroups.shared.groups(of: self.uid))
+    }
+
+    /// The program the process runs (`/proc/PID/exe`), when it can be read: the process may
+    /// have gone, or belong to a user bearerd may not look at.
+    package var executable: String? {
+        guard let pid = self.pid, pid > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

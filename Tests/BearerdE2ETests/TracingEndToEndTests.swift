@@ -1,0 +1,125 @@
+import BearerdTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+
+/// OpenTelemetry traces, received by a real OTLP/HTTP receiver (`scripts/otlp-receiver`,
+/// opentelemetry-proto's decoder): a request's span continues the client's `traceparent`, the
+/// upstream gets this span as its parent, and the refresh a 401 forced links to the request
+/// that waited for it.
+@Suite(
+    "Traces over OTLP",
+    .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["BEARERD_SKIP_E2E"] == nil),
+    .timeLimit(.minutes(2))
+)
+struct TracingEndToEndTests {
+    static let clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    static let clientSpan = "00f067aa0ba902b7"
+
+    @Test func aRequestThatWaitedForARefreshIsOneTraceWithTheRefreshLinkedToIt() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let receiver = try await OTLPReceiver.start()
+        let oauth = try await FakeOAuthServer.start(group: group, lifetime: 8)
+        let first = Mutex(true)
+        // The first request is refused with its token: bearerd refreshes and sends it again.
+        let upstream = try await TestUpstream.start(group: group) { _ in
+            first.withLock { isFirst in
+                defer { isFirst = false }
+                return isFirst ? .respond(status: .unauthorized, headers: [], body: "") : .ok("traced")
+            }
+        }
+        let directory = try TemporaryDirectory()
+        let secret = try directory.write("tracing-client-secret-77\n", to: "client-secret")
+        let config = try directory.write(
+            """
+            listen: ["127.0.0.1:0"]
+            upstream:
+              url: http://127.0.0.1:\(upstream.port)
+            auth:
+              token_url: \(oauth.base)/token
+              client_id: app
+              client_secret_file: \(secret)
+              client_credentials: true
+            admin:
+              socket: \(directory.path)/admin.sock
+            tracing:
+              endpoint: \(receiver.endpoint)
+              service_name: bearerd-test
+            """,
+            to: "bearerd.yaml"
+        )
+        do {
+            let bearerd = try BearerdProcess(["serve", "--config", config])
+            try await bearerd.waitUntilReady()
+            let port = try #require(bearerd.proxyPort)
+            // The client token, then past the 401 floor (a quarter of the 8 s lifetime).
+            try await waitUntil(.seconds(10)) { oauth.grants.count >= 1 }
+            try await Task.sleep(for: .seconds(2.5))
+            let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+                try await client.send(
+                    .GET,
+                    "/api/items/42?secret-query=do-not-trace",
+                    headers: HTTPHeaders([("traceparent", "00-\(Self.clientTrace)-\(Self.clientSpan)-01")])
+                )
+            }
+            #expect(answer.status == 200 && answer.bodyText == "traced", "\(answer.bodyText)")
+            bearerd.signal(SIGTERM)
+            _ = try await bearerd.wait()
+
+            // The upstream saw this trace, with bearerd's span as the parent, on both tries.
+            let parents = upstream.requests.map { $0.head.headers["traceparent"].first ?? "" }
+            #expect(parents.count == 2 && parents.allSatisfy { $0.hasPrefix("00-\(Self.clientTrace)-") }, "\(parents)")
+            let requestSpanID = String(parents.last?.split(separator: "-")[2] ?? "")
+            #expect(requestSpanID.count == 16 && requestSpanID != Self.clientSpan)
+
+            try await waitUntil(.seconds(10)) { receiver.spans.count >= 2 }
+            let spans = receiver.spans
+            let request = try #require(spans.first { ($0["span_id"] as? String) == requestSpanID }, "\(spans)")
+            #expect(request["trace_id"] as? String == Self.clientTrace)
+            #expect(request["parent_span_id"] as? String == Self.clientSpan, "the client's span is the parent")
+            #expect(request["kind"] as? String == "SPAN_KIND_SERVER")
+            #expect(request["name"] as? String == "GET /api")
+            let attributes = request["attributes"] as? [String: Any] ?? [:]
+            #expect(attributes["http.response.status_code"] as? Int == 200, "\(attributes)")
+            #expect(attributes["bearerd.retried_after_401"] as? Bool == true)
+            #expect((request["resource"] as? [String: Any])?["service.name"] as? String == "bearerd-test")
+
+            let refresh = try #require(
+                spans.first {
+                    ($0["name"] as? String) == "token refresh" && (($0["links"] as? [Any])?.isEmpty == false)
+                },
+                "\(spans)"
+            )
+            let links = refresh["links"] as? [[String: Any]] ?? []
+            #expect(
+                links.contains {
+                    $0["trace_id"] as? String == Self.clientTrace && $0["span_id"] as? String == requestSpanID
+                },
+                "the refresh links to the request that waited for it: \(links)"
+            )
+            let refreshAttributes = refresh["attributes"] as? [String: Any] ?? [:]
+            #expect(refreshAttributes["bearerd.reason"] as? String == "upstream_401", "\(refreshAttributes)")
+            #expect(refreshAttributes["bearerd.grant"] as? String == "client_credentials")
+            #expect(refreshAttributes["bearerd.result"] as? String == "ok")
+            #expect(refreshAttributes["bearerd.server_ms"] is Double)
+
+            let raw = receiver.rawText
+            for secret in ["fake-access-", "tracing-client-secret-77", "do-not-trace", "secret-query"] {
+                #expect(!raw.contains(secret), "\(secret) in a span")
+            }
+            #expect(bearerd.stderr.contains("trace_id=\(Self.clientTrace)"), "the access line names the trace")
+        } catch {
+            try? await receiver.stop()
+            await oauth.stop()
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        try await receiver.stop()
+        await oauth.stop()
+        try await group.shutdownGracefully()
+    }
+}
