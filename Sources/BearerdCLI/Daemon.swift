@@ -45,7 +45,7 @@ struct Daemon {
             throw CommandError(key: "admin.socket", problem)
         }
         // Before the engine and the proxy, which take its tracer.
-        let tracing = try DaemonTracing.make(configuration.tracing, logger: logger)
+        let tracing = try DaemonTracing.make(configuration.tracing, environment: environment, logger: logger)
         var settings = prepared.settings
         settings.tracing = tracing.map { ProxyTracing(tracer: $0.tracer) }
         // A store error is mapped to exit 78 by `serve`, as every other failure here.

@@ -10,9 +10,26 @@ import Tracing
 enum DaemonTracing {
     static func make(
         _ tracing: BearerdConfiguration.Tracing,
+        environment: [String: String],
         logger: Logger
     ) throws -> (tracer: any Tracer, service: any Service)? {
         guard let endpoint = tracing.endpoint else { return nil }
+        // swift-otel reads OTEL_* itself, and stops the process for an exporter this build leaves
+        // out (gRPC, the console): refused here with a message instead.
+        for name in ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] {
+            if let value = environment[name], value != "http/protobuf", value != "http/json" {
+                throw CommandError(
+                    key: "tracing.endpoint",
+                    "\(name)=\(value.prefix(40)): bearerd sends OTLP over HTTP only; unset it, or set http/protobuf"
+                )
+            }
+        }
+        if let value = environment["OTEL_TRACES_EXPORTER"], value != "otlp" {
+            throw CommandError(
+                key: "tracing.endpoint",
+                "OTEL_TRACES_EXPORTER=\(value.prefix(40)): bearerd exports traces over OTLP only; unset it, or leave tracing.endpoint out to turn traces off"
+            )
+        }
         var configuration = OTel.Configuration.default
         configuration.serviceName = tracing.serviceName
         configuration.diagnosticLogger = .custom(logger)

@@ -62,7 +62,8 @@ package enum ConfigKeys {
                 (SO_PEERCRED); on TCP, the uid that owns the client's socket (the kernel's socket table, as
                 `ss -te` shows it; asked once per connection) and that account's groups. A caller in neither
                 list, or a TCP client whose socket is not on this host, is closed before a byte is read,
-                counted in bearerd_callers_refused_total and logged once per uid a minute. Both empty (the
+                counted in bearerd_callers_refused_total and logged (the first of each uid at warning, then a
+                summary line per burst). Both empty (the
                 default): anyone who can reach the listener may use it. The access log names each caller
                 (caller_uid; caller_pid and caller_exe on a unix socket).
                 """

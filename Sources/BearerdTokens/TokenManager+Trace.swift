@@ -35,6 +35,7 @@ extension TokenManager {
 
     /// The token server answered (or did not) after `duration`.
     func refreshAnswered(after duration: Duration, grant: String) {
+        self.refreshSpanAnswered = true
         self.refreshSpan?.attributes["bearerd.server_ms"] = Self.milliseconds(duration)
         self.refreshSpan?.attributes["bearerd.grant"] = grant
     }
@@ -43,7 +44,16 @@ extension TokenManager {
     func endRefreshSpan(_ result: ExchangeResult) {
         guard let span = self.refreshSpan else { return }
         self.refreshSpan = nil
-        let outcome = String((self.lastRefresh?.result ?? "").prefix(200))
+        // Without a token request (a fleet host adopted the row, the store failed), the last
+        // refresh's result is not this one's.
+        let said: String
+        switch (self.refreshSpanAnswered, result) {
+        case (true, _): said = self.lastRefresh?.result ?? ""
+        case (false, .issued): said = "adopted from the fleet"
+        case (false, .failed(let why)): said = "failed: \(why)"
+        }
+        self.refreshSpanAnswered = false
+        let outcome = String(said.prefix(200))
         span.attributes["bearerd.result"] = outcome
         if case .failed = result { span.setStatus(SpanStatus(code: .error, message: String(outcome.prefix(120)))) }
         for waiter in self.refreshWaiters {

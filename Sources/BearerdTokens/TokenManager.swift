@@ -128,6 +128,7 @@ package actor TokenManager: TokenProvider {
     let tracer: (any Tracer)?
     var refreshSpan: (any Span)?
     var refreshSpanStarted: ContinuousClock.Instant?
+    var refreshSpanAnswered = false
     /// The requests (their span contexts) waiting for the refresh in flight.
     var refreshWaiters: [ServiceContext] = []
     /// `auth.verify`: checks every access token before it is used.

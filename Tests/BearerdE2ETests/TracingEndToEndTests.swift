@@ -122,4 +122,30 @@ struct TracingEndToEndTests {
         await oauth.stop()
         try await group.shutdownGracefully()
     }
+
+    /// swift-otel stops the process for an exporter this build leaves out; bearerd says so first.
+    @Test func anOTLPProtocolThisBuildLacksIsAConfigError() async throws {
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("static-token-0001\n", to: "token")
+        let config = try directory.write(
+            """
+            listen: ["127.0.0.1:0"]
+            upstream:
+              url: http://127.0.0.1:9
+            auth:
+              static_token_file: \(token)
+            admin:
+              socket: \(directory.path)/admin.sock
+            tracing:
+              endpoint: http://127.0.0.1:9/v1/traces
+            """,
+            to: "bearerd.yaml"
+        )
+        let result = try await BearerdProcess.run(
+            ["serve", "--config", config],
+            environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"]
+        )
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: bearerd sends OTLP over HTTP only"))
+    }
 }

@@ -1,10 +1,11 @@
-import BearerdSockets
 import BearerdTestSupport
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+
+@testable import BearerdSockets
 
 /// The owner of a TCP client's socket, from the kernel's socket table (`inet_diag`).
 @Suite("The owner of a local TCP caller")
@@ -53,5 +54,30 @@ struct SocketOwnerTests {
     @Test func aUnixSocketHasNoOwnerHere() throws {
         let unix = try SocketAddress(unixDomainSocketPath: "/tmp/x")
         #expect(SocketOwner.of(remote: unix, local: unix) == nil)
+    }
+}
+
+/// The kernel's answer, read as bytes: a socket its process let go of names nobody.
+@Suite("inet_diag answers")
+struct SocketOwnerParseTests {
+    /// An `nlmsghdr` of type SOCK_DIAG_BY_FAMILY and an `inet_diag_msg` with `uid` and `inode`.
+    static func answer(uid: UInt32, inode: UInt32) -> ArraySlice<UInt8> {
+        var bytes = [UInt8](repeating: 0, count: 16 + 72)
+        bytes[0] = 88
+        bytes[4] = 20
+        withUnsafeBytes(of: uid.littleEndian) { bytes.replaceSubrange(80..<84, with: $0) }
+        withUnsafeBytes(of: inode.littleEndian) { bytes.replaceSubrange(84..<88, with: $0) }
+        return bytes[...]
+    }
+
+    @Test func aSocketWithAnInodeNamesItsOwnerAndOneWithoutNamesNobody() {
+        #expect(SocketOwner.parse(Self.answer(uid: 1000, inode: 4242)) == .init(uid: 1000, inode: 4242))
+        // A time-wait or orphaned socket: inode 0, reported as root's. Not root.
+        #expect(SocketOwner.parse(Self.answer(uid: 0, inode: 0)) == nil)
+        // An error answer (NLMSG_ERROR), or a short one.
+        var error = Self.answer(uid: 0, inode: 7)
+        error[error.startIndex + 4] = 2
+        #expect(SocketOwner.parse(error) == nil)
+        #expect(SocketOwner.parse([1, 2, 3][...]) == nil)
     }
 }
