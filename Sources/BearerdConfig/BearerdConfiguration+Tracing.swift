@@ -64,8 +64,9 @@ extension ConfigKeys {
                 refresh (grant, reason, result, server time), linked to the requests that waited for it. A
                 request's W3C traceparent is continued (or a trace started) and sent upstream, and its
                 trace_id written in the access line. Never a token, a query string or a secret in a span.
-                Off by default, and then nothing is done per request. OTEL_* environment variables (as the
-                OpenTelemetry specification names them) override these keys.
+                Off by default, and then nothing is done per request. Of the OTEL_* environment variables
+                only OTEL_EXPORTER_OTLP_HEADERS (a collector's key, never logged) and OTEL_RESOURCE_ATTRIBUTES
+                are taken; the others are ignored, with a notice naming them.
                 """
         )
         static let sampleRatio = ConfigKeyDescriptor.text(

@@ -10,10 +10,11 @@ struct ConnectionCaller: Sendable {
     let executable: String?
     let requests: Counter
 
-    init(_ caller: Caller, metrics: ProxyMetrics) {
+    /// `readExecutable`: the access line is written (the link is read for nothing otherwise).
+    init(_ caller: Caller, metrics: ProxyMetrics, readExecutable: Bool) {
         self.uid = caller.uid
         self.pid = caller.pid
-        self.executable = caller.executable
+        self.executable = readExecutable ? caller.executable : nil
         self.requests = metrics.callerRequests(uid: caller.uid)
     }
 }

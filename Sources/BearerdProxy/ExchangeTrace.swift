@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import Tracing
@@ -26,7 +27,12 @@ struct ExchangeTrace {
 
     init(head: RequestHead, tracing: ProxyTracing) {
         var context = ServiceContext.topLevel
-        tracing.tracer.extract(head, into: &context, using: RequestHeadExtractor())
+        // Only well-formed fields reach the propagator: swift-otel logs the whole carrier when a
+        // field fails to parse, and the head holds the query and the client's other headers.
+        let incoming = TraceHeaders(head)
+        if incoming.traceparent != nil {
+            tracing.tracer.extract(incoming, into: &context, using: TraceHeadersExtractor())
+        }
         let span = tracing.tracer.startAnySpan(
             "\(head.method.rawValue) \(Self.pathPrefix(head.uri))",
             context: context,
@@ -42,14 +48,22 @@ struct ExchangeTrace {
     }
 
     /// The first segment of the path (`/api` of `/api/v1/users/42?x=1`): a route's rough name,
-    /// never an id or a query.
+    /// never an id or a query. A segment that could be a credential (some APIs put their key
+    /// there: `/bot123:AAH…`) is `/*`: longer than 24 characters, or anything but letters,
+    /// digits, `.`, `_` and `-`.
     static func pathPrefix(_ uri: String) -> String {
-        guard uri.utf8.first == UInt8(ascii: "/") else { return "/" }
-        let path = uri.dropFirst().prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard path.utf8.count <= 64, path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
-            return "/"
+        guard uri.utf8.first == UInt8(ascii: "/") else { return "/*" }
+        let segment = uri.utf8.dropFirst().prefix {
+            $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
         }
-        return "/" + path
+        let plain = segment.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+        guard plain, segment.count <= 24 else { return "/*" }
+        return "/" + String(decoding: segment, as: UTF8.self)
     }
 
     /// `00-<trace id>-<span id>-<flags>`: the trace id's 32 hex digits.
@@ -57,6 +71,12 @@ struct ExchangeTrace {
         let parts = traceparent.split(separator: "-")
         guard parts.count == 4, parts[1].utf8.count == 32 else { return nil }
         return String(parts[1])
+    }
+
+    /// Ends the span of an exchange that ended without its access line (the connection went).
+    func abandon() {
+        self.span.setStatus(SpanStatus(code: .error, message: "the connection closed"))
+        self.span.end()
     }
 
     /// Ends the span with what the exchange came to.
@@ -74,19 +94,65 @@ struct ExchangeTrace {
     }
 }
 
-/// The W3C fields of a request head, as a propagator asks for them.
-struct RequestHeadExtractor: Extractor {
-    func extract(key: String, from head: RequestHead) -> String? {
-        let values: [String]
-        switch key {
-        case "traceparent": values = head.values(of: "traceparent")
-        case "tracestate": values = head.values(of: "tracestate")
-        default: return nil
+/// A request's W3C Trace Context fields, kept only when they are well formed (W3C Trace Context
+/// §3.2, §3.3): one `traceparent` of version 00 with lowercase hex ids, not all zero; a
+/// `tracestate` of at most 512 printable characters, of `key=value` members. Its description
+/// names nothing.
+struct TraceHeaders: CustomStringConvertible {
+    var traceparent: String?
+    var tracestate: String?
+
+    var description: String { "trace context fields" }
+
+    init(_ head: RequestHead) {
+        let parents = head.values(of: "traceparent")
+        guard parents.count == 1, let parent = parents.first, Self.isTraceparent(parent) else { return }
+        self.traceparent = parent
+        let state = head.values(of: "tracestate").joined(separator: ",")
+        if !state.isEmpty, state.utf8.count <= 512, Self.isTracestate(state) { self.tracestate = state }
+    }
+
+    /// `00-<32 hex>-<16 hex>-<2 hex>`, lowercase, ids not all zero.
+    static func isTraceparent(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 55, bytes[2] == UInt8(ascii: "-"), bytes[35] == UInt8(ascii: "-"),
+            bytes[52] == UInt8(ascii: "-"), bytes[0] == UInt8(ascii: "0"), bytes[1] == UInt8(ascii: "0")
+        else { return false }
+        let hex = { (byte: UInt8) in
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
         }
-        // Two traceparent fields are no trace context (W3C Trace Context §3.2.2.1).
-        guard !values.isEmpty, key != "traceparent" || values.count == 1 else { return nil }
-        let value = values.joined(separator: ",")
-        return value.utf8.count <= 512 ? value : nil
+        let trace = bytes[3..<35]
+        let span = bytes[36..<52]
+        let flags = bytes[53..<55]
+        guard trace.allSatisfy(hex), span.allSatisfy(hex), flags.allSatisfy(hex) else { return false }
+        return trace.contains { $0 != UInt8(ascii: "0") } && span.contains { $0 != UInt8(ascii: "0") }
+    }
+
+    /// Comma-separated `key=value` members of printable ASCII, each key lowercase.
+    static func isTracestate(_ text: String) -> Bool {
+        text.split(separator: ",", omittingEmptySubsequences: true).allSatisfy { member in
+            let member = member.trimmingCharacters(in: .whitespaces)
+            guard let equals = member.firstIndex(of: "="), equals != member.startIndex else { return false }
+            let key = member[..<equals]
+            let value = member[member.index(after: equals)...]
+            return key.utf8.count <= 256 && value.utf8.count <= 256 && !value.isEmpty
+                && key.unicodeScalars.allSatisfy {
+                    ("a"..."z").contains($0) || ("0"..."9").contains($0) || "_-*/@".unicodeScalars.contains($0)
+                }
+                && value.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value <= 0x7E && $0 != "," && $0 != "=" }
+        }
+    }
+}
+
+/// The two fields, as a propagator asks for them.
+struct TraceHeadersExtractor: Extractor {
+    func extract(key: String, from headers: TraceHeaders) -> String? {
+        switch key {
+        case "traceparent": headers.traceparent
+        case "tracestate": headers.tracestate
+        default: nil
+        }
     }
 }
 

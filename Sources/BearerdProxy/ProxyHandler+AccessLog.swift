@@ -19,6 +19,7 @@ extension ProxyHandler {
             upstream: exchange.upstreamStartedAt.map { now - $0 }
         )
         self.caller?.requests.increment()
+        let traceID = exchange.trace?.traceID
         if var trace = exchange.trace {
             if trace.tokenWait == nil, let started = trace.tokenWaitStarted { trace.tokenWait = now - started }
             trace.end(
@@ -26,6 +27,7 @@ extension ProxyHandler {
                 upstream: exchange.upstreamStartedAt.map { now - $0 },
                 retriedAfter401: exchange.authRetried
             )
+            exchange.trace = nil
         }
         guard self.settings.accessLog else { return }
         var metadata: Logger.Metadata = [
@@ -44,7 +46,7 @@ extension ProxyHandler {
             if let pid = caller.pid { metadata["caller_pid"] = .stringConvertible(pid) }
             if let executable = caller.executable { metadata["caller_exe"] = .string(executable) }
         }
-        if let traceID = exchange.trace?.traceID { metadata["trace_id"] = .string(traceID) }
+        if let traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }
         if exchange.retried { metadata["retried"] = "stale_connection" }
         if exchange.authRetried { metadata["retried"] = "upstream_401" }

@@ -56,7 +56,11 @@ extension ProxyHandler {
 
     /// Ends the response to the client, logs it and readies the connection for the next request.
     private func complete(_ exchange: Exchange, end: ByteBuffer?) {
-        guard let context else { return }
+        guard let context else {
+            exchange.trace?.abandon()
+            exchange.trace = nil
+            return
+        }
         self.writeHeldHead(context: context)
         let now = self.now
         let action = self.machine.exchangeEnded(
@@ -112,8 +116,11 @@ extension ProxyHandler {
     // MARK: Client connection events
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .exchanging(let exchange) = self.state, exchange.course.isLive {
-            self.abandon(exchange, outcome: "client_closed")
+        if case .exchanging(let exchange) = self.state {
+            if exchange.course.isLive { self.abandon(exchange, outcome: "client_closed") }
+            // A span the exchange did not end (it ended without a line) ends with the connection.
+            exchange.trace?.abandon()
+            exchange.trace = nil
         }
         self.machine.closed()
         self.timer.cancel()

@@ -307,7 +307,9 @@ package final class ProxyListeners: Sendable {
                             metrics: metrics,
                             logger: logger,
                             failures: failures,
-                            caller: caller.map { ConnectionCaller($0, metrics: metrics) }
+                            caller: caller.map {
+                                ConnectionCaller($0, metrics: metrics, readExecutable: current.settings.accessLog)
+                            }
                         )
                     )
                 }
@@ -326,8 +328,19 @@ package final class ProxyListeners: Sendable {
                 }
                 if tcp {
                     // The owner of the client's socket: one netlink request, on this event loop,
-                    // once per connection.
-                    return channel.eventLoop.makeCompletedFuture { try admit(Caller.ofTCP(channel)) }
+                    // once per connection, when something uses it (the lists, the access line);
+                    // its account's groups off the loop, when they matter.
+                    guard !uids.isEmpty || !gids.isEmpty || current.settings.accessLog else {
+                        return channel.eventLoop.makeCompletedFuture { try configure(nil) }
+                    }
+                    return Caller.ofTCP(channel).flatMap { caller in
+                        guard let caller, caller.needsGroups(uids: uids, gids: gids) else {
+                            return channel.eventLoop.makeCompletedFuture { try admit(caller) }
+                        }
+                        return CallerGroupsLookup.lookUp(caller.uid, on: channel.eventLoop).flatMapThrowing {
+                            try admit(caller)
+                        }
+                    }
                 }
                 return PeerCredentials.caller(channel).flatMapThrowing { try admit($0) }
             }

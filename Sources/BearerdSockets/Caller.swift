@@ -20,12 +20,25 @@ package struct Caller: Sendable, Equatable {
         self.pid = pid
     }
 
-    /// The owner of a TCP connection's client socket, when it is on this host.
-    package static func ofTCP(_ channel: any Channel) -> Caller? {
+    /// The owner of a TCP connection's client socket, when it is on this host and the
+    /// connection still stands once the kernel has named it: had the client reset it, another
+    /// process's new connection could have taken its addresses and ports in between.
+    package static func ofTCP(_ channel: any Channel) -> EventLoopFuture<Caller?> {
         guard let remote = channel.remoteAddress, let local = channel.localAddress,
-            let owner = SocketOwner.of(remote: remote, local: local)
-        else { return nil }
-        return Caller(uid: owner.uid)
+            let owner = SocketOwner.of(remote: remote, local: local),
+            let provider = channel as? any SocketOptionProvider
+        else { return channel.eventLoop.makeSucceededFuture(nil) }
+        // `struct tcp_info` begins with the state; the kernel copies as much as is asked for.
+        let info: EventLoopFuture<TCPState> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(IPPROTO_TCP),
+            name: SocketOptionName(TCP_INFO)
+        )
+        return info.map { $0.state == 1 || $0.state == 8 ? Caller(uid: owner.uid) : nil }.recover { _ in nil }
+    }
+
+    /// The first byte of `struct tcp_info`: ESTABLISHED is 1, CLOSE_WAIT 8.
+    struct TCPState: Sendable {
+        var state: UInt8 = 0
     }
 
     /// Whether `socket_allow_uids` / `socket_allow_gids` let this caller in: its uid, or its
@@ -34,7 +47,14 @@ package struct Caller: Sendable, Equatable {
         if uids.contains(self.uid) { return true }
         guard !gids.isEmpty else { return false }
         if let gid = self.gid { return gids.contains(gid) }
-        return !gids.isDisjoint(with: AccountGroups.shared.groups(of: self.uid))
+        // Looked up off the event loop beforehand (`needsGroups`); not found: not listed.
+        return !gids.isDisjoint(with: AccountGroups.shared.cached(self.uid) ?? [])
+    }
+
+    /// Whether checking this caller against `gids` needs its account's groups looked up first
+    /// (a TCP caller not listed by uid, whose groups are not known yet).
+    package func needsGroups(uids: Set<UInt32>, gids: Set<UInt32>) -> Bool {
+        self.gid == nil && !gids.isEmpty && !uids.contains(self.uid) && AccountGroups.shared.cached(self.uid) == nil
     }
 
     /// The program the process runs (`/proc/PID/exe`), when it can be read: the process may

@@ -48,7 +48,7 @@ package enum SocketOwner {
         var answer = [UInt8](repeating: 0, count: 4096)
         let count = answer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { return nil }
-        return Self.parse(answer[..<count])
+        return Self.parse(answer[..<count], asked: query)
     }
 
     /// `nlmsghdr` and `inet_diag_req_v2` for the socket from `remote` to `local`; `nil` for an
@@ -75,18 +75,50 @@ package enum SocketOwner {
         return bytes
     }
 
-    /// The first `inet_diag_msg` of an answer: its uid and inode. A socket no process holds any
-    /// more (closed by its owner: a time-wait or orphaned socket) has inode 0 and reports uid 0,
-    /// root's: it names no caller, or a client that connects, sends and closes at once would
-    /// pass for root.
-    static func parse(_ answer: ArraySlice<UInt8>) -> Owner? {
+    /// The TCP states of a client socket still connected to us: ESTABLISHED, FIN_WAIT1,
+    /// FIN_WAIT2, CLOSE_WAIT, LAST_ACK, CLOSING. Not LISTEN: for a socket it
+    /// cannot find, the kernel answers with a listener on the client's address and port (a
+    /// remote peer choosing the source port of a local service would pass for its owner), and
+    /// not the states of a socket its process let go of.
+    static let connectedStates: Set<UInt8> = [1, 4, 5, 8, 9, 11]
+
+    /// The owner the kernel's answer names, if it is about the socket `query` asked for: our
+    /// sequence number, a connected state, the same ports and addresses (an IPv6 socket's
+    /// IPv4-mapped address standing for the IPv4 one), and an inode. A socket no process holds
+    /// any more (closed by its owner: a time-wait or orphaned socket) has inode 0 and reports
+    /// uid 0, root's: it names nobody, or a client that connects, sends and closes at once
+    /// would pass for root.
+    static func parse(_ answer: ArraySlice<UInt8>, asked query: [UInt8]) -> Owner? {
         let bytes = Array(answer)
-        guard bytes.count >= 16 else { return nil }
+        guard bytes.count >= 16 + 72, query.count >= 16 + 56 else { return nil }
+        let length = Int(Self.uint32(bytes, at: 0))
         let type = UInt16(bytes[4]) | UInt16(bytes[5]) << 8
-        guard type == Self.byFamily, bytes.count >= 16 + 72 else { return nil }
-        let inode = Self.uint32(bytes, at: 16 + 68)
+        guard type == Self.byFamily, length >= 16 + 72, length <= bytes.count,
+            Self.uint32(bytes, at: 8) == Self.uint32(query, at: 8)
+        else { return nil }
+        let message = 16
+        guard Self.connectedStates.contains(bytes[message + 1]) else { return nil }
+        // Ports: the sockid's first four bytes, in the answer and in the request (offset 8).
+        guard bytes[(message + 4)..<(message + 8)].elementsEqual(query[(16 + 8)..<(16 + 12)]) else { return nil }
+        let family = bytes[message]
+        let queried = query[16]
+        for (answerAt, queryAt) in [(message + 8, 16 + 12), (message + 24, 16 + 28)] {
+            let address = Array(bytes[answerAt..<(answerAt + 16)])
+            let asked = Array(query[queryAt..<(queryAt + 16)])
+            guard Self.sameAddress(address, family: family, asked, family: queried) else { return nil }
+        }
+        let inode = Self.uint32(bytes, at: message + 68)
         guard inode != 0 else { return nil }
-        return Owner(uid: Self.uint32(bytes, at: 16 + 64), inode: inode)
+        return Owner(uid: Self.uint32(bytes, at: message + 64), inode: inode)
+    }
+
+    /// Whether two `inet_diag_sockid` addresses are one: equal, or an IPv4-mapped IPv6 address
+    /// (`::ffff:a.b.c.d`, what a dual-stack client's socket holds) and the IPv4 address.
+    static func sameAddress(_ answer: [UInt8], family: UInt8, _ asked: [UInt8], family queried: UInt8) -> Bool {
+        if family == queried { return answer == asked }
+        guard family == UInt8(AF_INET6), queried == UInt8(AF_INET) else { return false }
+        return answer[0..<10].allSatisfy { $0 == 0 } && answer[10] == 0xFF && answer[11] == 0xFF
+            && answer[12..<16].elementsEqual(asked[0..<4])
     }
 
     /// An address as `inet_diag_sockid` holds it: family, port, 16 bytes (IPv4 in the first
@@ -118,7 +150,7 @@ package enum SocketOwner {
         withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
     }
 
-    private static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
             | UInt32(bytes[offset + 3]) << 24
     }

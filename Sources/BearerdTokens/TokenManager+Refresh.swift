@@ -52,8 +52,11 @@ extension TokenManager {
             self.logger.warning("token refresh held back", metadata: ["reason": "\(why)"])
             self.lastOutcome = why
             self.transition(to: .waiting(previous, retryAt: oldest.addingTimeInterval(60), reason: why))
+            // No refresh for the requests that asked for one to link to.
+            self.refreshWaiters.removeAll()
             return nil
         }
+        if self.fleet == nil && grant == nil { return nil }
         self.attempts.append(now)
         self.platformInputsSent = self.source.clientGrantInputs()
         self.startRefreshSpan(grant: grant.map { self.name(of: $0) } ?? "fleet", reason: reason)

@@ -17,6 +17,14 @@ import Testing
     .timeLimit(.minutes(2))
 )
 struct TracingEndToEndTests {
+    enum TraceIDs {
+        /// `00-<32 hex>-<16 hex>-<2 hex>`.
+        static func isW3C(_ text: String) -> Bool {
+            let parts = text.split(separator: "-")
+            return parts.count == 4 && parts[0] == "00" && parts[1].count == 32 && parts[2].count == 16
+        }
+    }
+
     static let clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
     static let clientSpan = "00f067aa0ba902b7"
 
@@ -67,12 +75,25 @@ struct TracingEndToEndTests {
                 )
             }
             #expect(answer.status == 200 && answer.bodyText == "traced", "\(answer.bodyText)")
+            // A malformed traceparent starts a trace of bearerd's own; nothing of the request
+            // (its query, its other fields) reaches the log on the way.
+            let malformed = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+                try await client.send(
+                    .GET,
+                    "/api/x?malformed-query-secret=1",
+                    headers: HTTPHeaders([("traceparent", "01-XYZ-bad"), ("x-other", "other-field-secret")])
+                )
+            }
+            #expect(malformed.status == 200)
             bearerd.signal(SIGTERM)
             _ = try await bearerd.wait()
 
             // The upstream saw this trace, with bearerd's span as the parent, on both tries.
-            let parents = upstream.requests.map { $0.head.headers["traceparent"].first ?? "" }
+            #expect(upstream.requests.allSatisfy { $0.head.headers["traceparent"].count == 1 }, "one traceparent each")
+            let parents = upstream.requests.prefix(2).map { $0.head.headers["traceparent"].first ?? "" }
             #expect(parents.count == 2 && parents.allSatisfy { $0.hasPrefix("00-\(Self.clientTrace)-") }, "\(parents)")
+            let own = upstream.requests.last?.head.headers["traceparent"].first ?? ""
+            #expect(TraceIDs.isW3C(own) && !own.contains(Self.clientTrace), "a trace of bearerd's own: \(own)")
             let requestSpanID = String(parents.last?.split(separator: "-")[2] ?? "")
             #expect(requestSpanID.count == 16 && requestSpanID != Self.clientSpan)
 
@@ -112,6 +133,9 @@ struct TracingEndToEndTests {
                 #expect(!raw.contains(secret), "\(secret) in a span")
             }
             #expect(bearerd.stderr.contains("trace_id=\(Self.clientTrace)"), "the access line names the trace")
+            #expect(
+                !bearerd.stderr.contains("malformed-query-secret") && !bearerd.stderr.contains("other-field-secret")
+            )
         } catch {
             try? await receiver.stop()
             await oauth.stop()
@@ -123,8 +147,10 @@ struct TracingEndToEndTests {
         try await group.shutdownGracefully()
     }
 
-    /// swift-otel stops the process for an exporter this build leaves out; bearerd says so first.
-    @Test func anOTLPProtocolThisBuildLacksIsAConfigError() async throws {
+    /// swift-otel reads OTEL_* itself: it would stop the process for an exporter or propagator
+    /// this build leaves out (gRPC, baggage) and log a collector's header with its value. bearerd
+    /// takes those variables out first, keeping the headers, which it never logs.
+    @Test func otelVariablesThisBuildLacksAreIgnoredAndHeadersAreNeverLogged() async throws {
         let directory = try TemporaryDirectory()
         let token = try directory.write("static-token-0001\n", to: "token")
         let config = try directory.write(
@@ -136,16 +162,25 @@ struct TracingEndToEndTests {
               static_token_file: \(token)
             admin:
               socket: \(directory.path)/admin.sock
+            log:
+              level: debug
             tracing:
               endpoint: http://127.0.0.1:9/v1/traces
             """,
             to: "bearerd.yaml"
         )
-        let result = try await BearerdProcess.run(
+        let bearerd = try BearerdProcess(
             ["serve", "--config", config],
-            environment: ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"]
+            environment: [
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_PROPAGATORS": "tracecontext,baggage",
+                "OTEL_TRACES_SAMPLER": "jaeger_remote", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=otel-header-secret-55",
+            ]
         )
-        #expect(result.status == 78, "\(result.stderr)")
-        #expect(result.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc: bearerd sends OTLP over HTTP only"))
+        try await bearerd.waitUntilReady()
+        bearerd.signal(SIGTERM)
+        #expect(try await bearerd.wait() == 0, "\(bearerd.stderr)")
+        #expect(bearerd.stderr.contains("OTEL_* variables ignored"), "\(bearerd.stderr)")
+        #expect(bearerd.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL,OTEL_PROPAGATORS,OTEL_TRACES_SAMPLER"))
+        #expect(!bearerd.stderr.contains("otel-header-secret-55"), "a collector's key in the log")
     }
 }

@@ -270,6 +270,24 @@ struct ProxyRefusalTests {
         }
     }
 
+    /// As any user: a TCP caller is known by the owner of its socket, and closed unanswered
+    /// when its uid is not listed.
+    @Test(arguments: [true, false])
+    func aTCPCallerIsKnownByItsSocketsOwner(listed: Bool) async throws {
+        let uid = listed ? getuid() : getuid() &+ 12_345
+        try await ProxyFixture.with(yaml: "socket_allow_uids: [\(uid)]") { proxy in
+            let raw = try? await proxy.raw("GET /tcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+            if listed {
+                #expect(raw?.hasPrefix("HTTP/1.1 200 ") == true, "\(raw ?? "nothing")")
+                #expect(proxy.logText.contains("caller_uid: \(getuid())") || proxy.logText.contains("caller_uid"))
+            } else {
+                #expect(raw == nil || raw == "", "\(raw ?? "")")
+                #expect(proxy.upstream.requests.isEmpty)
+                #expect(proxy.logText.contains("a caller not in socket_allow_uids/socket_allow_gids was closed"))
+            }
+        }
+    }
+
     @Test func aRefusedBodylessRequestKeepsTheConnectionForTheNext() async throws {
         try await ProxyFixture.with { proxy in
             let raw = try await proxy.raw(

@@ -12,7 +12,11 @@ import Testing
 struct SocketOwnerTests {
     /// Accepts one connection on `host` and returns the accepted socket's addresses as the
     /// server sees them; nil when `host` cannot be bound (no IPv6 here).
-    static func accepted(on host: String, group: any EventLoopGroup) async throws -> (SocketAddress, SocketAddress)? {
+    static func accepted(
+        on host: String,
+        connectingTo target: String? = nil,
+        group: any EventLoopGroup
+    ) async throws -> (SocketAddress, SocketAddress)? {
         let seen = NIOLockedValueBox<(SocketAddress, SocketAddress)?>(nil)
         let server: any Channel
         do {
@@ -27,7 +31,9 @@ struct SocketOwnerTests {
         } catch {
             return nil
         }
-        let client = try await ClientBootstrap(group: group).connect(to: server.localAddress!).get()
+        let port = server.localAddress!.port!
+        let address = try target.map { try SocketAddress(ipAddress: $0, port: port) } ?? server.localAddress!
+        let client = try await ClientBootstrap(group: group).connect(to: address).get()
         try await waitUntil(.seconds(5)) { seen.withLockedValue { $0 } != nil }
         let addresses = seen.withLockedValue { $0 }
         // Asked while the client's socket is still open.
@@ -43,12 +49,27 @@ struct SocketOwnerTests {
     func theKernelNamesThisProcesssUID(host: String) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let found = try await Self.accepted(on: host, group: group)
-        try await group.shutdownGracefully()
-        guard let (remote, local) = found else { return }
-        // Once the client is gone, or for a pair that never connected, there is nobody.
+        guard let (remote, local) = found else {
+            try await group.shutdownGracefully()
+            return
+        }
+        // Once the client is gone, there is nobody.
         try await waitUntil(.seconds(5)) { SocketOwner.of(remote: remote, local: local) == nil }
-        let stranger = try SocketAddress(ipAddress: host, port: 9)
+        // Nor for a client port where this process listens: the kernel's answer for a socket it
+        // cannot find is that listener, which is not a caller.
+        let listener = try await ServerBootstrap(group: group).bind(host: host, port: 0).get()
+        let stranger = try SocketAddress(ipAddress: host, port: listener.localAddress!.port!)
         #expect(SocketOwner.of(remote: stranger, local: local) == nil)
+        try await listener.close()
+        try await group.shutdownGracefully()
+    }
+
+    /// An IPv6 socket connected to ::ffff:127.0.0.1 (a dual-stack client: Java's and .NET's
+    /// default) is found for the IPv4 connection the listener accepted.
+    @Test func aDualStackClientIsFound() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        _ = try await Self.accepted(on: "127.0.0.1", connectingTo: "::ffff:127.0.0.1", group: group)
+        try await group.shutdownGracefully()
     }
 
     @Test func aUnixSocketHasNoOwnerHere() throws {
@@ -57,27 +78,74 @@ struct SocketOwnerTests {
     }
 }
 
-/// The kernel's answer, read as bytes: a socket its process let go of names nobody.
+/// The kernel's answer, read as bytes: only a connected socket with the asked ports and
+/// addresses, still held by a process, names its owner.
 @Suite("inet_diag answers")
 struct SocketOwnerParseTests {
-    /// An `nlmsghdr` of type SOCK_DIAG_BY_FAMILY and an `inet_diag_msg` with `uid` and `inode`.
-    static func answer(uid: UInt32, inode: UInt32) -> ArraySlice<UInt8> {
+    static func query() throws -> [UInt8] {
+        try #require(
+            SocketOwner.query(
+                remote: try SocketAddress(ipAddress: "127.0.0.1", port: 40000),
+                local: try SocketAddress(ipAddress: "127.0.0.1", port: 8080)
+            )
+        )
+    }
+
+    /// The answer the kernel gives about the asked socket: `nlmsghdr`, then `inet_diag_msg`
+    /// with the request's sockid, `state`, `uid` and `inode`.
+    static func answer(to query: [UInt8], state: UInt8 = 1, uid: UInt32, inode: UInt32) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: 16 + 72)
         bytes[0] = 88
         bytes[4] = 20
+        bytes.replaceSubrange(8..<12, with: query[8..<12])
+        bytes[16] = query[16]
+        bytes[17] = state
+        bytes.replaceSubrange(20..<56, with: query[24..<60])
         withUnsafeBytes(of: uid.littleEndian) { bytes.replaceSubrange(80..<84, with: $0) }
         withUnsafeBytes(of: inode.littleEndian) { bytes.replaceSubrange(84..<88, with: $0) }
-        return bytes[...]
+        return bytes
     }
 
-    @Test func aSocketWithAnInodeNamesItsOwnerAndOneWithoutNamesNobody() {
-        #expect(SocketOwner.parse(Self.answer(uid: 1000, inode: 4242)) == .init(uid: 1000, inode: 4242))
+    @Test func theAskedConnectedSocketNamesItsOwner() throws {
+        let query = try Self.query()
+        #expect(
+            SocketOwner.parse(Self.answer(to: query, uid: 1000, inode: 4242)[...], asked: query)
+                == .init(uid: 1000, inode: 4242)
+        )
+        // CLOSE_WAIT: the client shut its side down (an HTTP/1.0 client's half-close).
+        #expect(
+            SocketOwner.parse(Self.answer(to: query, state: 8, uid: 1000, inode: 1)[...], asked: query)?.uid == 1000
+        )
+    }
+
+    @Test func aListenerAnOrphanAnotherSocketOrAnErrorNamesNobody() throws {
+        let query = try Self.query()
+        // The kernel's fallback for a socket it cannot find: a listener on the client's port.
+        #expect(SocketOwner.parse(Self.answer(to: query, state: 10, uid: 1000, inode: 9)[...], asked: query) == nil)
         // A time-wait or orphaned socket: inode 0, reported as root's. Not root.
-        #expect(SocketOwner.parse(Self.answer(uid: 0, inode: 0)) == nil)
-        // An error answer (NLMSG_ERROR), or a short one.
-        var error = Self.answer(uid: 0, inode: 7)
-        error[error.startIndex + 4] = 2
-        #expect(SocketOwner.parse(error) == nil)
-        #expect(SocketOwner.parse([1, 2, 3][...]) == nil)
+        #expect(SocketOwner.parse(Self.answer(to: query, uid: 0, inode: 0)[...], asked: query) == nil)
+        var other = Self.answer(to: query, uid: 1000, inode: 4242)
+        other[20] ^= 0xFF  // another source port
+        #expect(SocketOwner.parse(other[...], asked: query) == nil)
+        var error = Self.answer(to: query, uid: 0, inode: 7)
+        error[4] = 2  // NLMSG_ERROR
+        #expect(SocketOwner.parse(error[...], asked: query) == nil)
+        var stale = Self.answer(to: query, uid: 1000, inode: 7)
+        stale[8] = 99  // another request's answer
+        #expect(SocketOwner.parse(stale[...], asked: query) == nil)
+        #expect(SocketOwner.parse([1, 2, 3][...], asked: query) == nil)
+    }
+
+    /// A dual-stack client (an IPv6 socket to ::ffff:127.0.0.1, Java's and .NET's default) is
+    /// answered in the IPv6 layout for an IPv4 question.
+    @Test func aDualStackClientsMappedAddressIsItsIPv4One() throws {
+        let query = try Self.query()
+        var answer = Self.answer(to: query, uid: 1000, inode: 5)
+        answer[16] = UInt8(AF_INET6)
+        for start in [24, 40] {
+            let v4 = Array(answer[start..<(start + 4)])
+            answer.replaceSubrange(start..<(start + 16), with: [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + v4)
+        }
+        #expect(SocketOwner.parse(answer[...], asked: query)?.uid == 1000)
     }
 }
