@@ -22,7 +22,7 @@ enum CallerGroupsLookup {
         let promise = eventLoop.makePromise(of: Void.self)
         // Both ends run on `eventLoop`: whichever comes first completes the promise.
         let done = NIOLoopBoundBox(false, eventLoop: eventLoop)
-        let finish = {
+        let finish: @Sendable () -> Void = {
             guard !done.value else { return }
             done.value = true
             promise.succeed()

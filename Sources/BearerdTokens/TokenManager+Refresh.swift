@@ -63,7 +63,7 @@ extension TokenManager {
         if self.fleet != nil {
             let task = Task {
                 let result = await self.performShared(grant, reason: reason)
-                await self.endRefreshSpan(result)
+                self.endRefreshSpan(result)
                 return result
             }
             self.transition(to: .refreshing(previous, task))
@@ -83,7 +83,7 @@ extension TokenManager {
         }
         let task = Task {
             let result = await self.perform(grant, previous: previous, reason: reason)
-            await self.endRefreshSpan(result)
+            self.endRefreshSpan(result)
             return result
         }
         self.transition(to: .refreshing(previous, task))
