@@ -261,8 +261,9 @@ struct ProxyForwardingTests {
     }
 }
 
-/// Polls `condition` (yielding between tries) until it holds; fails after `limit`.
-func waitUntil(limit: Duration = .seconds(5), _ condition: () -> Bool) async throws {
+/// Polls `condition` (yielding between tries) until it holds; fails after `limit` (generous: the
+/// whole suite runs at once on two cores in CI, where one test waited more than 5 s).
+func waitUntil(limit: Duration = .seconds(20), _ condition: () -> Bool) async throws {
     let clock = ContinuousClock()
     let deadline = clock.now + limit
     while !condition() {
