@@ -46,9 +46,13 @@ struct ProxyFailureTests {
         }
     }
 
+    static let patientTokenWait = "proxy:\n  token_wait: 60s"
+
     @Test func noTokenIs503SayingToLogIn() async throws {
         let tokens = RecordingTokenProvider(token: nil)
-        try await ProxyFixture.with(tokens: tokens) { proxy in
+        // The provider answers at once; a loaded CI machine may still take seconds to run it,
+        // and the answer, not proxy.token_wait's, is what is checked.
+        try await ProxyFixture.with(yaml: Self.patientTokenWait, tokens: tokens) { proxy in
             let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 503)
             #expect(response.bodyText.contains("\"error\":\"not_logged_in\""))
@@ -62,7 +66,7 @@ struct ProxyFailureTests {
             token: nil,
             error: .tokenServerUnavailable("the token server is unreachable; retrying", retryAfterSeconds: 7)
         )
-        try await ProxyFixture.with(tokens: tokens) { proxy in
+        try await ProxyFixture.with(yaml: Self.patientTokenWait, tokens: tokens) { proxy in
             let response = try await proxy.send(.GET, "/x")
             #expect(response.status == 503)
             #expect(response.head.headers["retry-after"] == ["7"])
