@@ -13,7 +13,7 @@ extension ProxyHandler {
     func logAccess(_ exchange: Exchange, outcome: String?, now: NIODeadline? = nil) {
         let now = now ?? self.now
         self.metrics.finished(
-            status: exchange.responseStatus.map { Int($0.code) },
+            status: exchange.responseStatus,
             bytesIn: exchange.requestBodyBytes,
             bytesOut: exchange.responseBodyBytes,
             upstream: exchange.upstreamStartedAt.map { now - $0 }
@@ -23,9 +23,9 @@ extension ProxyHandler {
         if var trace = exchange.trace {
             if trace.tokenWait == nil, let started = trace.tokenWaitStarted { trace.tokenWait = now - started }
             trace.end(
-                status: exchange.responseStatus.map { Int($0.code) },
+                status: exchange.responseStatus,
                 upstream: exchange.upstreamStartedAt.map { now - $0 },
-                retriedAfter401: exchange.authRetried
+                retriedAfter401: exchange.machine.authRetry != .none
             )
             exchange.trace = nil
         }
@@ -33,7 +33,7 @@ extension ProxyHandler {
         var metadata: Logger.Metadata = [
             "method": .string(exchange.request.method.rawValue),
             "path": .string(self.loggedPath(exchange.request.uri)),
-            "status": .stringConvertible(exchange.responseStatus?.code ?? 0),
+            "status": .stringConvertible(exchange.responseStatus ?? 0),
             "bytes_in": .stringConvertible(exchange.requestBodyBytes),
             "bytes_out": .stringConvertible(exchange.responseBodyBytes),
             "duration_ms": .string(Self.milliseconds(now - exchange.startedAt)),
@@ -48,8 +48,8 @@ extension ProxyHandler {
         }
         if let traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }
-        if exchange.retried { metadata["retried"] = "stale_connection" }
-        if exchange.authRetried { metadata["retried"] = "upstream_401" }
+        if exchange.machine.replayed { metadata["retried"] = "stale_connection" }
+        if exchange.machine.authRetry != .none { metadata["retried"] = "upstream_401" }
         self.logger.info("request", metadata: metadata)
     }
 

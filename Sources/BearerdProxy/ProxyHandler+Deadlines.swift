@@ -67,7 +67,7 @@ extension ProxyHandler {
 
     /// Does what the exchange's deadlines say is due.
     private func exchangeTimerFired(_ exchange: Exchange, now: NIODeadline) {
-        guard exchange.course.isLive else { return }
+        guard exchange.machine.isLive else { return }
         let snapshot = ExchangeDeadlines.Snapshot(
             requestBodyBytes: exchange.requestBodyBytes,
             requestEnded: exchange.requestEnded,
@@ -81,7 +81,7 @@ extension ProxyHandler {
         case .none:
             break
         case .expired(.requestBodyStalled):
-            exchange.closeClientAfter = true
+            exchange.machine.closeAfter(.brokenRequest)
             self.fail(
                 exchange,
                 .requestTimeout(

@@ -9,12 +9,13 @@ import NIOPosix
 extension ProxyHandler {
     /// The upstream's response ended: pool the connection if it can carry another request.
     func finish(_ exchange: Exchange) {
-        exchange.course.finished()
+        exchange.machine.finished()
         if let connection = exchange.upstream {
             exchange.upstream = nil
-            self.pool.release(connection, reusable: exchange.requestEnded && exchange.upstreamKeepAlive)
+            self.pool.release(connection, reusable: exchange.requestEnded && exchange.machine.upstreamKeepAlive)
         }
-        self.complete(exchange, end: exchange.responseFraming == .chunked ? WireFormat.lastChunk : nil)
+        let chunked = exchange.machine.response?.framing == .chunked
+        self.complete(exchange, end: chunked ? WireFormat.lastChunk : nil)
     }
 
     /// Answers the request with bearerd's own JSON error. When a request body is still unread,
@@ -22,22 +23,17 @@ extension ProxyHandler {
     /// a bodyless request keeps the connection (its end is dropped when it arrives).
     func fail(_ exchange: Exchange, _ failure: ProxyFailure) {
         exchange.closeUpstream()
-        guard let context, !exchange.responseHeadSent else {
+        guard let context, !exchange.machine.responseStarted else {
             self.abandon(exchange, outcome: failure.error)
             return
         }
-        exchange.course.finished()
-        if !exchange.requestEnded && exchange.requestHasBody { exchange.closeClientAfter = true }
-        // Nothing is parsed after an upgrade request: nothing else can come on this connection.
-        if exchange.request.isUpgrade { exchange.closeClientAfter = true }
+        let close = exchange.machine.answered(status: Int(failure.status.code))
         let (head, body) = failure.response(
             version: exchange.request.version,
-            close: exchange.closeClientAfter,
+            close: close,
             allocator: context.channel.allocator
         )
-        exchange.responseStatus = failure.status
-        exchange.responseHeadSent = true
-        exchange.responseBodyBytes = body.readableBytes
+        exchange.machine.responseBodySent(body.readableBytes)
         var out = context.channel.allocator.buffer(capacity: 256 + body.readableBytes)
         WireFormat.writeResponseHead(head, into: &out)
         out.writeImmutableBuffer(body)
@@ -64,7 +60,7 @@ extension ProxyHandler {
         self.writeHeldHead(context: context)
         let now = self.now
         let action = self.machine.exchangeEnded(
-            close: exchange.closeClientAfter,
+            close: exchange.machine.closesConnection,
             requestEnded: exchange.requestEnded,
             now: now
         )
@@ -86,7 +82,7 @@ extension ProxyHandler {
     /// The exchange cannot end cleanly (client gone, or upstream gone after the response head
     /// was sent): drop both connections.
     func abandon(_ exchange: Exchange, outcome: String) {
-        exchange.course.finished()
+        exchange.machine.finished()
         exchange.closeUpstream()
         self.logAccess(exchange, outcome: outcome)
         self.closeClient()
@@ -117,7 +113,7 @@ extension ProxyHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         if case .exchanging(let exchange) = self.state {
-            if exchange.course.isLive { self.abandon(exchange, outcome: "client_closed") }
+            if exchange.machine.isLive { self.abandon(exchange, outcome: "client_closed") }
             // A span the exchange did not end (it ended without a line) ends with the connection.
             exchange.trace?.abandon()
             exchange.trace = nil
@@ -131,7 +127,7 @@ extension ProxyHandler {
         // What a lingering client still sends is dropped, parseable or not.
         if case .lingering = self.state { return }
         self.logger.debug("client connection error", metadata: ["error": "\(error)"])
-        if case .exchanging(let exchange) = self.state, exchange.course.isLive {
+        if case .exchanging(let exchange) = self.state, exchange.machine.isLive {
             self.abandon(exchange, outcome: "client_error")
         } else {
             self.closeClient()
@@ -142,7 +138,7 @@ extension ProxyHandler {
     func answerAndClose(_ failure: ProxyFailure) {
         let exchange = Exchange(request: .placeholder, startedAt: self.now, timeouts: self.exchangeTimeouts)
         self.metrics.started()
-        exchange.closeClientAfter = true
+        exchange.machine.closeAfter(.brokenRequest)
         _ = self.machine.begin(exchange)
         self.fail(exchange, failure)
     }
@@ -151,7 +147,7 @@ extension ProxyHandler {
         if event is ProxyRetireEvent {
             // A reload: the connection's next response is its last, so the client comes back to
             // the new settings. Nothing is closed under a client that may be sending.
-            self.machine.retire()?.closeClientAfter = true
+            self.machine.retire()?.machine.closeAfter(.retiring)
             return
         }
         guard event is ChannelShouldQuiesceEvent else {
@@ -164,7 +160,7 @@ extension ProxyHandler {
         case .close:
             context.flush()
             self.closeClient()
-        case .lastExchange(let exchange): exchange.closeClientAfter = true
+        case .lastExchange(let exchange): exchange.machine.closeAfter(.retiring)
         case .none: break
         }
     }

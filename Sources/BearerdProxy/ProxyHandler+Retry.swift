@@ -1,105 +1,15 @@
 import BearerdAuth
 import Logging
 import NIOCore
-import NIOHTTP1
 import Tracing
 
-/// A 401 held back from the client while the token provider decides whether the request is
-/// sent again with a new token. Its events return what happens next, so the rule (retry only
-/// with a token other than the one the upstream refused, or with the same one for a new DPoP
-/// nonce, and only once the 401 is complete) lives here, apart from the channel. A class: the
-/// data path asks "is one held?" for every response part, and that must be a pointer check,
-/// not a copy of a head.
-final class HeldResponse {
-    /// A held 401 body larger than this goes to the client as it is, without a retry.
-    static let maxBody = 64 * 1024
-
-    /// What happens to the held 401 next.
-    enum Next: Equatable {
-        /// Keep holding: the 401 is not complete, or the provider has not answered.
-        case wait
-        /// Send the request again with this token.
-        case retry(BearerToken)
-        /// Give the 401 to the client as it is.
-        case release
-    }
-
-    let head: ResponseHead
-    /// The token the refused request carried.
-    let sentWith: BearerToken
-    /// The body so far, copied into one buffer: pieces from the upstream are slices of its read
-    /// buffers, and holding thousands of small ones would hold thousands of reads.
-    private(set) var body: ByteBuffer?
-    var bodyBytes: Int { self.body?.readableBytes ?? 0 }
-    private(set) var ended = false
-    /// `nil` until the provider answers; then the token to retry with, or `.some(nil)`: no retry.
-    private var decision: BearerToken??
-    /// The upstream asked for a DPoP nonce: the retry goes with the same token.
-    let forNonce: Bool
-
-    /// A 401 to a request sent with `sentWith`, held while the provider decides.
-    init(head: ResponseHead, sentWith: BearerToken) {
-        self.head = head
-        self.sentWith = sentWith
-        self.forNonce = false
-    }
-
-    /// A 401 asking for the DPoP nonce it carried: retried with the same token, no refresh.
-    init(head: ResponseHead, nonceRetryWith token: BearerToken) {
-        self.head = head
-        self.sentWith = token
-        self.decision = .some(token)
-        self.forNonce = true
-    }
-
-    /// A piece of the 401's body came; too large a body is not held.
-    func bodyArrived(_ buffer: ByteBuffer) -> Next {
-        guard self.bodyBytes + buffer.readableBytes <= Self.maxBody else {
-            // Too large to hold: what came so far and this piece go to the client as they are.
-            self.overflow = buffer
-            return .release
-        }
-        var kept = self.body ?? ByteBufferAllocator().buffer(capacity: buffer.readableBytes)
-        self.body = nil  // one owner while it grows, so the write does not copy it
-        kept.writeImmutableBuffer(buffer)
-        self.body = kept
-        return .wait
-    }
-
-    /// The piece that made the body too large to hold, released after ``body``.
-    private(set) var overflow: ByteBuffer?
-
-    /// The 401 is complete.
-    func endArrived() -> Next {
-        self.ended = true
-        return self.next
-    }
-
-    /// The provider answered: a token to retry with, or none.
-    func decided(_ token: BearerToken?) -> Next {
-        self.decision = .some(token)
-        return self.next
-    }
-
-    private var next: Next {
-        guard self.ended, let decision = self.decision else { return .wait }
-        guard let token = decision, token != self.sentWith || self.forNonce else { return .release }
-        return .retry(token)
-    }
-}
-
+/// A 401 to a token bearerd added, held while the provider decides (``HeldResponse``), then
+/// sent again or passed on, as the exchange's machine says (``ExchangeStateMachine``).
 extension ProxyHandler {
-    /// Whether a 401 to this exchange may be answered by a refresh and one more try: only once,
-    /// only for a request bearerd added a token to, whose body is complete and was kept.
-    func mayRetry(_ exchange: Exchange) -> Bool {
-        !exchange.authRetried && exchange.requestEnded && exchange.retryPossible
-    }
-
-    /// Holds the 401 and asks the provider for a new token; a provider that sees `token`
-    /// already replaced answers with the current one without refreshing again.
-    func hold(_ head: ResponseHead, of exchange: Exchange, sentWith token: BearerToken, context: ChannelHandlerContext)
-    {
-        exchange.held = HeldResponse(head: head, sentWith: token)
+    /// Asks the provider for a token other than the one the upstream refused, while the 401 is
+    /// held; a provider that sees `token` already replaced answers with the current one without
+    /// refreshing again.
+    func askProvider(about token: BearerToken, for exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
         // The refresh this 401 brings links to the request's span.
         let waiter = exchange.trace?.span.context
@@ -109,66 +19,42 @@ extension ProxyHandler {
         }
         .assumeIsolated()
         .whenComplete { result in
-            guard self.isCurrent(exchange), let held = exchange.held else { return }
+            guard self.isCurrent(exchange) else { return }
             let fresh: BearerToken? = (try? result.get()) ?? nil
-            self.proceed(held.decided(fresh), with: held, of: exchange)
+            self.proceed(exchange.machine.providerDecided(fresh, keptBody: exchange.retryBody.body), of: exchange)
         }
     }
 
-    func holdBody(_ buffer: ByteBuffer, of exchange: Exchange) {
-        guard let held = exchange.held else { return }
-        self.proceed(held.bodyArrived(buffer), with: held, of: exchange)
-    }
-
-    func holdEnd(of exchange: Exchange) {
-        guard let held = exchange.held else { return }
-        // The 401 is complete: its connection can serve again (the retry may take it).
+    /// The held 401 is complete: its connection can serve again (the retry may take it).
+    func heldEnded(_ exchange: Exchange) {
         if let connection = exchange.upstream {
             exchange.upstream = nil
-            self.pool.release(connection, reusable: exchange.upstreamKeepAlive)
+            self.pool.release(connection, reusable: exchange.machine.upstreamKeepAlive)
         }
-        self.proceed(held.endArrived(), with: held, of: exchange)
+        self.proceed(exchange.machine.heldEndArrived(keptBody: exchange.retryBody.body), of: exchange)
     }
 
-    /// Does what the held 401 says comes next: wait, retry, or pass the 401 on.
-    private func proceed(_ next: HeldResponse.Next, with held: HeldResponse, of exchange: Exchange) {
-        switch next {
+    /// Does what the machine says of the held 401: wait, send the request again, or pass the
+    /// 401 on as it came.
+    func proceed(_ action: ExchangeStateMachine.HeldAction, of exchange: Exchange) {
+        switch action {
         case .wait:
             break
-        case .release:
-            self.release(held, of: exchange)
-        case .retry(let token):
-            exchange.held = nil
-            exchange.authRetried = true
-            exchange.retriedWithFreshToken = !held.forNonce
+        case .retry(let token, let fresh):
             self.metrics.retried()
-            exchange.responseStatus = nil
-            let body = exchange.retryBody
-            exchange.dropRetryBody()
-            exchange.course.resend(body: body)
+            // The machine holds the kept body for the next connection; its budget goes back.
+            exchange.retryBody.drop()
             self.prepare(exchange, token: token)
             self.logger.debug(
-                held.forNonce
-                    ? "retrying a request the upstream answered 401 with its new DPoP nonce"
-                    : "retrying a request the upstream answered 401 with a new token"
+                fresh
+                    ? "retrying a request the upstream answered 401 with a new token"
+                    : "retrying a request the upstream answered 401 with its new DPoP nonce"
             )
-        }
-    }
-
-    /// Sends the held 401 to the client as if it had never been held.
-    private func release(_ held: HeldResponse, of exchange: Exchange) {
-        exchange.held = nil
-        exchange.dropRetryBody()
-        self.upstreamReceived(.head(held.head))
-        if let body = held.body { self.upstreamReceived(.body(body)) }
-        if let overflow = held.overflow { self.upstreamReceived(.body(overflow)) }
-        if held.ended {
-            if exchange.upstream == nil {
-                // Its connection went back to the pool already: end the exchange here.
-                self.finish(exchange)
-            } else {
-                self.upstreamReceived(.end)
-            }
+        case .release(let forward, let body, let ended):
+            guard let context else { return }
+            self.forwardHead(forward, of: exchange)
+            for piece in body { self.forwardBody(piece, of: exchange, context: context) }
+            if ended { self.finish(exchange) }
         }
     }
 }

@@ -6,9 +6,8 @@ extension ProxyHandler {
     /// value: each event changes the state and returns what the handler does next. Nothing here
     /// touches a channel or reads a clock; time comes in with the events, from the event loop.
     ///
-    /// What happens inside an exchange belongs to ``Exchange`` (its deadlines to
-    /// ``ExchangeDeadlines``, a held 401 to ``HeldResponse``); the machine only knows when one
-    /// starts and ends. Generic over the
+    /// What happens inside an exchange belongs to its own machine (``ExchangeStateMachine``,
+    /// its deadlines to ``ExchangeDeadlines``); this one only knows when one starts and ends. Generic over the
     /// exchange (`ExchangeRef`) so that tests drive it without a channel or an upstream.
     struct StateMachine<ExchangeRef: AnyObject> {
         enum State {
@@ -109,10 +108,12 @@ extension ProxyHandler {
             return self.quiescing
         }
 
-        /// The current exchange ended at `now`; `close`: its response says it is the last;
-        /// `requestEnded`: the client's request came in whole (otherwise its rest is dropped).
+        /// The current exchange ended at `now`; `close`: its machine decided the connection
+        /// closes after it (the exchange is the one record of that: ``begin(_:)``, ``retire()``
+        /// and ``quiesce()`` hand it a reload or a shutdown); `requestEnded`: the client's
+        /// request came in whole (otherwise its rest is dropped).
         mutating func exchangeEnded(close: Bool, requestEnded: Bool, now: NIODeadline) -> EndAction {
-            if close || self.quiescing {
+            if close {
                 self.state = .closed
                 return .closeAfterWrite
             }

@@ -12,7 +12,7 @@ extension ProxyHandler {
     /// A request with `Upgrade` and `Connection: upgrade` is the last on its connection (the
     /// parser stops after it, as llhttp does); it went upstream with the protocols offered, if any.
     func upgradeRequested(_ upgrade: UpgradeOffer.Decision, by exchange: Exchange) {
-        exchange.closeClientAfter = true
+        exchange.machine.closeAfter(.upgrade)
         if case .offer(let offer) = upgrade { exchange.upgrade = offer }
     }
 
@@ -21,12 +21,12 @@ extension ProxyHandler {
     /// what it sent after the request goes upstream, and this handler leaves the pipeline.
     func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
         guard case .exchanging(let exchange) = self.state else { return }
-        guard exchange.course.isForwarding, let offer = exchange.upgrade, let connection = exchange.upstream,
+        guard exchange.machine.isForwarding, let offer = exchange.upgrade, let connection = exchange.upstream,
             let context
         else {
             // The parser takes a 101 only when the lease asked for one: never trust it anyway
             // (`fail` closes the upstream connection).
-            exchange.closeClientAfter = true
+            exchange.machine.closeAfter(.brokenUpstream)
             self.fail(exchange, .upstreamFailed(self.settings.upstream.target.description, reason: "an unasked 101"))
             return
         }
@@ -42,11 +42,9 @@ extension ProxyHandler {
             return
         }
         exchange.upstream = nil
-        exchange.course.finished()
-        exchange.dropRetryBody()
+        exchange.machine.switched()
+        exchange.retryBody.drop()
         exchange.deadlines.stopWaitingForResponseHead()
-        exchange.responseStatus = .switchingProtocols
-        exchange.responseHeadSent = true
         self.logAccess(exchange, outcome: nil)
         self.machine.closed()
         self.timer.cancel()

@@ -9,87 +9,86 @@ extension ProxyHandler: UpstreamConnectionOwner {
     var clientIsWritable: Bool { self.context?.channel.isWritable ?? false }
 
     func upstreamReceived(_ part: ResponseParser.Part) {
-        guard case .exchanging(let exchange) = self.state, exchange.course.isForwarding, let context else { return }
+        guard case .exchanging(let exchange) = self.state, let context else { return }
         switch part {
         case .head(let head):
+            guard exchange.machine.isForwarding else { return }
             exchange.deadlines.stopWaitingForResponseHead()
-            exchange.responseStatus = HTTPResponseStatus(statusCode: head.status)
-            exchange.upstreamKeepAlive = head.keepAlive
-            let answer = UpstreamAnswer(
-                status: head.status,
-                sentWithToken: exchange.token != nil,
-                rejectionReported: exchange.rejectionReported,
-                mayRetry: self.mayRetry(exchange),
-                asksForNewNonce: self.settings.dpop != nil && self.takeNonce(head, of: exchange)
-            )
-            switch (answer.action, exchange.token) {
-            case (.holdForNonce, let token?):
-                exchange.held = HeldResponse(head: head, nonceRetryWith: token)
-                return
-            case (.holdForRefresh, let token?):
-                exchange.rejectionReported = true
-                self.hold(head, of: exchange, sentWith: token, context: context)
-                return
-            case (.forward(reportRejection: true), let token?):
-                exchange.rejectionReported = true
-                let tokens = self.tokens
-                context.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in }
-            case (.forward, _), (.holdForNonce, nil), (.holdForRefresh, nil):
-                break
-            }
-            if exchange.retriedWithFreshToken, let token = exchange.token {
-                // Once per retry: whether the token fresh from the refresh a 401 forced was
-                // taken, so a path that refuses every token stops forcing refreshes.
-                exchange.retriedWithFreshToken = false
-                let tokens = self.tokens
-                let refused = head.status == 401 && !answer.asksForNewNonce
-                context.eventLoop.makeFutureWithTask { await tokens.freshTokenAnswered(token, refused: refused) }
-                    .whenComplete { _ in }
-            }
-            // This answer goes to the client: no retry can follow, so the kept body goes.
-            exchange.dropRetryBody()
-            let version = exchange.request.version
-            let framing = HeaderRewriter.clientFraming(head, method: exchange.request.method, version: version)
-            exchange.responseFraming = framing
-            if !exchange.requestEnded || framing == .close { exchange.closeClientAfter = true }
-            var out = self.clientHeads.take(capacity: head.bytes.readableBytes + 64)
-            HeaderRewriter.clientResponse(
+            let request = exchange.request
+            let action = exchange.machine.headArrived(
                 head,
-                version: version,
-                framing: framing,
-                close: exchange.closeClientAfter,
-                into: &out
+                token: exchange.token,
+                bodyKept: exchange.retryBody.isKept,
+                asksForNewNonce: self.settings.dpop != nil && self.takeNonce(head, of: exchange),
+                framing: HeaderRewriter.clientFraming(head, method: request.method, version: request.version)
             )
-            exchange.responseHeadSent = true
-            self.heldHead = out
-            self.arm(exchange.deadlines.responseStarted(now: self.now))
-        case .body(let buffer) where exchange.held != nil:
-            self.holdBody(buffer, of: exchange)
-        case .end where exchange.held != nil:
-            self.holdEnd(of: exchange)
+            switch action {
+            case .forward(let forward): self.forwardHead(forward, of: exchange)
+            case .askProvider(let refused): self.askProvider(about: refused, for: exchange, context: context)
+            case .hold: break
+            }
         case .body(let buffer):
-            exchange.responseBodyBytes += buffer.readableBytes
-            switch exchange.responseFraming {
-            case .none:
-                break
-            case .length, .close:
-                if self.writeHeldHead(appending: buffer, chunked: false, context: context) { return }
-                context.write(self.wrapOutboundOut(buffer), promise: nil)
-            case .chunked where buffer.readableBytes > 0:
-                if self.writeHeldHead(appending: buffer, chunked: true, context: context) { return }
-                if let chunk = WireFormat.smallChunk(buffer, allocator: context.channel.allocator) {
-                    context.write(self.wrapOutboundOut(chunk), promise: nil)
-                    return
-                }
-                let header = WireFormat.chunkHeader(length: buffer.readableBytes, allocator: context.channel.allocator)
-                context.write(self.wrapOutboundOut(header), promise: nil)
-                context.write(self.wrapOutboundOut(buffer), promise: nil)
-                context.write(self.wrapOutboundOut(WireFormat.crlf), promise: nil)
-            case .chunked:
-                break
+            if exchange.machine.isForwarding {
+                self.forwardBody(buffer, of: exchange, context: context)
+            } else {
+                self.proceed(exchange.machine.heldBodyArrived(buffer, keptBody: exchange.retryBody.body), of: exchange)
             }
         case .end:
-            self.finish(exchange)
+            if exchange.machine.isForwarding {
+                self.finish(exchange)
+            } else if exchange.machine.heldResponse != nil {
+                self.heldEnded(exchange)
+            }
+        }
+    }
+
+    /// The response head goes to the client (held until the first piece of body, to go with it).
+    func forwardHead(_ forward: ExchangeStateMachine.Forward, of exchange: Exchange) {
+        if let token = forward.reportRejection {
+            let tokens = self.tokens
+            self.context?.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in
+            }
+        }
+        if let (token, refused) = forward.freshTokenAnswer {
+            let tokens = self.tokens
+            self.context?.eventLoop.makeFutureWithTask { await tokens.freshTokenAnswered(token, refused: refused) }
+                .whenComplete { _ in }
+        }
+        // This answer goes to the client: no retry can follow, so the kept body goes.
+        exchange.retryBody.drop()
+        var out = self.clientHeads.take(capacity: forward.head.bytes.readableBytes + 64)
+        HeaderRewriter.clientResponse(
+            forward.head,
+            version: exchange.request.version,
+            framing: forward.framing,
+            close: forward.close,
+            into: &out
+        )
+        self.heldHead = out
+        self.arm(exchange.deadlines.responseStarted(now: self.now))
+    }
+
+    /// A piece of the response body goes to the client, in the framing its head announced.
+    func forwardBody(_ buffer: ByteBuffer, of exchange: Exchange, context: ChannelHandlerContext) {
+        exchange.machine.responseBodySent(buffer.readableBytes)
+        switch exchange.machine.response?.framing ?? .none {
+        case .none:
+            break
+        case .length, .close:
+            if self.writeHeldHead(appending: buffer, chunked: false, context: context) { return }
+            context.write(self.wrapOutboundOut(buffer), promise: nil)
+        case .chunked where buffer.readableBytes > 0:
+            if self.writeHeldHead(appending: buffer, chunked: true, context: context) { return }
+            if let chunk = WireFormat.smallChunk(buffer, allocator: context.channel.allocator) {
+                context.write(self.wrapOutboundOut(chunk), promise: nil)
+                return
+            }
+            let header = WireFormat.chunkHeader(length: buffer.readableBytes, allocator: context.channel.allocator)
+            context.write(self.wrapOutboundOut(header), promise: nil)
+            context.write(self.wrapOutboundOut(buffer), promise: nil)
+            context.write(self.wrapOutboundOut(WireFormat.crlf), promise: nil)
+        case .chunked:
+            break
         }
     }
 
@@ -125,23 +124,20 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func upstreamFailed(_ error: any Error) {
-        guard case .exchanging(let exchange) = self.state, exchange.course.isForwarding else { return }
-        exchange.held = nil
-        // An upstream that switches protocols unasked is not speaking HTTP with bearerd: the
-        // client's connection closes too.
-        if (error as? ProxyError) == ResponseParser.unaskedSwitch { exchange.closeClientAfter = true }
+        guard case .exchanging(let exchange) = self.state,
+            exchange.machine.isForwarding || exchange.machine.heldResponse != nil
+        else { return }
         let connection = exchange.closeUpstream()
-        let failure = UpstreamFailure(
-            responseStarted: exchange.responseHeadSent,
+        let action = exchange.machine.upstreamFailed(
             connectionReused: (connection?.requestCount ?? 0) > 1,
-            replayed: exchange.retried,
-            requestEnded: exchange.requestEnded,
-            requestBodyBytes: exchange.requestBodyBytes,
             idempotent: exchange.request.method.isIdempotent,
             malformedResponse: (error as? ProxyError)?.code == .badResponse,
+            // An upstream that switches protocols unasked is not speaking HTTP with bearerd:
+            // the client's connection closes too.
+            unaskedSwitch: (error as? ProxyError) == ResponseParser.unaskedSwitch,
             provesPossession: self.settings.dpop != nil
         )
-        switch failure.action {
+        switch action {
         case .abandon:
             self.failures.warning(
                 kind: "upstream_closed",
@@ -152,8 +148,6 @@ extension ProxyHandler: UpstreamConnectionOwner {
             self.abandon(exchange, outcome: "upstream_closed")
         case .replay(let reprove):
             // A pooled connection the upstream had already closed: the request goes once more.
-            exchange.retried = true
-            exchange.course.resend(body: nil)
             if reprove {
                 self.prepare(exchange, token: exchange.token, fresh: true)
             } else {
@@ -168,7 +162,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func startResponseTimeout(_ exchange: Exchange) {
-        guard exchange.deadlines.responseHeadDue == nil, !exchange.responseHeadSent else { return }
+        guard exchange.deadlines.responseHeadDue == nil, !exchange.machine.responseStarted else { return }
         // A bodyless request that went upstream as it arrived was sent when it started: no need
         // to read the clock again. One that waited (token, connection) or had a body was sent now.
         let sent =

@@ -161,8 +161,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func refuse(_ error: ProxyError) {
         let failure = error.failure(limits: self.parser.limits)
         switch self.state {
-        case .exchanging(let exchange) where exchange.course.isLive:
-            exchange.closeClientAfter = true
+        case .exchanging(let exchange) where exchange.machine.isLive:
+            exchange.machine.closeAfter(.brokenRequest)
             self.fail(exchange, failure)
         case .idle, .discarding:
             self.answerAndClose(failure)
@@ -188,8 +188,8 @@ final class ProxyHandler: ChannelDuplexHandler {
         case .body(let buffer):
             switch self.state {
             case .exchanging(let exchange):
-                let action = exchange.course.bodyArrived(buffer, maxBody: self.settings.proxy.limits.maxRequestBody)
-                exchange.keepForRetry(buffer, limit: self.settings.proxy.retryBodyLimit)
+                let action = exchange.machine.bodyArrived(buffer, maxBody: self.settings.proxy.limits.maxRequestBody)
+                exchange.retryBody.keep(buffer, limit: self.settings.proxy.retryBodyLimit)
                 self.perform(action, for: exchange)
             case .idle:
                 self.closeClient()
@@ -199,7 +199,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         case .end:
             switch self.state {
             case .exchanging(let exchange):
-                self.perform(exchange.course.endArrived(), for: exchange)
+                self.perform(exchange.machine.endArrived(), for: exchange)
             case .discarding:
                 self.machine.discardedRequestEnded()
             case .idle:
@@ -210,9 +210,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Does what the exchange's course says of a request part. (The course forwards only while a
+    /// Does what the exchange's machine says of a request part. (The machine forwards only while a
     /// connection is attached, so `upstream` is there; never trust it.)
-    private func perform(_ action: ExchangeCourse.PartAction, for exchange: Exchange) {
+    private func perform(_ action: ExchangeStateMachine.PartAction, for exchange: Exchange) {
         switch action {
         case .forwardBody(let buffer):
             guard let upstream = exchange.upstream else { return self.closeClient() }
@@ -232,7 +232,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     func servePipelined() {
         self.parseInbound()
         // These parts were read before; no `channelReadComplete` will follow to flush them.
-        if !self.inRead, case .exchanging(let exchange) = self.state, exchange.course.isForwarding {
+        if !self.inRead, case .exchanging(let exchange) = self.state, exchange.machine.isForwarding {
             exchange.upstream?.flush()
         }
         self.resumeClientReads()
@@ -241,7 +241,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         self.inRead = false
         self.readEnded()
-        if case .exchanging(let exchange) = self.state, exchange.course.isForwarding, let upstream = exchange.upstream {
+        if case .exchanging(let exchange) = self.state, exchange.machine.isForwarding, let upstream = exchange.upstream
+        {
             self.pool.endOfTurn.upstream(upstream)
         }
         context.fireChannelReadComplete()
@@ -254,7 +255,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             return
         }
         if case .exchanging(let exchange) = self.state,
-            !exchange.course.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false)
+            !exchange.machine.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false)
         {
             self.readPending = true
             exchange.deadlines.readsWereHeld()
@@ -293,7 +294,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
-        if self.machine.begin(exchange) { exchange.closeClientAfter = true }
+        if self.machine.begin(exchange) { exchange.machine.closeAfter(.retiring) }
         switch verdict {
         case .forward(let target):
             exchange.target = target
@@ -303,10 +304,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
         self.beginning = true
         defer { self.beginning = false }
-        if retryPossible {
-            exchange.retryPossible = true
-            exchange.retryBudget = self.retryBudget
-        }
+        if retryPossible { exchange.retryBody = RetryBody(budget: self.retryBudget) }
         if clientKeepsOwnAuthorization {
             self.prepare(exchange, token: nil)
         } else if let token = self.tokens.currentToken() {
@@ -320,14 +318,14 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// the time of the provider's next real attempt, while the refresh goes on for the others.
     private func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
-        exchange.course.waitForToken()
+        exchange.machine.waitForToken()
         exchange.trace?.tokenWaitStarted = self.now
         // The refresh this request waits for links to its span.
         let waiter = exchange.trace?.span.context
         let giveUp = context.eventLoop.assumeIsolated().scheduleTask(
             in: TimeAmount(self.settings.proxy.limits.tokenWait)
         ) {
-            guard self.isCurrent(exchange), exchange.course.tokenWaitExpired() else { return }
+            guard self.isCurrent(exchange), exchange.machine.tokenWaitExpired() else { return }
             var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.limits.tokenWait))
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
@@ -350,7 +348,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     /// Writes the upstream head and connects; `fresh`: not on a pooled connection.
     func prepare(_ exchange: Exchange, token: BearerToken?, fresh: Bool = false) {
-        guard self.context != nil, let target = exchange.target, exchange.course.connecting() else { return }
+        guard self.context != nil, let target = exchange.target, exchange.machine.connecting() else { return }
         exchange.token = token
         var head = self.upstreamHeads.take(capacity: 512)
         let (framing, upgrade) = HeaderRewriter.upstreamRequest(
@@ -395,7 +393,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         exchange.attachedAtStart = self.beginning
         // Attached as it began: the clock was read a moment ago.
         exchange.upstreamStartedAt = self.beginning ? exchange.startedAt : self.now
-        let attachment = exchange.course.attached(expectsContinue: exchange.expectsContinue)
+        let attachment = exchange.machine.attached(expectsContinue: exchange.expectsContinue)
         if attachment.sendContinue {
             context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
         }
@@ -413,7 +411,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func isCurrent(_ exchange: Exchange) -> Bool {
-        if case .exchanging(let current) = self.state { return current === exchange && exchange.course.isLive }
+        if case .exchanging(let current) = self.state { return current === exchange && exchange.machine.isLive }
         return false
     }
 }

@@ -55,48 +55,42 @@ struct SharedBudgetTests {
 
 @Suite("The retry buffer")
 struct RetryBufferTests {
-    static func exchange(_ budget: SharedBudget) -> Exchange {
-        let exchange = Exchange(
-            request: .placeholder,
-            startedAt: .now(),
-            timeouts: ExchangeDeadlinesTests.deadlines().timeouts
-        )
-        exchange.retryPossible = true
-        exchange.retryBudget = budget
-        return exchange
-    }
-
     /// 1-byte pieces used to cost a ByteBuffer each (several times their size); now they share
     /// one buffer whose capacity is what the budget counts.
     @Test func smallPiecesShareOneBufferWhoseCapacityIsCounted() {
         let budget = SharedBudget(limit: 1 << 20)
-        let exchange = Self.exchange(budget)
-        for _ in 0..<1000 { exchange.keepForRetry(ByteBuffer(string: "x"), limit: 64 << 10) }
-        #expect(exchange.retryBody?.readableBytes == 1000)
-        #expect(exchange.retryReserved == exchange.retryBody?.capacity)
-        #expect(budget.inUse == exchange.retryReserved && exchange.retryReserved < 4096)
-        exchange.dropRetryBody()
-        #expect(budget.inUse == 0)
+        var kept = RetryBody(budget: budget)
+        for _ in 0..<1000 { kept.keep(ByteBuffer(string: "x"), limit: 64 << 10) }
+        #expect(kept.body?.readableBytes == 1000)
+        #expect(kept.reserved == kept.body?.capacity)
+        #expect(budget.inUse == kept.reserved && kept.reserved < 4096)
+        kept.drop()
+        #expect(budget.inUse == 0 && !kept.isKept)
     }
 
     @Test func aBodyOverTheLimitOrTheSharedTotalIsNotKept() {
         let budget = SharedBudget(limit: 4096)
-        let big = Self.exchange(budget)
-        big.keepForRetry(ByteBuffer(repeating: 1, count: 3000), limit: 2000)
-        #expect(!big.retryPossible && big.retryBody == nil && budget.inUse == 0)
-        let first = Self.exchange(budget)
-        first.keepForRetry(ByteBuffer(repeating: 1, count: 3000), limit: 64 << 10)
-        let second = Self.exchange(budget)
-        second.keepForRetry(ByteBuffer(repeating: 1, count: 3000), limit: 64 << 10)
-        #expect(first.retryPossible && !second.retryPossible, "the shared total holds one of them")
-        #expect(budget.inUse == first.retryReserved)
+        var big = RetryBody(budget: budget)
+        big.keep(ByteBuffer(repeating: 1, count: 3000), limit: 2000)
+        #expect(!big.isKept && big.body == nil && budget.inUse == 0)
+        var first = RetryBody(budget: budget)
+        first.keep(ByteBuffer(repeating: 1, count: 3000), limit: 64 << 10)
+        var second = RetryBody(budget: budget)
+        second.keep(ByteBuffer(repeating: 1, count: 3000), limit: 64 << 10)
+        #expect(first.isKept && !second.isKept, "the shared total holds one of them")
+        #expect(budget.inUse == first.reserved)
     }
 
     @Test func anExchangeThatEndsGivesItsBytesBack() {
         let budget = SharedBudget(limit: 1 << 20)
         do {
-            let exchange = Self.exchange(budget)
-            exchange.keepForRetry(ByteBuffer(repeating: 1, count: 500), limit: 64 << 10)
+            let exchange = Exchange(
+                request: .placeholder,
+                startedAt: .now(),
+                timeouts: ExchangeDeadlinesTests.deadlines().timeouts
+            )
+            exchange.retryBody = RetryBody(budget: budget)
+            exchange.retryBody.keep(ByteBuffer(repeating: 1, count: 500), limit: 64 << 10)
             #expect(budget.inUse > 0)
         }
         #expect(budget.inUse == 0)

@@ -3,9 +3,15 @@ import Testing
 
 @testable import BearerdProxy
 
-/// ``ExchangeCourse`` alone: no channel, no upstream, no token provider.
-@Suite("The course of an exchange")
-struct ExchangeCourseTests {
+/// ``ExchangeStateMachine`` alone, the request side: no channel, no upstream, no token provider.
+/// (Whole exchanges, responses included: `ExchangeStateMachineExchangeTests`.)
+@Suite("The request side of an exchange's machine")
+struct ExchangeStateMachineTests {
+    /// A machine for a request with a body, kept alive.
+    static func machine(hasBody: Bool = true) -> ExchangeStateMachine {
+        ExchangeStateMachine(.init(closes: false, hasBody: hasBody, isUpgrade: false))
+    }
+
     static func text(_ parts: [RequestParser.Part]) -> [String] {
         parts.map { part in
             switch part {
@@ -16,7 +22,7 @@ struct ExchangeCourseTests {
         }
     }
 
-    static func forwarded(_ action: ExchangeCourse.PartAction) -> String? {
+    static func forwarded(_ action: ExchangeStateMachine.PartAction) -> String? {
         switch action {
         case .forwardBody(let buffer): String(buffer: buffer)
         case .forwardEnd: "<end>"
@@ -25,7 +31,7 @@ struct ExchangeCourseTests {
     }
 
     @Test func partsBeforeTheConnectionAreHeldInOrderAndFlowAfterIt() {
-        var course = ExchangeCourse()
+        var course = Self.machine()
         course.waitForToken()
         #expect(!course.clientMayRead(upstreamWritable: true), "reads wait for a connection")
         #expect(Self.forwarded(course.bodyArrived(ByteBuffer(string: "ab"), maxBody: nil)) == nil)
@@ -44,7 +50,7 @@ struct ExchangeCourseTests {
     }
 
     @Test func aRequestThatEndedBeforeTheConnectionIsCompleteOnAttach() {
-        var course = ExchangeCourse()
+        var course = Self.machine()
         #expect(Self.forwarded(course.endArrived()) == nil)
         let attachment = course.attached(expectsContinue: true)
         #expect(Self.text(attachment.parts) == ["<end>"])
@@ -53,17 +59,17 @@ struct ExchangeCourseTests {
     }
 
     @Test func continueIsSentOnlyBeforeAnyOfTheBody() {
-        var waiting = ExchangeCourse()
+        var waiting = Self.machine()
         #expect(waiting.attached(expectsContinue: true).sendContinue)
-        var started = ExchangeCourse()
+        var started = Self.machine()
         _ = started.bodyArrived(ByteBuffer(string: "x"), maxBody: nil)
         #expect(!started.attached(expectsContinue: true).sendContinue, "the client did not wait for it")
-        var notAsked = ExchangeCourse()
+        var notAsked = Self.machine()
         #expect(!notAsked.attached(expectsContinue: false).sendContinue)
     }
 
     @Test func theBodyLimitCountsHeldAndForwardedBytesAlike() {
-        var course = ExchangeCourse()
+        var course = Self.machine()
         #expect(Self.forwarded(course.bodyArrived(ByteBuffer(repeating: 0, count: 600), maxBody: 1000)) == nil)
         _ = course.attached(expectsContinue: false)
         #expect(Self.forwarded(course.bodyArrived(ByteBuffer(repeating: 0, count: 400), maxBody: 1000)) != nil)
@@ -76,7 +82,7 @@ struct ExchangeCourseTests {
     }
 
     @Test func theTokenWaitEndsWithA503OnlyWhileItStillWaits() {
-        var course = ExchangeCourse()
+        var course = Self.machine()
         course.waitForToken()
         #expect(course.tokenWaitExpired())
         let tokenCame = course.connecting()
@@ -89,33 +95,8 @@ struct ExchangeCourseTests {
         #expect(!course.tokenWaitExpired())
     }
 
-    @Test func aResendCarriesTheKeptBodyAndTheEndOnceMore() {
-        var course = ExchangeCourse()
-        _ = course.attached(expectsContinue: false)
-        _ = course.bodyArrived(ByteBuffer(string: "payload"), maxBody: nil)
-        _ = course.endArrived()
-        course.resend(body: ByteBuffer(string: "payload"))
-        #expect(!course.isForwarding && course.isLive)
-        let connecting = course.connecting()
-        #expect(connecting)
-        let attachment = course.attached(expectsContinue: true)
-        #expect(Self.text(attachment.parts) == ["payload", "<end>"])
-        #expect(attachment.requestComplete && !attachment.sendContinue)
-        #expect(course.requestBodyBytes == 7, "a resend counts nothing twice")
-    }
-
-    @Test func aBodylessRequestIsResentWithItsEnd() {
-        var course = ExchangeCourse()
-        _ = course.endArrived()
-        _ = course.attached(expectsContinue: false)
-        course.resend(body: nil)
-        let attachment = course.attached(expectsContinue: false)
-        #expect(Self.text(attachment.parts) == ["<end>"], "a chunked request needs its last chunk again")
-        #expect(attachment.requestComplete)
-    }
-
     @Test func aFinishedExchangeDropsWhatStillComes() {
-        var course = ExchangeCourse()
+        var course = Self.machine()
         _ = course.bodyArrived(ByteBuffer(string: "ab"), maxBody: nil)
         course.finished()
         guard case .drop = course.bodyArrived(ByteBuffer(string: "cd"), maxBody: nil),

@@ -1,0 +1,291 @@
+import BearerdAuth
+import NIOCore
+
+/// One exchange, as a value: where the request is on its way upstream (waiting for a token, for
+/// a connection, flowing), what came of the response (awaited, held as a 401, sent), whether the
+/// request was sent again and why, and whether the connection closes after it. Each event
+/// changes the state and returns what the handler does; nothing here touches a channel, a clock
+/// or the token provider, so the tests drive whole exchanges alone
+/// (`ExchangeStateMachineTests`).
+///
+/// Request parts that come before a connection is attached are held here (at most one read's
+/// worth: client reads stop until then). The rules of single decisions stay values of their own:
+/// ``UpstreamAnswer`` (forward or hold a response head), ``HeldResponse`` (retry or release a
+/// held 401), ``UpstreamFailure`` (replay, fail or abandon).
+struct ExchangeStateMachine {
+    private(set) var phase: Phase = .connecting
+    /// The client's request came in whole.
+    private(set) var requestEnded = false
+    /// Request body bytes received so far (a resend does not count them again).
+    private(set) var requestBodyBytes = 0
+    private var held: [RequestParser.Part] = []
+    /// The response head that went to the client, its status and framing; `nil` until then.
+    private(set) var response: (status: Int, framing: ResponseFraming)?
+    private(set) var responseBodyBytes = 0
+    /// The upstream said its connection may carry another request.
+    private(set) var upstreamKeepAlive = true
+    /// Sent once more on a fresh connection after a pooled one turned out closed.
+    private(set) var replayed = false
+    private(set) var authRetry = AuthRetry.none
+    private(set) var closeReason: CloseReason?
+    /// What the machine needs of the request head.
+    let request: RequestFacts
+
+    init(_ request: RequestFacts) {
+        self.request = request
+        if request.closes { self.closeReason = .clientAsked }
+    }
+
+    /// Whether the exchange still holds its connection: a late event of an exchange that is
+    /// over (a token, a connection, a timer) is dropped.
+    var isLive: Bool {
+        if case .finished = self.phase { return false }
+        return true
+    }
+
+    var isForwarding: Bool {
+        if case .forwarding = self.phase { return true }
+        return false
+    }
+
+    /// The 401 held back, if one is.
+    var heldResponse: HeldResponse? {
+        if case .holding(let held, _) = self.phase { return held }
+        return nil
+    }
+
+    /// A response head went to the client (the upstream's or bearerd's own).
+    var responseStarted: Bool { self.response != nil }
+
+    /// The client connection closes after this exchange.
+    var closesConnection: Bool { self.closeReason != nil }
+
+    /// The connection closes after this exchange, for `reason` (the first one is kept).
+    mutating func closeAfter(_ reason: CloseReason) {
+        if self.closeReason == nil { self.closeReason = reason }
+    }
+
+    // MARK: The request
+
+    /// A piece of the request body came; `maxBody`: `proxy.max_request_body`, if set.
+    mutating func bodyArrived(_ buffer: ByteBuffer, maxBody: Int?) -> PartAction {
+        guard self.isLive else { return .drop }
+        self.requestBodyBytes += buffer.readableBytes
+        if let maxBody, self.requestBodyBytes > maxBody { return .refuseBody(limit: maxBody) }
+        guard self.isForwarding else {
+            self.held.append(.body(buffer))
+            return .hold
+        }
+        return .forwardBody(buffer)
+    }
+
+    /// The request came in whole.
+    mutating func endArrived() -> PartAction {
+        guard self.isLive else { return .drop }
+        self.requestEnded = true
+        guard self.isForwarding else {
+            self.held.append(.end)
+            return .hold
+        }
+        return .forwardEnd
+    }
+
+    /// No token is at hand: the provider is asked, for at most `proxy.token_wait`.
+    mutating func waitForToken() {
+        guard self.isLive else { return }
+        self.phase = .waitingForToken
+    }
+
+    /// `proxy.token_wait` passed. Returns whether the exchange still waits, and so gets its 503.
+    func tokenWaitExpired() -> Bool {
+        if case .waitingForToken = self.phase { return true }
+        return false
+    }
+
+    /// The upstream head is written (a token came, or none is needed): a connection is next.
+    /// Returns whether the exchange is still live to take one.
+    mutating func connecting() -> Bool {
+        guard self.isLive else { return false }
+        self.phase = .connecting
+        return true
+    }
+
+    /// An upstream connection is attached: the held parts go, in order, and parts flow from now.
+    mutating func attached(expectsContinue: Bool) -> Attachment {
+        self.phase = .forwarding
+        let parts = self.held
+        self.held = []
+        return Attachment(
+            sendContinue: expectsContinue && !self.requestEnded && self.requestBodyBytes == 0,
+            parts: parts,
+            requestComplete: self.requestEnded
+        )
+    }
+
+    /// Whether the client's next read may come now. While the request is still arriving, only
+    /// a connection that is attached and can take more: otherwise reads wait (backpressure).
+    func clientMayRead(upstreamWritable: @autoclosure () -> Bool) -> Bool {
+        self.requestEnded || (self.isForwarding && upstreamWritable())
+    }
+
+    // MARK: The response
+
+    /// A response head came from the upstream; `answer`: the rule's facts but those this
+    /// machine knows (whether a 401 was reported or retried already), `token`: the one the
+    /// request carried, `framing`: how its body would go to the client.
+    mutating func headArrived(
+        _ head: ResponseHead,
+        token: BearerToken?,
+        bodyKept: Bool,
+        asksForNewNonce: Bool,
+        framing: ResponseFraming
+    ) -> HeadAction {
+        self.upstreamKeepAlive = head.keepAlive
+        let answer = UpstreamAnswer(
+            status: head.status,
+            sentWithToken: token != nil,
+            rejectionReported: self.authRetry.rejectionReported,
+            mayRetry: self.authRetry == .none && self.requestEnded && bodyKept,
+            asksForNewNonce: asksForNewNonce
+        )
+        switch (answer.action, token) {
+        case (.holdForNonce, let token?):
+            self.phase = .holding(HeldResponse(head: head, nonceRetryWith: token), framing: framing)
+            return .hold
+        case (.holdForRefresh, let token?):
+            self.phase = .holding(HeldResponse(head: head, sentWith: token), framing: framing)
+            return .askProvider(refused: token)
+        case (.forward(let report), _):
+            var forward = self.forward(head, framing: framing)
+            if report { forward.reportRejection = token }
+            if case .withFreshToken(answerReported: false) = self.authRetry, let token {
+                // Once per retry: whether the token fresh from the refresh a 401 forced was
+                // taken, so a path that refuses every token stops forcing refreshes.
+                self.authRetry = .withFreshToken(answerReported: true)
+                forward.freshTokenAnswer = (token, head.status == 401 && !asksForNewNonce)
+            }
+            return .forward(forward)
+        case (.holdForNonce, nil), (.holdForRefresh, nil):
+            return .forward(self.forward(head, framing: framing))
+        }
+    }
+
+    /// The head goes to the client: the response has started, and nothing goes again.
+    private mutating func forward(_ head: ResponseHead, framing: ResponseFraming) -> Forward {
+        self.phase = .forwarding
+        self.response = (head.status, framing)
+        if !self.requestEnded { self.closeAfter(.requestUnfinished) }
+        if framing == .close { self.closeAfter(.responseUntilClose) }
+        return Forward(head: head, framing: framing, close: self.closesConnection)
+    }
+
+    /// A piece of response body went to the client.
+    mutating func responseBodySent(_ bytes: Int) {
+        self.responseBodyBytes += bytes
+    }
+
+    /// A piece of the held 401's body came; `keptBody`: the request body kept for a retry.
+    mutating func heldBodyArrived(_ buffer: ByteBuffer, keptBody: ByteBuffer?) -> HeldAction {
+        guard case .holding(let held, let framing) = self.phase else { return .wait }
+        return self.proceed(held.bodyArrived(buffer), with: held, framing: framing, keptBody: keptBody)
+    }
+
+    /// The held 401 is complete (its connection is back in the pool).
+    mutating func heldEndArrived(keptBody: ByteBuffer?) -> HeldAction {
+        guard case .holding(let held, let framing) = self.phase else { return .wait }
+        return self.proceed(held.endArrived(), with: held, framing: framing, keptBody: keptBody)
+    }
+
+    /// The provider answered the held 401: a token to retry with, or none.
+    mutating func providerDecided(_ token: BearerToken?, keptBody: ByteBuffer?) -> HeldAction {
+        guard case .holding(let held, let framing) = self.phase else { return .wait }
+        return self.proceed(held.decided(token), with: held, framing: framing, keptBody: keptBody)
+    }
+
+    /// The held 401's rule said what comes next: the machine takes the transition.
+    private mutating func proceed(
+        _ next: HeldResponse.Next,
+        with held: HeldResponse,
+        framing: ResponseFraming,
+        keptBody: ByteBuffer?
+    ) -> HeldAction {
+        switch next {
+        case .wait:
+            return .wait
+        case .retry(let token):
+            self.authRetry = held.forNonce ? .forNonce : .withFreshToken(answerReported: false)
+            self.phase = .connecting
+            self.held = (keptBody.map { [.body($0)] } ?? []) + [.end]
+            return .retry(token, fresh: !held.forNonce)
+        case .release:
+            // Passed on as it came: the rule that held it ran already and is not asked again.
+            let forward = self.forward(held.head, framing: framing)
+            return .release(forward, body: [held.body, held.overflow].compactMap { $0 }, ended: held.ended)
+        }
+    }
+
+    // MARK: Endings
+
+    /// The upstream connection failed or closed before the response ended; the handler gathered
+    /// the facts of the connection. Returns what the rule says (``UpstreamFailure``).
+    mutating func upstreamFailed(
+        connectionReused: Bool,
+        idempotent: Bool,
+        malformedResponse: Bool,
+        unaskedSwitch: Bool,
+        provesPossession: Bool
+    ) -> UpstreamFailure.Action {
+        if unaskedSwitch { self.closeAfter(.brokenUpstream) }
+        if case .holding = self.phase { self.phase = .forwarding }
+        let action = UpstreamFailure(
+            responseStarted: self.responseStarted,
+            connectionReused: connectionReused,
+            replayed: self.replayed,
+            requestEnded: self.requestEnded,
+            requestBodyBytes: self.requestBodyBytes,
+            idempotent: idempotent,
+            malformedResponse: malformedResponse,
+            provesPossession: provesPossession
+        ).action
+        if case .replay = action {
+            self.replayed = true
+            self.phase = .connecting
+            self.held = [.end]
+        }
+        return action
+    }
+
+    /// bearerd answers the request itself with `status`. Returns whether the connection closes
+    /// after it (a body still unread is not read to its end).
+    mutating func answered(status: Int) -> Bool {
+        self.phase = .finished
+        self.held = []
+        if !self.requestEnded && self.request.hasBody { self.closeAfter(.requestUnfinished) }
+        // Nothing is parsed after an upgrade request: nothing else can come on this connection.
+        if self.request.isUpgrade { self.closeAfter(.upgrade) }
+        self.response = (status, .length)
+        return self.closesConnection
+    }
+
+    /// The upstream switched protocols as asked: the 101 goes to the client and the connections
+    /// are spliced; nothing more of HTTP happens here.
+    mutating func switched() {
+        self.phase = .finished
+        self.held = []
+        self.response = (101, .none)
+    }
+
+    /// The exchange is over (the response ended, or it was abandoned).
+    mutating func finished() {
+        self.phase = .finished
+        self.held = []
+    }
+}
+
+extension ExchangeStateMachine.AuthRetry {
+    /// The provider heard of a 401 to this exchange already (it was retried with a fresh token).
+    var rejectionReported: Bool {
+        if case .withFreshToken = self { return true }
+        return false
+    }
+}
