@@ -6,7 +6,7 @@ import NIOHTTP1
 
 /// One request/response pair passing through a client connection: its state as a value
 /// (``ExchangeStateMachine``), and what it holds while it runs (the request head, the upstream
-/// connection, the kept body, the deadlines, the span).
+/// connection, the kept body, the span).
 final class Exchange {
     let request: RequestHead
     /// Where the exchange is, what came of it, and whether the connection closes after it.
@@ -28,8 +28,6 @@ final class Exchange {
     var upstreamStartedAt: NIODeadline?
     /// Went upstream as its head arrived, without waiting for a token or a connection.
     var attachedAtStart = false
-    /// The body's, the response head's and the response's deadlines (``ExchangeDeadlines``).
-    var deadlines: ExchangeDeadlines
     /// The request body kept for a retry after a 401, when one can happen.
     var retryBody = RetryBody()
     /// Its span, when `tracing.endpoint` is set.
@@ -45,11 +43,11 @@ final class Exchange {
                 closes: !request.keepAlive,
                 hasBody: request.hasBody,
                 isUpgrade: request.isUpgrade
-            )
+            ),
+            timeouts: timeouts
         )
         self.request = request
         self.startedAt = startedAt
-        self.deadlines = ExchangeDeadlines(timeouts: timeouts)
     }
 
     var requestEnded: Bool { self.machine.requestEnded }
@@ -58,11 +56,10 @@ final class Exchange {
     /// The status that went to the client, if a response head did.
     var responseStatus: Int? { self.machine.response?.status }
 
-    /// Stops waiting for the upstream and closes its connection (it cannot carry another request
-    /// after an exchange broke off). Returns the connection, closed, if there was one.
+    /// Closes the upstream connection (it cannot carry another request after an exchange broke
+    /// off). Returns the connection, closed, if there was one.
     @discardableResult
     func closeUpstream() -> UpstreamConnection? {
-        self.deadlines.stopWaitingForResponseHead()
         let connection = self.upstream
         self.upstream = nil
         connection?.close()

@@ -79,6 +79,8 @@ extension ExchangeStateMachine {
         var reportRejection: BearerToken?
         /// Tell the provider whether the token fresh from a forced refresh was taken.
         var freshTokenAnswer: (token: BearerToken, refused: Bool)?
+        /// When the response's progress is first checked.
+        var progressCheck: NIODeadline
     }
 
     /// What the handler does with a response head from the upstream.

@@ -30,9 +30,12 @@ struct ExchangeStateMachine {
     private(set) var closeReason: CloseReason?
     /// What the machine needs of the request head.
     let request: RequestFacts
+    /// The body's, the response head's and the response's deadlines.
+    private(set) var deadlines: ExchangeDeadlines
 
-    init(_ request: RequestFacts) {
+    init(_ request: RequestFacts, timeouts: ExchangeDeadlines.Timeouts) {
         self.request = request
+        self.deadlines = ExchangeDeadlines(timeouts: timeouts)
         if request.closes { self.closeReason = .clientAsked }
     }
 
@@ -138,8 +141,10 @@ struct ExchangeStateMachine {
         token: BearerToken?,
         bodyKept: Bool,
         asksForNewNonce: Bool,
-        framing: ResponseFraming
+        framing: ResponseFraming,
+        now: NIODeadline
     ) -> HeadAction {
+        self.deadlines.stopWaitingForResponseHead()
         self.upstreamKeepAlive = head.keepAlive
         let answer = UpstreamAnswer(
             status: head.status,
@@ -156,7 +161,7 @@ struct ExchangeStateMachine {
             self.phase = .holding(HeldResponse(head: head, sentWith: token), framing: framing)
             return .askProvider(refused: token)
         case (.forward(let report), _):
-            var forward = self.forward(head, framing: framing)
+            var forward = self.forward(head, framing: framing, now: now)
             if report { forward.reportRejection = token }
             if case .withFreshToken(answerReported: false) = self.authRetry, let token {
                 // Once per retry: whether the token fresh from the refresh a 401 forced was
@@ -166,17 +171,23 @@ struct ExchangeStateMachine {
             }
             return .forward(forward)
         case (.holdForNonce, nil), (.holdForRefresh, nil):
-            return .forward(self.forward(head, framing: framing))
+            return .forward(self.forward(head, framing: framing, now: now))
         }
     }
 
-    /// The head goes to the client: the response has started, and nothing goes again.
-    private mutating func forward(_ head: ResponseHead, framing: ResponseFraming) -> Forward {
+    /// The head goes to the client at `now`: the response has started (and must keep moving),
+    /// and nothing goes again.
+    private mutating func forward(_ head: ResponseHead, framing: ResponseFraming, now: NIODeadline) -> Forward {
         self.phase = .forwarding
         self.response = (head.status, framing)
         if !self.requestEnded { self.closeAfter(.requestUnfinished) }
         if framing == .close { self.closeAfter(.responseUntilClose) }
-        return Forward(head: head, framing: framing, close: self.closesConnection)
+        return Forward(
+            head: head,
+            framing: framing,
+            close: self.closesConnection,
+            progressCheck: self.deadlines.responseStarted(now: now)
+        )
     }
 
     /// A piece of response body went to the client.
@@ -185,21 +196,21 @@ struct ExchangeStateMachine {
     }
 
     /// A piece of the held 401's body came; `keptBody`: the request body kept for a retry.
-    mutating func heldBodyArrived(_ buffer: ByteBuffer, keptBody: ByteBuffer?) -> HeldAction {
+    mutating func heldBodyArrived(_ buffer: ByteBuffer, keptBody: ByteBuffer?, now: NIODeadline) -> HeldAction {
         guard case .holding(let held, let framing) = self.phase else { return .wait }
-        return self.proceed(held.bodyArrived(buffer), with: held, framing: framing, keptBody: keptBody)
+        return self.proceed(held.bodyArrived(buffer), with: held, framing: framing, keptBody: keptBody, now: now)
     }
 
     /// The held 401 is complete (its connection is back in the pool).
-    mutating func heldEndArrived(keptBody: ByteBuffer?) -> HeldAction {
+    mutating func heldEndArrived(keptBody: ByteBuffer?, now: NIODeadline) -> HeldAction {
         guard case .holding(let held, let framing) = self.phase else { return .wait }
-        return self.proceed(held.endArrived(), with: held, framing: framing, keptBody: keptBody)
+        return self.proceed(held.endArrived(), with: held, framing: framing, keptBody: keptBody, now: now)
     }
 
     /// The provider answered the held 401: a token to retry with, or none.
-    mutating func providerDecided(_ token: BearerToken?, keptBody: ByteBuffer?) -> HeldAction {
+    mutating func providerDecided(_ token: BearerToken?, keptBody: ByteBuffer?, now: NIODeadline) -> HeldAction {
         guard case .holding(let held, let framing) = self.phase else { return .wait }
-        return self.proceed(held.decided(token), with: held, framing: framing, keptBody: keptBody)
+        return self.proceed(held.decided(token), with: held, framing: framing, keptBody: keptBody, now: now)
     }
 
     /// The held 401's rule said what comes next: the machine takes the transition.
@@ -207,7 +218,8 @@ struct ExchangeStateMachine {
         _ next: HeldResponse.Next,
         with held: HeldResponse,
         framing: ResponseFraming,
-        keptBody: ByteBuffer?
+        keptBody: ByteBuffer?,
+        now: NIODeadline
     ) -> HeldAction {
         switch next {
         case .wait:
@@ -219,9 +231,46 @@ struct ExchangeStateMachine {
             return .retry(token, fresh: !held.forNonce)
         case .release:
             // Passed on as it came: the rule that held it ran already and is not asked again.
-            let forward = self.forward(held.head, framing: framing)
+            let forward = self.forward(held.head, framing: framing, now: now)
             return .release(forward, body: [held.body, held.overflow].compactMap { $0 }, ended: held.ended)
         }
+    }
+
+    // MARK: Deadlines
+
+    /// A read ended at `now` while the request body is still to come. Returns the first body
+    /// check, once.
+    mutating func readEnded(now: NIODeadline) -> NIODeadline? {
+        guard self.isLive, !self.requestEnded, !self.deadlines.watchesBody else { return nil }
+        return self.deadlines.bodyArriving(now: now)
+    }
+
+    /// bearerd held client reads back (the upstream could not take more): not the client's
+    /// fault if its body pauses.
+    mutating func readsWereHeld() {
+        self.deadlines.readsWereHeld()
+    }
+
+    /// The whole request went upstream at `sent`. Returns the response head's deadline, unless
+    /// one runs already or the response began.
+    mutating func requestSent(at sent: @autoclosure () -> NIODeadline) -> NIODeadline? {
+        guard self.deadlines.responseHeadDue == nil, !self.responseStarted else { return nil }
+        return self.deadlines.requestSent(at: sent())
+    }
+
+    /// The connection's timer fired at `now`: what has expired, else when to look again.
+    /// `readsHeld`: bearerd holds client reads back now; `clientWritable`: the client can take
+    /// more.
+    mutating func timerFired(now: NIODeadline, readsHeld: Bool, clientWritable: Bool) -> ExchangeDeadlines.Check {
+        guard self.isLive else { return .none }
+        let snapshot = ExchangeDeadlines.Snapshot(
+            requestBodyBytes: self.requestBodyBytes,
+            requestEnded: self.requestEnded,
+            readsHeld: readsHeld,
+            responseBodyBytes: self.responseBodyBytes,
+            clientWritable: clientWritable
+        )
+        return self.deadlines.check(now: now, snapshot)
     }
 
     // MARK: Endings
@@ -236,6 +285,8 @@ struct ExchangeStateMachine {
         provesPossession: Bool
     ) -> UpstreamFailure.Action {
         if unaskedSwitch { self.closeAfter(.brokenUpstream) }
+        // A replay sends the request again, and waits again.
+        self.deadlines.stopWaitingForResponseHead()
         if case .holding = self.phase { self.phase = .forwarding }
         let action = UpstreamFailure(
             responseStarted: self.responseStarted,
@@ -270,6 +321,7 @@ struct ExchangeStateMachine {
     /// The upstream switched protocols as asked: the 101 goes to the client and the connections
     /// are spliced; nothing more of HTTP happens here.
     mutating func switched() {
+        self.deadlines.stopWaitingForResponseHead()
         self.phase = .finished
         self.held = []
         self.response = (101, .none)

@@ -31,8 +31,8 @@ extension ProxyHandler {
         switch self.state {
         case .idle(_, nil) where self.inbound.readableBytes > 0:
             if let deadline = self.machine.headBytesWaiting(now: self.now) { self.arm(deadline) }
-        case .exchanging(let exchange) where !exchange.requestEnded && !exchange.deadlines.watchesBody:
-            if let check = exchange.deadlines.bodyArriving(now: self.now) { self.arm(check) }
+        case .exchanging(let exchange) where !exchange.requestEnded:
+            if let check = exchange.machine.readEnded(now: self.now) { self.arm(check) }
         default:
             break
         }
@@ -67,15 +67,12 @@ extension ProxyHandler {
 
     /// Does what the exchange's deadlines say is due.
     private func exchangeTimerFired(_ exchange: Exchange, now: NIODeadline) {
-        guard exchange.machine.isLive else { return }
-        let snapshot = ExchangeDeadlines.Snapshot(
-            requestBodyBytes: exchange.requestBodyBytes,
-            requestEnded: exchange.requestEnded,
+        let check = exchange.machine.timerFired(
+            now: now,
             readsHeld: self.readPending,
-            responseBodyBytes: exchange.responseBodyBytes,
             clientWritable: self.clientIsWritable
         )
-        switch exchange.deadlines.check(now: now, snapshot) {
+        switch check {
         case .arm(let deadline):
             self.arm(deadline)
         case .none:

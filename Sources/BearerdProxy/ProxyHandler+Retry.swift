@@ -21,7 +21,10 @@ extension ProxyHandler {
         .whenComplete { result in
             guard self.isCurrent(exchange) else { return }
             let fresh: BearerToken? = (try? result.get()) ?? nil
-            self.proceed(exchange.machine.providerDecided(fresh, keptBody: exchange.retryBody.body), of: exchange)
+            self.proceed(
+                exchange.machine.providerDecided(fresh, keptBody: exchange.retryBody.body, now: self.now),
+                of: exchange
+            )
         }
     }
 
@@ -31,7 +34,7 @@ extension ProxyHandler {
             exchange.upstream = nil
             self.pool.release(connection, reusable: exchange.machine.upstreamKeepAlive)
         }
-        self.proceed(exchange.machine.heldEndArrived(keptBody: exchange.retryBody.body), of: exchange)
+        self.proceed(exchange.machine.heldEndArrived(keptBody: exchange.retryBody.body, now: self.now), of: exchange)
     }
 
     /// Does what the machine says of the held 401: wait, send the request again, or pass the

@@ -44,7 +44,6 @@ extension ProxyHandler {
         exchange.upstream = nil
         exchange.machine.switched()
         exchange.retryBody.drop()
-        exchange.deadlines.stopWaitingForResponseHead()
         self.logAccess(exchange, outcome: nil)
         self.machine.closed()
         self.timer.cancel()

@@ -13,14 +13,14 @@ extension ProxyHandler: UpstreamConnectionOwner {
         switch part {
         case .head(let head):
             guard exchange.machine.isForwarding else { return }
-            exchange.deadlines.stopWaitingForResponseHead()
             let request = exchange.request
             let action = exchange.machine.headArrived(
                 head,
                 token: exchange.token,
                 bodyKept: exchange.retryBody.isKept,
                 asksForNewNonce: self.settings.dpop != nil && self.takeNonce(head, of: exchange),
-                framing: HeaderRewriter.clientFraming(head, method: request.method, version: request.version)
+                framing: HeaderRewriter.clientFraming(head, method: request.method, version: request.version),
+                now: self.now
             )
             switch action {
             case .forward(let forward): self.forwardHead(forward, of: exchange)
@@ -31,7 +31,10 @@ extension ProxyHandler: UpstreamConnectionOwner {
             if exchange.machine.isForwarding {
                 self.forwardBody(buffer, of: exchange, context: context)
             } else {
-                self.proceed(exchange.machine.heldBodyArrived(buffer, keptBody: exchange.retryBody.body), of: exchange)
+                self.proceed(
+                    exchange.machine.heldBodyArrived(buffer, keptBody: exchange.retryBody.body, now: self.now),
+                    of: exchange
+                )
             }
         case .end:
             if exchange.machine.isForwarding {
@@ -65,7 +68,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
             into: &out
         )
         self.heldHead = out
-        self.arm(exchange.deadlines.responseStarted(now: self.now))
+        self.arm(forward.progressCheck)
     }
 
     /// A piece of the response body goes to the client, in the framing its head announced.
@@ -162,12 +165,10 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func startResponseTimeout(_ exchange: Exchange) {
-        guard exchange.deadlines.responseHeadDue == nil, !exchange.machine.responseStarted else { return }
         // A bodyless request that went upstream as it arrived was sent when it started: no need
         // to read the clock again. One that waited (token, connection) or had a body was sent now.
-        let sent =
-            exchange.requestBodyBytes == 0 && exchange.attachedAtStart ? exchange.startedAt : self.now
-        if let due = exchange.deadlines.requestSent(at: sent) { self.arm(due) }
+        let sentAtStart = exchange.requestBodyBytes == 0 && exchange.attachedAtStart
+        if let due = exchange.machine.requestSent(at: sentAtStart ? exchange.startedAt : self.now) { self.arm(due) }
     }
 
     func responseTimedOut(_ exchange: Exchange) {

@@ -258,7 +258,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             !exchange.machine.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false)
         {
             self.readPending = true
-            exchange.deadlines.readsWereHeld()
+            exchange.machine.readsWereHeld()
             return
         }
         context.read()

@@ -9,6 +9,9 @@ import Testing
 /// out closed, an upgrade, an answer before the request ended, and who decides the close.
 @Suite("Whole exchanges through the exchange's machine")
 struct ExchangeStateMachineExchangeTests {
+    static let timeouts = ExchangeDeadlinesTests.deadlines().timeouts
+    static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
     static let refused = BearerToken("refused-token")
     static let fresh = BearerToken("fresh-token")
 
@@ -18,7 +21,10 @@ struct ExchangeStateMachineExchangeTests {
 
     /// A POST with a body, attached, its body and end sent upstream.
     static func sent(_ body: String = "payload") -> ExchangeStateMachine {
-        var machine = ExchangeStateMachine(.init(closes: false, hasBody: true, isUpgrade: false))
+        var machine = ExchangeStateMachine(
+            .init(closes: false, hasBody: true, isUpgrade: false),
+            timeouts: Self.timeouts
+        )
         _ = machine.connecting()
         _ = machine.attached(expectsContinue: false)
         _ = machine.bodyArrived(ByteBuffer(string: body), maxBody: nil)
@@ -38,7 +44,8 @@ struct ExchangeStateMachineExchangeTests {
                 token: Self.refused,
                 bodyKept: true,
                 asksForNewNonce: false,
-                framing: .length
+                framing: .length,
+                now: Self.t0
             )
         else {
             Issue.record("a 401 to a kept request was not held")
@@ -46,8 +53,8 @@ struct ExchangeStateMachineExchangeTests {
         }
         #expect(asked == Self.refused)
         #expect(!machine.responseStarted && machine.heldResponse != nil && !machine.isForwarding)
-        guard case .wait = machine.heldBodyArrived(ByteBuffer(string: "no"), keptBody: nil),
-            case .wait = machine.heldEndArrived(keptBody: nil)
+        guard case .wait = machine.heldBodyArrived(ByteBuffer(string: "no"), keptBody: nil, now: Self.t0),
+            case .wait = machine.heldEndArrived(keptBody: nil, now: Self.t0)
         else {
             Issue.record("the 401 moved on before the provider answered")
             return
@@ -55,7 +62,8 @@ struct ExchangeStateMachineExchangeTests {
         guard
             case .retry(let token, fresh: true) = machine.providerDecided(
                 Self.fresh,
-                keptBody: ByteBuffer(string: "payload")
+                keptBody: ByteBuffer(string: "payload"),
+                now: Self.t0
             )
         else {
             Issue.record("a fresh token did not send the request again")
@@ -75,7 +83,8 @@ struct ExchangeStateMachineExchangeTests {
                 token: Self.fresh,
                 bodyKept: false,
                 asksForNewNonce: false,
-                framing: .length
+                framing: .length,
+                now: Self.t0
             )
         else {
             Issue.record("the retry's answer was held")
@@ -96,10 +105,11 @@ struct ExchangeStateMachineExchangeTests {
             token: Self.refused,
             bodyKept: true,
             asksForNewNonce: false,
-            framing: .length
+            framing: .length,
+            now: Self.t0
         )
-        _ = machine.providerDecided(Self.fresh, keptBody: nil)
-        _ = machine.heldEndArrived(keptBody: nil)
+        _ = machine.providerDecided(Self.fresh, keptBody: nil, now: Self.t0)
+        _ = machine.heldEndArrived(keptBody: nil, now: Self.t0)
         _ = machine.attached(expectsContinue: false)
         guard
             case .forward(let forward) = machine.headArrived(
@@ -107,7 +117,8 @@ struct ExchangeStateMachineExchangeTests {
                 token: Self.fresh,
                 bodyKept: true,
                 asksForNewNonce: false,
-                framing: .length
+                framing: .length,
+                now: Self.t0
             )
         else {
             Issue.record("a second 401 was held: a request goes again at most once")
@@ -124,11 +135,17 @@ struct ExchangeStateMachineExchangeTests {
             token: Self.refused,
             bodyKept: true,
             asksForNewNonce: false,
-            framing: .chunked
+            framing: .chunked,
+            now: Self.t0
         )
-        _ = machine.heldBodyArrived(ByteBuffer(string: "no"), keptBody: nil)
-        _ = machine.heldEndArrived(keptBody: nil)
-        guard case .release(let forward, let body, ended: true) = machine.providerDecided(Self.refused, keptBody: nil)
+        _ = machine.heldBodyArrived(ByteBuffer(string: "no"), keptBody: nil, now: Self.t0)
+        _ = machine.heldEndArrived(keptBody: nil, now: Self.t0)
+        guard
+            case .release(let forward, let body, ended: true) = machine.providerDecided(
+                Self.refused,
+                keptBody: nil,
+                now: Self.t0
+            )
         else {
             Issue.record("a 401 the same token would get again was not released")
             return
@@ -147,13 +164,18 @@ struct ExchangeStateMachineExchangeTests {
                 token: Self.refused,
                 bodyKept: true,
                 asksForNewNonce: true,
-                framing: .length
+                framing: .length,
+                now: Self.t0
             )
         else {
             Issue.record("a nonce 401 was not held")
             return
         }
-        guard case .retry(let token, fresh: false) = machine.heldEndArrived(keptBody: ByteBuffer(string: "payload"))
+        guard
+            case .retry(let token, fresh: false) = machine.heldEndArrived(
+                keptBody: ByteBuffer(string: "payload"),
+                now: Self.t0
+            )
         else {
             Issue.record("a complete nonce 401 was not retried")
             return
@@ -166,7 +188,8 @@ struct ExchangeStateMachineExchangeTests {
                 token: Self.refused,
                 bodyKept: true,
                 asksForNewNonce: false,
-                framing: .length
+                framing: .length,
+                now: Self.t0
             )
         else {
             Issue.record("a 401 after the nonce retry was held")
@@ -177,7 +200,10 @@ struct ExchangeStateMachineExchangeTests {
     }
 
     @Test func aStaleConnectionIsReplayedOnceForABodylessIdempotentRequest() throws {
-        var machine = ExchangeStateMachine(.init(closes: false, hasBody: false, isUpgrade: false))
+        var machine = ExchangeStateMachine(
+            .init(closes: false, hasBody: false, isUpgrade: false),
+            timeouts: Self.timeouts
+        )
         _ = machine.attached(expectsContinue: false)
         _ = machine.endArrived()
         let first = machine.upstreamFailed(
@@ -210,7 +236,8 @@ struct ExchangeStateMachineExchangeTests {
             token: nil,
             bodyKept: false,
             asksForNewNonce: false,
-            framing: .length
+            framing: .length,
+            now: Self.t0
         )
         let action = started.upstreamFailed(
             connectionReused: true,
@@ -233,7 +260,7 @@ struct ExchangeStateMachineExchangeTests {
     }
 
     @Test func anAnswerBeforeTheRequestEndedClosesTheConnection() throws {
-        var early = ExchangeStateMachine(.init(closes: false, hasBody: true, isUpgrade: false))
+        var early = ExchangeStateMachine(.init(closes: false, hasBody: true, isUpgrade: false), timeouts: Self.timeouts)
         _ = early.attached(expectsContinue: false)
         _ = early.bodyArrived(ByteBuffer(string: "part"), maxBody: nil)
         guard
@@ -242,7 +269,8 @@ struct ExchangeStateMachineExchangeTests {
                 token: Self.refused,
                 bodyKept: true,
                 asksForNewNonce: false,
-                framing: .length
+                framing: .length,
+                now: Self.t0
             )
         else {
             Issue.record("a 200 was held")
@@ -250,32 +278,44 @@ struct ExchangeStateMachineExchangeTests {
         }
         #expect(forward.close && early.closeReason == .requestUnfinished)
 
-        var refused = ExchangeStateMachine(.init(closes: false, hasBody: true, isUpgrade: false))
+        var refused = ExchangeStateMachine(
+            .init(closes: false, hasBody: true, isUpgrade: false),
+            timeouts: Self.timeouts
+        )
         _ = refused.bodyArrived(ByteBuffer(string: "part"), maxBody: nil)
         let unread = refused.answered(status: 413)
         #expect(unread, "an unread body is not read to its end")
 
-        var bodyless = ExchangeStateMachine(.init(closes: false, hasBody: false, isUpgrade: false))
+        var bodyless = ExchangeStateMachine(
+            .init(closes: false, hasBody: false, isUpgrade: false),
+            timeouts: Self.timeouts
+        )
         let kept = bodyless.answered(status: 403)
         #expect(!kept, "its end is dropped when it comes")
     }
 
     @Test func anUpgradeIsTheConnectionsLastExchange() {
-        var machine = ExchangeStateMachine(.init(closes: false, hasBody: false, isUpgrade: true))
+        var machine = ExchangeStateMachine(
+            .init(closes: false, hasBody: false, isUpgrade: true),
+            timeouts: Self.timeouts
+        )
         machine.closeAfter(.upgrade)
         _ = machine.attached(expectsContinue: false)
         _ = machine.endArrived()
         machine.switched()
         #expect(!machine.isLive && machine.response?.status == 101 && machine.closesConnection)
 
-        var refused = ExchangeStateMachine(.init(closes: false, hasBody: false, isUpgrade: true))
+        var refused = ExchangeStateMachine(
+            .init(closes: false, hasBody: false, isUpgrade: true),
+            timeouts: Self.timeouts
+        )
         let last = refused.answered(status: 403)
         #expect(last, "nothing is parsed after an upgrade request")
         #expect(refused.closeReason == .upgrade)
     }
 
     @Test func theCloseDecisionIsOneRecordThatKeepsItsFirstReason() throws {
-        var asked = ExchangeStateMachine(.init(closes: true, hasBody: false, isUpgrade: false))
+        var asked = ExchangeStateMachine(.init(closes: true, hasBody: false, isUpgrade: false), timeouts: Self.timeouts)
         asked.closeAfter(.retiring)
         #expect(asked.closeReason == .clientAsked)
 
@@ -288,7 +328,8 @@ struct ExchangeStateMachineExchangeTests {
                 token: nil,
                 bodyKept: false,
                 asksForNewNonce: false,
-                framing: .close
+                framing: .close,
+                now: Self.t0
             )
         else {
             Issue.record("a 200 was held")

@@ -7,9 +7,12 @@ import Testing
 /// (Whole exchanges, responses included: `ExchangeStateMachineExchangeTests`.)
 @Suite("The request side of an exchange's machine")
 struct ExchangeStateMachineTests {
+    static let timeouts = ExchangeDeadlinesTests.deadlines().timeouts
+    static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
     /// A machine for a request with a body, kept alive.
     static func machine(hasBody: Bool = true) -> ExchangeStateMachine {
-        ExchangeStateMachine(.init(closes: false, hasBody: hasBody, isUpgrade: false))
+        ExchangeStateMachine(.init(closes: false, hasBody: hasBody, isUpgrade: false), timeouts: Self.timeouts)
     }
 
     static func text(_ parts: [RequestParser.Part]) -> [String] {
