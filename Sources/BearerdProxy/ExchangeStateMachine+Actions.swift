@@ -70,8 +70,8 @@ extension ExchangeStateMachine {
     }
 
     /// A response head going to the client.
+    /// (Without the head: the handler has it, and a copy would retain its buffers.)
     struct Forward {
-        var head: ResponseHead
         var framing: ResponseFraming
         /// The head says `Connection: close`: the client connection closes after it.
         var close: Bool
@@ -101,7 +101,7 @@ extension ExchangeStateMachine {
         /// connection); `fresh`: the token comes from a refresh, not a new DPoP nonce.
         case retry(BearerToken, fresh: Bool)
         /// Pass the 401 on as it came: the head, then the body pieces, then, if `ended`, the end.
-        case release(Forward, body: [ByteBuffer], ended: Bool)
+        case release(Forward, head: ResponseHead, body: [ByteBuffer], ended: Bool)
     }
 
     /// What the machine needs of the request head.

@@ -183,7 +183,6 @@ struct ExchangeStateMachine {
         if !self.requestEnded { self.closeAfter(.requestUnfinished) }
         if framing == .close { self.closeAfter(.responseUntilClose) }
         return Forward(
-            head: head,
             framing: framing,
             close: self.closesConnection,
             progressCheck: self.deadlines.responseStarted(now: now)
@@ -232,7 +231,12 @@ struct ExchangeStateMachine {
         case .release:
             // Passed on as it came: the rule that held it ran already and is not asked again.
             let forward = self.forward(held.head, framing: framing, now: now)
-            return .release(forward, body: [held.body, held.overflow].compactMap { $0 }, ended: held.ended)
+            return .release(
+                forward,
+                head: held.head,
+                body: [held.body, held.overflow].compactMap { $0 },
+                ended: held.ended
+            )
         }
     }
 

@@ -40,13 +40,16 @@ enum HeaderRewriter {
         token: BearerToken?,
         proof: String? = nil,
         peer: String?,
-        settings: ProxySettings,
+        settings: borrowing ProxySettings,
         trace: [(String, String)]? = nil,
         into buffer: inout ByteBuffer
     ) -> (framing: RequestFraming, upgrade: UpgradeOffer.Decision) {
         let keepClientAuthorization = token == nil
         // With auth.dpop, bearerd's proof is the only one: a client's would not match the token.
-        let dropClientProof = token != nil && settings.dpop != nil
+        // (Not `settings.dpop` inside the `&&`: its autoclosure would copy all the settings, as
+        // any closure that uses them does; `borrowing` makes the compiler refuse such a copy.)
+        let provesPossession = settings.dpop != nil
+        let dropClientProof = token != nil && provesPossession
         buffer.writeString(head.method.rawValue)
         buffer.writeInteger(UInt8(ascii: " "))
         buffer.writeString(settings.upstream.target.basePath)
@@ -54,6 +57,12 @@ enum HeaderRewriter {
         buffer.writeStaticString(" HTTP/1.1\r\n")
         WireFormat.writeField("host", settings.upstream.target.hostHeader, into: &buffer)
         var clientHost: Range<Int>?
+        // What the loop below asks of the settings, taken out first: a closure that used
+        // `settings` itself would copy all of it per request.
+        let clientKey = settings.clientKey
+        let dropForwarded = settings.proxy.forwardedHeaders
+        let dropOverrides = !settings.proxy.passOverrideHeaders
+        let addHeaders = settings.proxy.addHeaders
         head.bytes.withUnsafeReadableBytes { raw in
             for field in head.fields {
                 let name = field.name
@@ -80,10 +89,12 @@ enum HeaderRewriter {
                 {
                     continue
                 }
-                if let key = settings.clientKey, key.isHeader(raw, name) { continue }
-                if settings.proxy.forwardedHeaders && Self.isForwardedHeader(raw, name) { continue }
-                if !settings.proxy.passOverrideHeaders && Self.isOverrideHeader(raw, name) { continue }
-                if !settings.proxy.addHeaders.isEmpty && Self.isAddedHeader(raw, name, settings) { continue }
+                if let key = clientKey, key.isHeader(raw, name) { continue }
+                if dropForwarded && Self.isForwardedHeader(raw, name) { continue }
+                if dropOverrides && Self.isOverrideHeader(raw, name) { continue }
+                if !addHeaders.isEmpty && addHeaders.contains(where: { HeaderName.equals(raw, name, name: $0.name) }) {
+                    continue
+                }
                 if !head.connectionOptions.isEmpty
                     && head.connectionOptions.contains(where: { HeaderName.equals(raw, $0, name) })
                 {
@@ -117,7 +128,7 @@ enum HeaderRewriter {
             WireFormat.writeField("upgrade", offer.headerValue, into: &buffer)
         }
         if let token {
-            if settings.dpop != nil {
+            if provesPossession {
                 buffer.writeStaticString("authorization: DPoP ")
                 buffer.writeString(token.value)
                 buffer.writeStaticString("\r\n")
@@ -143,11 +154,6 @@ enum HeaderRewriter {
         for (name, value) in trace ?? [] { WireFormat.writeField(name, value, into: &buffer) }
         buffer.writeStaticString("\r\n")
         return (framing, upgrade)
-    }
-
-    /// Whether `raw[name]` is a field `proxy.add_headers` sets, which the client may not send.
-    static func isAddedHeader(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>, _ settings: ProxySettings) -> Bool {
-        settings.proxy.addHeaders.contains { HeaderName.equals(raw, name, name: $0.name) }
     }
 
     /// How the body of the response to `request` reaches the client: a body without

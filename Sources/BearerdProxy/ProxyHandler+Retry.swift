@@ -53,9 +53,9 @@ extension ProxyHandler {
                     ? "retrying a request the upstream answered 401 with a new token"
                     : "retrying a request the upstream answered 401 with its new DPoP nonce"
             )
-        case .release(let forward, let body, let ended):
+        case .release(let forward, let head, let body, let ended):
             guard let context else { return }
-            self.forwardHead(forward, of: exchange)
+            self.forwardHead(head, forward, of: exchange)
             for piece in body { self.forwardBody(piece, of: exchange, context: context) }
             if ended { self.finish(exchange) }
         }

@@ -13,17 +13,22 @@ extension ProxyHandler: UpstreamConnectionOwner {
         switch part {
         case .head(let head):
             guard exchange.machine.isForwarding else { return }
-            let request = exchange.request
+            // (The method and the version, not a copy of the head: a copy retains its buffers.)
+            let framing = HeaderRewriter.clientFraming(
+                head,
+                method: exchange.request.method,
+                version: exchange.request.version
+            )
             let action = exchange.machine.headArrived(
                 head,
                 token: exchange.token,
                 bodyKept: exchange.retryBody.isKept,
                 asksForNewNonce: self.settings.dpop != nil && self.takeNonce(head, of: exchange),
-                framing: HeaderRewriter.clientFraming(head, method: request.method, version: request.version),
+                framing: framing,
                 now: self.now
             )
             switch action {
-            case .forward(let forward): self.forwardHead(forward, of: exchange)
+            case .forward(let forward): self.forwardHead(head, forward, of: exchange)
             case .askProvider(let refused): self.askProvider(about: refused, for: exchange, context: context)
             case .hold: break
             }
@@ -46,7 +51,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     /// The response head goes to the client (held until the first piece of body, to go with it).
-    func forwardHead(_ forward: ExchangeStateMachine.Forward, of exchange: Exchange) {
+    func forwardHead(_ head: ResponseHead, _ forward: ExchangeStateMachine.Forward, of exchange: Exchange) {
         if let token = forward.reportRejection {
             let tokens = self.tokens
             self.context?.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in
@@ -59,9 +64,9 @@ extension ProxyHandler: UpstreamConnectionOwner {
         }
         // This answer goes to the client: no retry can follow, so the kept body goes.
         exchange.retryBody.drop()
-        var out = self.clientHeads.take(capacity: forward.head.bytes.readableBytes + 64)
+        var out = self.clientHeads.take(capacity: head.bytes.readableBytes + 64)
         HeaderRewriter.clientResponse(
-            forward.head,
+            head,
             version: exchange.request.version,
             framing: forward.framing,
             close: forward.close,
