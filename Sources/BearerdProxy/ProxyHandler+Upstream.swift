@@ -189,16 +189,6 @@ extension ProxyHandler: UpstreamConnectionOwner {
 
 }
 
-extension HTTPMethod {
-    /// RFC 9110 §9.2.2: repeating the request has the effect of sending it once.
-    var isIdempotent: Bool {
-        switch self {
-        case .GET, .HEAD, .OPTIONS, .TRACE, .PUT, .DELETE: true
-        default: false
-        }
-    }
-}
-
 extension TimeAmount {
     var prettyPrint: String {
         let milliseconds = self.nanoseconds / 1_000_000

@@ -1,5 +1,4 @@
 import NIOCore
-import NIOHTTP1
 
 /// A client's request head as bearerd parsed it (RFC 9112 §3, §5): the head's own bytes and
 /// where each field lies in them, so that checking and forwarding a field reads bytes and
@@ -10,8 +9,8 @@ package struct RequestHead {
 
     /// The head from the request line to the empty line; its reader index is 0.
     var bytes: ByteBuffer
-    package var method: HTTPMethod
-    package var version: HTTPVersion
+    package var method: RequestMethod
+    package var version: WireVersion
     /// The request target, as sent.
     var target: Range<Int>
     var fields: [Field] = []
@@ -177,9 +176,10 @@ package struct RequestHead {
         guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1") else {
             throw .badRequest("an HTTP version other than 1.0 and 1.1")
         }
-        let known = Self.method(raw, method)
         // llhttp knows a fixed list of methods (HTTPMethod's); bearerd forwards no other.
-        if case .RAW = known { throw .badRequest("a method that is not a known HTTP method") }
+        guard let known = Self.method(raw, method) else {
+            throw .badRequest("a method that is not a known HTTP method")
+        }
         return RequestHead(
             bytes: bytes,
             method: known,
@@ -188,8 +188,8 @@ package struct RequestHead {
         )
     }
 
-    /// The method, without a string for the common ones.
-    private static func method(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> HTTPMethod {
+    /// The method, without a string for the common ones; `nil` for one llhttp does not know.
+    private static func method(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> RequestMethod? {
         switch range.count {
         case 3 where HeaderName.hasPrefix(raw, range, "GET"): return .GET
         case 3 where HeaderName.hasPrefix(raw, range, "PUT"): return .PUT
@@ -199,7 +199,7 @@ package struct RequestHead {
         case 6 where HeaderName.hasPrefix(raw, range, "DELETE"): return .DELETE
         case 7 where HeaderName.hasPrefix(raw, range, "OPTIONS"): return .OPTIONS
         default:
-            return HTTPMethod(rawValue: String(decoding: UnsafeRawBufferPointer(rebasing: raw[range]), as: UTF8.self))
+            return RequestMethod(known: String(decoding: UnsafeRawBufferPointer(rebasing: raw[range]), as: UTF8.self))
         }
     }
 
