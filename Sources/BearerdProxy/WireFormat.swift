@@ -1,5 +1,4 @@
 import NIOCore
-import NIOHTTP1
 
 /// HTTP/1.1 serialisation straight into a `ByteBuffer` (RFC 9112). bearerd writes its own heads
 /// and chunk framing instead of going through NIO's HTTP encoders: one buffer per head, no
@@ -44,23 +43,15 @@ enum WireFormat {
 
     /// The status line of a response to a client speaking `version` (1.0 or 1.1).
     static func writeStatusLine(
-        _ status: HTTPResponseStatus,
-        version: HTTPVersion,
+        code: Int,
+        reason: String,
+        version: WireVersion,
         into buffer: inout ByteBuffer
     ) {
         buffer.writeStaticString(version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
-        buffer.writeString(String(status.code))
+        buffer.writeString(String(code))
         buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(status.reasonPhrase)
-        buffer.writeStaticString("\r\n")
-    }
-
-    /// A whole response head made by bearerd itself (its JSON answers, `100 Continue`).
-    static func writeResponseHead(_ head: HTTPResponseHead, into buffer: inout ByteBuffer) {
-        Self.writeStatusLine(head.status, version: head.version, into: &buffer)
-        for (name, value) in head.headers {
-            Self.writeField(name, value, into: &buffer)
-        }
+        buffer.writeString(reason)
         buffer.writeStaticString("\r\n")
     }
 
