@@ -82,11 +82,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // HTTP/1.1 as bytes: the request and response parsers, head writer, body framer, canonical target.
+        .target(
+            name: "BearerdWire",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio")
+            ],
+            swiftSettings: strict
+        ),
         // The config file: schema, loading (YAML + environment), validation.
         .target(
             name: "BearerdConfig",
             dependencies: [
                 "BearerdAuth",
+                "BearerdWire",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 // `log.level` is read as swift-log's `Logger.Level`, not a string.
@@ -179,6 +188,7 @@ let package = Package(
                 "BearerdSockets",
                 "BearerdAuth",
                 "BearerdConfig",
+                "BearerdWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -235,6 +245,7 @@ let package = Package(
                 "BearerdJOSE",
                 "BearerdAdmin",
                 "BearerdSystemd",
+                "BearerdWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -266,7 +277,7 @@ let package = Package(
         .target(
             name: "BearerdFuzzTargets",
             dependencies: [
-                "BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore", "BearerdProxy",
+                "BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore", "BearerdProxy", "BearerdWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -304,7 +315,7 @@ let package = Package(
         .testTarget(
             name: "BearerdConfigTests",
             dependencies: [
-                "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
+                "BearerdConfig", "BearerdAuth", "BearerdWire", "BearerdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
             ],
@@ -325,7 +336,7 @@ let package = Package(
             name: "BearerdProxyTests",
             dependencies: [
                 "BearerdProxy", "BearerdAuth", "BearerdConfig", "BearerdSockets", "BearerdTestSupport",
-                "BearerdLogging",
+                "BearerdLogging", "BearerdWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

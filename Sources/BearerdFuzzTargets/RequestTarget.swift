@@ -1,4 +1,5 @@
 import BearerdProxy
+import BearerdWire
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1

@@ -1,4 +1,5 @@
 import BearerdProxy
+import BearerdWire
 import NIOCore
 
 /// The data path's own parser of upstream responses (`ResponseParser`), fed as the upstream

@@ -1,5 +1,5 @@
 import BearerdConfig
-import NIOHTTP1
+import BearerdWire
 
 /// Which methods and paths may be forwarded with the token, like kubectl proxy's
 /// `--accept-paths`/`--reject-paths`/`--reject-methods`: `proxy.allow_methods`,

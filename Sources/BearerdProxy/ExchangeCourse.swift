@@ -1,3 +1,4 @@
+import BearerdWire
 import NIOCore
 
 /// The way of one request to the upstream, as a value: it waits for a token, then for a

@@ -1,3 +1,4 @@
+import BearerdWire
 import NIOCore
 import NIOHTTP1
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import BearerdConfig
+@testable import BearerdWire
 
 @Suite("One canonical request target, checked and forwarded")
 struct CanonicalTargetTests {
@@ -77,7 +78,7 @@ struct CanonicalTargetTests {
             #expect(slow == canonical, "the shortcut and the parser differ on \(target)")
             let again = try #require(CanonicalTarget.parse(canonical.target, allowPathParams: allowPathParams).value)
             #expect(again == canonical, "not idempotent: \(target) → \(canonical.target) → \(again.target)")
-            let joined = upstream.join(canonical)
+            let joined = canonical.joined(under: upstream.basePath)
             #expect(joined.hasPrefix("/v2/"), "\(target) → \(joined)")
             let path = joined.prefix { $0 != "?" }
             #expect(!path.contains("//"), "\(target) → \(joined)")

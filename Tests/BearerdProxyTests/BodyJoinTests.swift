@@ -2,6 +2,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// Small chunks that come together leave the parsers as one piece, so a count of body bytes
 /// (the held parts, the retry buffer, a held 401, the writes) is a count of what is held: a

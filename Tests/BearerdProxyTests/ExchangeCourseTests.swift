@@ -2,6 +2,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// ``ExchangeCourse`` alone: no channel, no upstream, no token provider.
 @Suite("The course of an exchange")

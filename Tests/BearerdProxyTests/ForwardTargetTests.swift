@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// The target forwarded from the head's own bytes must be the canonical target, byte for byte:
 /// the shortcut may skip the string, never the checks.

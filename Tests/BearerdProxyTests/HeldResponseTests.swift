@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// The rule for a held 401, on its own: retried once it is complete and the provider answered
 /// with a token other than the refused one (or the same one for a DPoP nonce); otherwise passed

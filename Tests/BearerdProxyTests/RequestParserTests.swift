@@ -3,6 +3,7 @@ import NIOHTTP1
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 @Suite("The request parser")
 struct RequestParserTests {

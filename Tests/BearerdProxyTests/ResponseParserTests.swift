@@ -2,6 +2,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 @Suite("Parsing upstream responses")
 struct ResponseParserTests {

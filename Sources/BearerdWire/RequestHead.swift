@@ -5,15 +5,15 @@ import NIOCore
 /// allocates nothing. The parse is strict, like the response side's (``ResponseHead``): CRLF line
 /// ends, token methods and names, no obs-fold, no whitespace before a colon, one framing.
 package struct RequestHead {
-    typealias Field = HeadField
+    package typealias Field = HeadField
 
     /// The head from the request line to the empty line; its reader index is 0.
-    var bytes: ByteBuffer
+    package var bytes: ByteBuffer
     package var method: RequestMethod
     package var version: WireVersion
     /// The request target, as sent.
-    var target: Range<Int>
-    var fields: [Field] = []
+    package var target: Range<Int>
+    package var fields: [Field] = []
     /// The one Content-Length value (a repeat is an error).
     package var contentLength: Int?
     /// `Transfer-Encoding: chunked`, the only coding taken.
@@ -24,7 +24,7 @@ package struct RequestHead {
     /// this request is parsed as HTTP.
     package var isUpgrade = false
     /// Names the `Connection` header lists besides `close` and `keep-alive`: hop-by-hop too.
-    var connectionOptions: [Range<Int>] = []
+    package var connectionOptions: [Range<Int>] = []
 
     /// The request target as a string (for the canonical form and the access log).
     package var uri: String {
@@ -32,7 +32,7 @@ package struct RequestHead {
     }
 
     /// Whether a field called `name` (lowercase) is present.
-    func contains(_ name: StaticString) -> Bool {
+    package func contains(_ name: StaticString) -> Bool {
         Self.contains(name, in: self.fields, of: self.bytes)
     }
 
@@ -44,7 +44,7 @@ package struct RequestHead {
     }
 
     /// The values of every field called `name` (lowercase), as text, in order.
-    func values(of name: StaticString) -> [String] {
+    package func values(of name: StaticString) -> [String] {
         Self.values(of: name, in: self.fields, of: self.bytes)
     }
 
@@ -67,10 +67,10 @@ package struct RequestHead {
     }
 
     /// Whether the client said a body follows the head.
-    var hasBody: Bool { self.isChunked || (self.contentLength ?? 0) > 0 }
+    package var hasBody: Bool { self.isChunked || (self.contentLength ?? 0) > 0 }
 
     /// The head of a request bearerd answers before it could parse one.
-    static var placeholder: RequestHead {
+    package static var placeholder: RequestHead {
         RequestHead(
             bytes: ByteBuffer(staticString: "GET - HTTP/1.1\r\n\r\n"),
             method: .GET,
@@ -80,7 +80,7 @@ package struct RequestHead {
     }
 
     /// Parses a complete head: the request line, the fields and the empty line, CRLF each.
-    static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(ProxyError) -> RequestHead {
+    package static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(ProxyError) -> RequestHead {
         var fields: [HeadField] = []
         return try Self.parse(bytes, limits: limits, fields: &fields)
     }
