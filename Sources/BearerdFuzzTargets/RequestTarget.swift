@@ -1,4 +1,3 @@
-import BearerdProxy
 import BearerdWire
 import NIOCore
 import NIOEmbedded
