@@ -323,6 +323,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "BearerdWireTests",
+            dependencies: [
+                "BearerdWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "BearerdLoggingTests",
             dependencies: [
                 "BearerdLogging",

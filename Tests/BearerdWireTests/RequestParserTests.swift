@@ -1,8 +1,6 @@
 import NIOCore
-import NIOHTTP1
 import Testing
 
-@testable import BearerdProxy
 @testable import BearerdWire
 
 @Suite("The request parser")

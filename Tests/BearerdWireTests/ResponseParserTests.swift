@@ -1,7 +1,6 @@
 import NIOCore
 import Testing
 
-@testable import BearerdProxy
 @testable import BearerdWire
 
 @Suite("Parsing upstream responses")

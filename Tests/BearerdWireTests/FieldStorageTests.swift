@@ -1,7 +1,6 @@
 import NIOCore
 import Testing
 
-@testable import BearerdProxy
 @testable import BearerdWire
 
 /// ``FieldStorage`` through the parsers: a connection's heads reuse one fields array, and a head
