@@ -1,8 +1,9 @@
-/// BearerdProxy's one error: the proxy cannot start (or take a reload), or bytes a client or the
-/// upstream sent are not HTTP/1.1 as RFC 9112 writes it, or are over a limit. A client's fault is
-/// answered with 400, 414 or 431 (``failure(limits:)``) and the connection closes; the
-/// upstream's with 502. The message names the config key at fault when there is one, says what
-/// to change, and never holds a token or a key's bytes.
+/// The data path's one error, BearerdWire's and BearerdProxy's: the proxy cannot start (or take
+/// a reload), or bytes a client or the upstream sent are not HTTP/1.1 as RFC 9112 writes it, or
+/// are over a limit. A client's fault is answered with 400, 414 or 431 (BearerdProxy's
+/// `failure(limits:)`) and the connection closes; the upstream's with 502. The message names the
+/// config key at fault when there is one, says what to change, and never holds a token or a
+/// key's bytes.
 package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Which failure it is, for code to compare (`error.code == .badResponse`). A struct over a
     /// private enum, as swift-service-lifecycle's `ServiceGroupError.Code`.
