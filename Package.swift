@@ -82,11 +82,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // HTTP/1.1 as bytes: the request and response parsers, head writer, body framer, canonical target.
+        .target(
+            name: "BearerdWire",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio")
+            ],
+            swiftSettings: strict
+        ),
         // The config file: schema, loading (YAML + environment), validation.
         .target(
             name: "BearerdConfig",
             dependencies: [
                 "BearerdAuth",
+                "BearerdWire",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
                 // `log.level` is read as swift-log's `Logger.Level`, not a string.
@@ -179,6 +188,7 @@ let package = Package(
                 "BearerdSockets",
                 "BearerdAuth",
                 "BearerdConfig",
+                "BearerdWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -235,6 +245,7 @@ let package = Package(
                 "BearerdJOSE",
                 "BearerdAdmin",
                 "BearerdSystemd",
+                "BearerdWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -262,11 +273,12 @@ let package = Package(
         ),
         // The fuzz targets: bearerd's parsers of untrusted input, with the promises they keep.
         // `scripts/fuzz TARGET SECONDS` builds bearerd-fuzz with libFuzzer and AddressSanitizer;
-        // none of this depends on async-http-client, swift-nio-ssl or BoringSSL.
+        // the data path's parsers come from BearerdWire, not BearerdProxy, so none of this
+        // depends on async-http-client, swift-nio-ssl or BoringSSL (swift-crypto).
         .target(
             name: "BearerdFuzzTargets",
             dependencies: [
-                "BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore", "BearerdProxy",
+                "BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore", "BearerdWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -304,9 +316,17 @@ let package = Package(
         .testTarget(
             name: "BearerdConfigTests",
             dependencies: [
-                "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
+                "BearerdConfig", "BearerdAuth", "BearerdWire", "BearerdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BearerdWireTests",
+            dependencies: [
+                "BearerdWire",
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -325,7 +345,7 @@ let package = Package(
             name: "BearerdProxyTests",
             dependencies: [
                 "BearerdProxy", "BearerdAuth", "BearerdConfig", "BearerdSockets", "BearerdTestSupport",
-                "BearerdLogging",
+                "BearerdLogging", "BearerdWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

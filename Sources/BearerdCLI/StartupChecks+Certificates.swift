@@ -1,5 +1,6 @@
 import BearerdConfig
 import BearerdProxy
+import BearerdWire
 import NIOSSL
 
 extension StartupChecks {

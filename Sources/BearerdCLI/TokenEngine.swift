@@ -5,6 +5,7 @@ import BearerdFleet
 import BearerdProxy
 import BearerdStore
 import BearerdTokens
+import BearerdWire
 import Logging
 import Tracing
 

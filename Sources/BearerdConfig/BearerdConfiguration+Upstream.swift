@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdWire
 import Foundation
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import BearerdWire
 import Configuration
 import Foundation
 

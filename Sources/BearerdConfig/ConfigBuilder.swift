@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdWire
 import Configuration
 import Foundation
 import Logging

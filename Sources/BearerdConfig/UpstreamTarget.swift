@@ -1,3 +1,4 @@
+import BearerdWire
 import Foundation
 
 /// The one upstream bearerd forwards to, parsed from `upstream.url`.
@@ -13,7 +14,8 @@ package struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
     package var host: String
     /// The port, the scheme's default when the URL names none.
     package var port: Int
-    /// The path prefix, without a trailing slash: `""` or e.g. `/v2`.
+    /// The path prefix, without a trailing slash: `""` or e.g. `/v2`. A client's canonical
+    /// target goes upstream after it (``CanonicalTarget/joined(under:)``).
     package var basePath: String
     /// The `Host` header value sent upstream: the host, with the port when it is not the default.
     package var hostHeader: String
@@ -61,12 +63,6 @@ package struct UpstreamTarget: Sendable, Hashable, CustomStringConvertible {
         return .parsed(
             UpstreamTarget(scheme: scheme, host: host, port: port, basePath: basePath, hostHeader: hostHeader)
         )
-    }
-
-    /// The request target to send upstream for a client's canonical target: the base path,
-    /// then the target, which starts with its one `/`.
-    package func join(_ target: CanonicalTarget) -> String {
-        self.basePath + target.target
     }
 
     package var description: String {

@@ -1,4 +1,4 @@
-import BearerdProxy
+import BearerdWire
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1

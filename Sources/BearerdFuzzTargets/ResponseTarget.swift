@@ -1,4 +1,4 @@
-import BearerdProxy
+import BearerdWire
 import NIOCore
 
 /// The data path's own parser of upstream responses (`ResponseParser`), fed as the upstream
@@ -7,9 +7,14 @@ import NIOCore
 /// 256). Its promises: one head, then body parts, then the end, and nothing after; nothing after
 /// a 101; no body for a HEAD, a 204 or a 304; a Content-Length body of exactly that length; never
 /// more body bytes than were given. A 101 is then judged as the answer to a WebSocket handshake
-/// with RFC 6455's example key (``UpgradeOffer``): spliced only to `websocket` (issue 35).
+/// with RFC 6455's example key and its accept (``UpgradeOffer``): spliced only to `websocket`
+/// (issue 35).
 enum ResponseTarget {
-    static let offer = UpgradeOffer(protocols: ["websocket"], webSocketKey: "dGhlIHNhbXBsZSBub25jZQ==")
+    static let offer = UpgradeOffer(
+        protocols: ["websocket"],
+        webSocketKey: "dGhlIHNhbXBsZSBub25jZQ==",
+        webSocketAccept: "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+    )
 
     static func run(_ bytes: [UInt8]) -> String {
         guard bytes.count >= 2 else { return "short" }

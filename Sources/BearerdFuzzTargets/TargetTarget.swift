@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdWire
 import Foundation
 
 /// `CanonicalTarget` on a request target (first byte: bit 0 allows `;` path parameters). Its
@@ -17,7 +18,7 @@ enum TargetTarget {
         let again = CanonicalTarget.parse(canonical.target, allowPathParams: allowPathParams)
         promise(again.value == canonical, "the canonical form is idempotent")
         promise(canonical.path.hasPrefix("/") && !canonical.path.contains("//"), "one slash between segments")
-        let joined = Self.upstream.join(canonical)
+        let joined = canonical.joined(under: Self.upstream.basePath)
         promise(joined.hasPrefix("/v2/"), "the joined target stays under the base path")
         promise(
             canonical.target.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "#") },

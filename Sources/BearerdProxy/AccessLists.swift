@@ -1,5 +1,5 @@
 import BearerdConfig
-import NIOHTTP1
+import BearerdWire
 
 /// Which methods and paths may be forwarded with the token, like kubectl proxy's
 /// `--accept-paths`/`--reject-paths`/`--reject-methods`: `proxy.allow_methods`,
@@ -53,7 +53,7 @@ struct AccessLists: Sendable {
     /// Why `method path` may not be forwarded, or `nil`. `path` is canonical (``CanonicalTarget``),
     /// as the listed paths are. A deny entry matches in any letter case, since some upstreams
     /// route without regard to case; an allow entry only as written.
-    func refusal(method: HTTPMethod, path: String) -> String? {
+    func refusal(method: RequestMethod, path: String) -> String? {
         guard !self.isEmpty else { return nil }
         let name = method.rawValue.uppercased()
         if self.denyMethods.contains(name) || (!self.allowMethods.isEmpty && !self.allowMethods.contains(name)) {

@@ -1,5 +1,6 @@
 import BearerdConfig
 import BearerdFiles
+import BearerdWire
 import NIOSSL
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import BearerdFiles
+import BearerdWire
 import Foundation
 
 /// A shared secret that TCP callers must send in a header (`proxy.client_key_file`): a local

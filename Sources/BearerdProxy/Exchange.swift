@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdWire
 import NIOCore
 
 /// The states of ``ExchangeStateMachine`` and the actions its transitions return.

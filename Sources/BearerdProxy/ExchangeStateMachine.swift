@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdWire
 import NIOCore
 
 /// One exchange, as a value: where the request is on its way upstream (waiting for a token, for

@@ -1,3 +1,4 @@
+import BearerdWire
 import Foundation
 import NIOCore
 import NIOHTTP1

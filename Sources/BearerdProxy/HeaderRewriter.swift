@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -161,7 +162,7 @@ enum HeaderRewriter {
     /// the connection.
     /// (The request's method and version, not its head: passing a head held by the exchange
     /// would copy it.)
-    static func clientFraming(_ head: ResponseHead, method: HTTPMethod, version: HTTPVersion) -> ResponseFraming {
+    static func clientFraming(_ head: ResponseHead, method: RequestMethod, version: WireVersion) -> ResponseFraming {
         if method == .HEAD || head.status == 204 || head.status == 304 { return .none }
         if head.contentLength != nil { return .length }
         return version.minor >= 1 ? .chunked : .close
@@ -172,7 +173,7 @@ enum HeaderRewriter {
     /// connection open, and the framing the body will be sent with.
     static func clientResponse(
         _ head: ResponseHead,
-        version: HTTPVersion,
+        version: WireVersion,
         framing: ResponseFraming,
         close: Bool,
         into buffer: inout ByteBuffer

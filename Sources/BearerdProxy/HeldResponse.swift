@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdWire
 import NIOCore
 
 /// A 401 held back from the client while the token provider decides whether the request is

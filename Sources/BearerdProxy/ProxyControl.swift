@@ -1,5 +1,6 @@
 import BearerdConfig
 import BearerdSockets
+import BearerdWire
 import Synchronization
 
 /// A handle on the running proxy for reloads: ``ProxyServer`` fills it in once it listens.

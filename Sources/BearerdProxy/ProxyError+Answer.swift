@@ -1,3 +1,5 @@
+import BearerdWire
+
 extension ProxyError {
     /// The answer bearerd gives a client whose request this error refuses.
     func failure(limits: RequestLimits) -> ProxyFailure {

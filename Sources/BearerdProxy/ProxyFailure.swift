@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -111,7 +112,7 @@ struct ProxyFailure: Sendable {
     }
 
     /// The response head and body for a client speaking `version`.
-    func response(version: HTTPVersion, close: Bool, allocator: ByteBufferAllocator) -> (HTTPResponseHead, ByteBuffer) {
+    func response(version: WireVersion, close: Bool, allocator: ByteBufferAllocator) -> (HTTPResponseHead, ByteBuffer) {
         var body = allocator.buffer(capacity: 64 + self.message.utf8.count)
         body.writeStaticString("{\"error\":\"")
         body.writeString(JSONEscaping.escaped(self.error))
@@ -128,6 +129,7 @@ struct ProxyFailure: Sendable {
         } else if version.minor == 0 {
             headers.add(name: "connection", value: "keep-alive")
         }
-        return (HTTPResponseHead(version: version, status: self.status, headers: headers), body)
+        let nioVersion = HTTPVersion(major: version.major, minor: version.minor)
+        return (HTTPResponseHead(version: nioVersion, status: self.status, headers: headers), body)
     }
 }

@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import BearerdLogging
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -36,21 +37,5 @@ extension ProxyHandler {
         dpop.remember(nonce)
         return head.status == 401 && nonce != exchange.dpopNonce
             && head.values(of: "www-authenticate").contains(where: { $0.contains("use_dpop_nonce") })
-    }
-}
-
-extension ResponseHead {
-    /// The value of the first field called `name` (lower case), as text.
-    func firstValue(of name: StaticString) -> String? {
-        self.values(of: name).first
-    }
-
-    /// The values of every field called `name` (lower case), as text.
-    func values(of name: StaticString) -> [String] {
-        self.bytes.withUnsafeReadableBytes { raw in
-            self.fields.filter { HeaderName.equals(raw, $0.name, name) }.map {
-                String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0.value]), as: UTF8.self)
-            }
-        }
     }
 }

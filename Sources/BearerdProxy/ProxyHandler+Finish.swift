@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import BearerdLogging
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,3 +1,4 @@
+import BearerdWire
 import NIOCore
 
 /// A small response goes to the client in one write: its head is held until the first piece of

@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdWire
 import Logging
 import NIOCore
 import Tracing

@@ -1,5 +1,6 @@
 import BearerdConfig
 import BearerdLogging
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1

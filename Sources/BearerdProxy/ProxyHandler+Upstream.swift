@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import BearerdLogging
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -187,16 +188,6 @@ extension ProxyHandler: UpstreamConnectionOwner {
         )
     }
 
-}
-
-extension HTTPMethod {
-    /// RFC 9110 §9.2.2: repeating the request has the effect of sending it once.
-    var isIdempotent: Bool {
-        switch self {
-        case .GET, .HEAD, .OPTIONS, .TRACE, .PUT, .DELETE: true
-        default: false
-        }
-    }
 }
 
 extension TimeAmount {

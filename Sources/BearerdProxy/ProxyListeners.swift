@@ -2,6 +2,7 @@ import BearerdAuth
 import BearerdConfig
 import BearerdLogging
 import BearerdSockets
+import BearerdWire
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

@@ -2,6 +2,7 @@ import BearerdAuth
 import BearerdConfig
 import BearerdFiles
 import BearerdSockets
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1

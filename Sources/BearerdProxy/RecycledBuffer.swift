@@ -1,3 +1,4 @@
+import BearerdWire
 import NIOCore
 
 /// A buffer for the heads bearerd writes, used again once NIO has written it: taken, filled,

@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import BearerdSockets
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -164,7 +165,7 @@ enum RequestPolicy {
         return nil
     }
 
-    private static func checkHost(count: Int, value: String?, version: HTTPVersion) -> ProxyFailure? {
+    private static func checkHost(count: Int, value: String?, version: WireVersion) -> ProxyFailure? {
         if count > 1 { return .badRequest("more than one Host header") }
         guard let host = value else {
             return version.minor >= 1 ? .badRequest("an HTTP/1.1 request needs a Host header") : nil

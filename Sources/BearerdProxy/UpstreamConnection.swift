@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdWire
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -66,7 +67,7 @@ final class UpstreamConnection: ChannelDuplexHandler {
 
     /// Hands the connection to an exchange whose request goes out next; `upgrade`: the request
     /// asks to switch protocols.
-    func lease(to owner: any UpstreamConnectionOwner, method: HTTPMethod, upgrade: Bool = false) {
+    func lease(to owner: any UpstreamConnectionOwner, method: RequestMethod, upgrade: Bool = false) {
         self.state = .leased(owner)
         self.requestCount += 1
         self.parser.expectResponse(toHEAD: method == .HEAD, upgrade: upgrade)

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdWire
 import Logging
 import NIOCore
 import NIOSSL

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdWire
 import Testing
 
 @Suite("Upstream URL and path joining")
@@ -23,7 +24,8 @@ struct UpstreamTargetTests {
     )
     func join(base: String, target: String, expected: String) throws {
         let upstream = try #require(UpstreamTarget.parse(base).value)
-        #expect(upstream.join(try #require(CanonicalTarget.parse(target, allowPathParams: false).value)) == expected)
+        let canonical = try #require(CanonicalTarget.parse(target, allowPathParams: false).value)
+        #expect(canonical.joined(under: upstream.basePath) == expected)
     }
 
     @Test(

@@ -5,6 +5,8 @@ import Foundation
 import NIOSSL
 import Testing
 
+@testable import BearerdWire
+
 /// A client certificate's key renewed on disk is read again without a restart: with the same
 /// check as at start (issue 35: a renewed key was taken without the mode check config time does).
 @Suite("Client certificate files")

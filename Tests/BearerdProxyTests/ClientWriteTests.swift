@@ -3,6 +3,7 @@ import NIOEmbedded
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// A small response leaves in one write, its head and body together; a large body, a body that
 /// comes later, or the end alone never wait for each other.

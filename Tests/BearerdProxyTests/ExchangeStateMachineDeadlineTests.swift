@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// Each of an exchange's deadlines through its machine, with the time given in: no channel, no
 /// clock. (body_timeout 1 s, response_timeout 5 s, send_timeout 3 s, read_timeout 2 s.)

@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// Whole exchanges through ``ExchangeStateMachine``, without a channel or a clock: a 401 retried
 /// with a fresh token or a DPoP nonce, a 401 passed on, a replay after a pooled connection turned

@@ -2,6 +2,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// ``ExchangeStateMachine`` alone, the request side: no channel, no upstream, no token provider.
 /// (Whole exchanges, responses included: `ExchangeStateMachineExchangeTests`.)

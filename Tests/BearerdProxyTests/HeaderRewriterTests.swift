@@ -5,6 +5,7 @@ import NIOHTTP1
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 @Suite("Header rewriting")
 struct HeaderRewriterTests {

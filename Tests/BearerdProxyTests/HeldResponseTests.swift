@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// The rule for a held 401, on its own: retried once it is complete and the provider answered
 /// with a token other than the refused one (or the same one for a DPoP nonce); otherwise passed
@@ -50,5 +51,19 @@ struct HeldResponseTests {
         #expect(held.bodyArrived(ByteBuffer(string: "x")) == .release)
         #expect(held.bodyBytes == HeldResponse.maxBody)
         #expect(held.overflow?.readableBytes == 1)
+    }
+
+    /// Small chunks joined (issue 35, ``BodyFramer``): a held 401 does not keep a slice, and
+    /// with it a read buffer, per chunk.
+    @Test func aHeld401KeepsItsPiecesInOneBufferOfItsOwn() throws {
+        let held = HeldResponse(head: try Self.head(), sentWith: Self.refused)
+        var read = ByteBuffer(repeating: UInt8(ascii: "y"), count: 60_000)
+        // Sixty thousand one-byte slices of one read, as the upstream could send them.
+        while let piece = read.readSlice(length: 1) { _ = held.bodyArrived(piece) }
+        #expect(held.bodyBytes == 60_000)
+        // One buffer, at most twice what it holds (the slices would hold the whole read each).
+        let body = try #require(held.body)
+        #expect(body.readableBytes == 60_000)
+        #expect(body.capacity <= 2 * 60_000)
     }
 }

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 extension RequestHead {
     /// Limits no test head reaches.

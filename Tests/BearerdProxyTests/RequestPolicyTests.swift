@@ -5,6 +5,7 @@ import NIOHTTP1
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 @Suite("Which requests may be forwarded")
 struct RequestPolicyTests {

@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// The path lists decide on the path the upstream routes (issue 35, second outside review): a
 /// deny entry `/users/@me` must refuse `/users/%40me`, which WSGI, Go, Spring and nginx route to

@@ -5,6 +5,7 @@ import NIOPosix
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// `upstream.max_idle_connections` bounds the idle connections of every loop's pool together.
 @Suite("Budgets shared by every event loop")

@@ -3,6 +3,7 @@ import NIOHTTP1
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// Issue 35: what of a client's `Upgrade` is offered upstream, and which 101 opens a raw
 /// channel. A splice carries bytes past every per-request check, so only a 101 that really

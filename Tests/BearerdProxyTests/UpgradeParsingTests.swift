@@ -5,6 +5,7 @@ import NIOHTTP1
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// The pieces of an upgrade (`proxy.allow_upgrades`) that need no network: what the parser takes
 /// after a request that asked to switch, and what goes upstream for which protocol.

@@ -8,6 +8,7 @@ import NIOSSL
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 #if canImport(Glibc)
 import Glibc

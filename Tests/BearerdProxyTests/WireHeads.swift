@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// Reads back the heads bearerd writes as bytes, for tests that check their fields.
 enum WireHeads {

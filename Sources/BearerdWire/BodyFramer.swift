@@ -1,4 +1,3 @@
-import BearerdConfig
 import NIOCore
 
 /// The body of one message framed by a length or by chunks (RFC 9112 §6.2, §7.1), cut out of

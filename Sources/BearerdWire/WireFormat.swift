@@ -1,24 +1,23 @@
 import NIOCore
-import NIOHTTP1
 
 /// HTTP/1.1 serialisation straight into a `ByteBuffer` (RFC 9112). bearerd writes its own heads
 /// and chunk framing instead of going through NIO's HTTP encoders: one buffer per head, no
 /// `HTTPHeaders` rebuilt per message, and no extra pipeline hop.
-enum WireFormat {
+package enum WireFormat {
     /// `0\r\n\r\n`: the last chunk of a chunked body, with no trailers.
-    static let lastChunk = ByteBuffer(staticString: "0\r\n\r\n")
-    static let crlf = ByteBuffer(staticString: "\r\n")
+    package static let lastChunk = ByteBuffer(staticString: "0\r\n\r\n")
+    package static let crlf = ByteBuffer(staticString: "\r\n")
     /// The interim answer to `Expect: 100-continue`, which bearerd gives itself.
-    static let continueResponse = ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")
-    static let empty = ByteBuffer()
+    package static let continueResponse = ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")
+    package static let empty = ByteBuffer()
 
     /// Bodies and chunks up to this size are copied into one buffer with what frames them (the
     /// head before, the chunk's size line and CRLF around) and leave in one write; larger ones
     /// are written as they are, uncopied. A copy this small costs less than the writes it saves.
-    static let copiedBodyLimit = 2048
+    package static let copiedBodyLimit = 2048
 
     /// A whole chunk of `body`: its size line, its bytes and the CRLF after them.
-    static func writeChunk(_ body: ByteBuffer, into buffer: inout ByteBuffer) {
+    package static func writeChunk(_ body: ByteBuffer, into buffer: inout ByteBuffer) {
         buffer.writeString(String(body.readableBytes, radix: 16))
         buffer.writeStaticString("\r\n")
         buffer.writeImmutableBuffer(body)
@@ -27,7 +26,7 @@ enum WireFormat {
 
     /// `body` framed as a whole chunk in a buffer of its own when it is small enough to copy
     /// (``copiedBodyLimit``); `nil` otherwise.
-    static func smallChunk(_ body: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer? {
+    package static func smallChunk(_ body: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer? {
         guard body.readableBytes <= Self.copiedBodyLimit else { return nil }
         var chunk = allocator.buffer(capacity: body.readableBytes + 12)
         Self.writeChunk(body, into: &chunk)
@@ -35,7 +34,7 @@ enum WireFormat {
     }
 
     /// The size line that starts a chunk of `length` bytes.
-    static func chunkHeader(length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
+    package static func chunkHeader(length: Int, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: 18)
         buffer.writeString(String(length, radix: 16))
         buffer.writeStaticString("\r\n")
@@ -43,34 +42,26 @@ enum WireFormat {
     }
 
     /// The status line of a response to a client speaking `version` (1.0 or 1.1).
-    static func writeStatusLine(
-        _ status: HTTPResponseStatus,
-        version: HTTPVersion,
+    package static func writeStatusLine(
+        code: Int,
+        reason: String,
+        version: WireVersion,
         into buffer: inout ByteBuffer
     ) {
         buffer.writeStaticString(version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
-        buffer.writeString(String(status.code))
+        buffer.writeString(String(code))
         buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(status.reasonPhrase)
+        buffer.writeString(reason)
         buffer.writeStaticString("\r\n")
     }
 
-    /// A whole response head made by bearerd itself (its JSON answers, `100 Continue`).
-    static func writeResponseHead(_ head: HTTPResponseHead, into buffer: inout ByteBuffer) {
-        Self.writeStatusLine(head.status, version: head.version, into: &buffer)
-        for (name, value) in head.headers {
-            Self.writeField(name, value, into: &buffer)
-        }
-        buffer.writeStaticString("\r\n")
-    }
-
-    @inline(__always)
-    static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
+    @inlinable @inline(__always)
+    package static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
         buffer.writeHeadField(name, value)
     }
 
-    @inline(__always)
-    static func writeField(_ name: StaticString, _ value: String, into buffer: inout ByteBuffer) {
+    @inlinable @inline(__always)
+    package static func writeField(_ name: StaticString, _ value: String, into buffer: inout ByteBuffer) {
         buffer.writeHeadField(name, value)
     }
 }

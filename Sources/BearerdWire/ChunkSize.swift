@@ -1,4 +1,3 @@
-import BearerdConfig
 import NIOCore
 
 /// `chunk-size [ BWS ";" chunk-ext ]` (RFC 9112 §7.1), the size in hexadecimal: the one parser

@@ -1,8 +1,7 @@
 import NIOCore
-import NIOHTTP1
 import Testing
 
-@testable import BearerdProxy
+@testable import BearerdWire
 
 @Suite("The request parser")
 struct RequestParserTests {

@@ -48,7 +48,7 @@ package struct RequestParser {
     /// POST body).
     static let maxLeadingEmptyLines = 4
 
-    let limits: RequestLimits
+    package let limits: RequestLimits
     private var state = State.head(scanned: 0, lineEnded: false)
     private var lastOnConnection = false
     /// The fields array of the last head, parsed into again once that head is gone.

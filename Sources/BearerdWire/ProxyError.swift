@@ -1,8 +1,9 @@
-/// BearerdProxy's one error: the proxy cannot start (or take a reload), or bytes a client or the
-/// upstream sent are not HTTP/1.1 as RFC 9112 writes it, or are over a limit. A client's fault is
-/// answered with 400, 414 or 431 (``failure(limits:)``) and the connection closes; the
-/// upstream's with 502. The message names the config key at fault when there is one, says what
-/// to change, and never holds a token or a key's bytes.
+/// The data path's one error, BearerdWire's and BearerdProxy's: the proxy cannot start (or take
+/// a reload), or bytes a client or the upstream sent are not HTTP/1.1 as RFC 9112 writes it, or
+/// are over a limit. A client's fault is answered with 400, 414 or 431 (BearerdProxy's
+/// `failure(limits:)`) and the connection closes; the upstream's with 502. The message names the
+/// config key at fault when there is one, says what to change, and never holds a token or a
+/// key's bytes.
 package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Which failure it is, for code to compare (`error.code == .badResponse`). A struct over a
     /// private enum, as swift-service-lifecycle's `ServiceGroupError.Code`.
@@ -91,17 +92,17 @@ package struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
         Self(.setup, message, underlying: underlying)
     }
     /// A client's request with `what`, which RFC 9112 does not allow.
-    static func badRequest(_ what: String) -> Self { Self(.badRequest, what) }
+    package static func badRequest(_ what: String) -> Self { Self(.badRequest, what) }
     /// A request body in a transfer coding other than chunked.
-    static func unsupportedCoding(_ what: String) -> Self { Self(.unsupportedCoding, what) }
+    package static func unsupportedCoding(_ what: String) -> Self { Self(.unsupportedCoding, what) }
     /// The upstream's response with `what`, which RFC 9112 does not allow.
-    static func badResponse(_ what: String) -> Self { Self(.badResponse, what) }
-    static let connect = Self(.connect)
-    static let notOriginForm = Self(.notOriginForm)
-    static let targetTooLong = Self(.targetTooLong)
-    static let tooManyFields = Self(.tooManyFields)
-    static let fieldsTooLarge = Self(.fieldsTooLarge)
-    static let headTooLarge = Self(.headTooLarge)
+    package static func badResponse(_ what: String) -> Self { Self(.badResponse, what) }
+    package static let connect = Self(.connect)
+    package static let notOriginForm = Self(.notOriginForm)
+    package static let targetTooLong = Self(.targetTooLong)
+    package static let tooManyFields = Self(.tooManyFields)
+    package static let fieldsTooLarge = Self(.fieldsTooLarge)
+    package static let headTooLarge = Self(.headTooLarge)
 }
 
 /// Who sent the bytes a parser reads, which says how strict it is and whose fault a syntax

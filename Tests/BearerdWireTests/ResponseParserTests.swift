@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import BearerdProxy
+@testable import BearerdWire
 
 @Suite("Parsing upstream responses")
 struct ResponseParserTests {

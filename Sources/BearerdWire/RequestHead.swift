@@ -1,20 +1,19 @@
 import NIOCore
-import NIOHTTP1
 
 /// A client's request head as bearerd parsed it (RFC 9112 §3, §5): the head's own bytes and
 /// where each field lies in them, so that checking and forwarding a field reads bytes and
 /// allocates nothing. The parse is strict, like the response side's (``ResponseHead``): CRLF line
 /// ends, token methods and names, no obs-fold, no whitespace before a colon, one framing.
 package struct RequestHead {
-    typealias Field = HeadField
+    package typealias Field = HeadField
 
     /// The head from the request line to the empty line; its reader index is 0.
-    var bytes: ByteBuffer
-    package var method: HTTPMethod
-    package var version: HTTPVersion
+    package var bytes: ByteBuffer
+    package var method: RequestMethod
+    package var version: WireVersion
     /// The request target, as sent.
-    var target: Range<Int>
-    var fields: [Field] = []
+    package var target: Range<Int>
+    package var fields: [Field] = []
     /// The one Content-Length value (a repeat is an error).
     package var contentLength: Int?
     /// `Transfer-Encoding: chunked`, the only coding taken.
@@ -25,7 +24,7 @@ package struct RequestHead {
     /// this request is parsed as HTTP.
     package var isUpgrade = false
     /// Names the `Connection` header lists besides `close` and `keep-alive`: hop-by-hop too.
-    var connectionOptions: [Range<Int>] = []
+    package var connectionOptions: [Range<Int>] = []
 
     /// The request target as a string (for the canonical form and the access log).
     package var uri: String {
@@ -33,7 +32,7 @@ package struct RequestHead {
     }
 
     /// Whether a field called `name` (lowercase) is present.
-    func contains(_ name: StaticString) -> Bool {
+    package func contains(_ name: StaticString) -> Bool {
         Self.contains(name, in: self.fields, of: self.bytes)
     }
 
@@ -45,7 +44,7 @@ package struct RequestHead {
     }
 
     /// The values of every field called `name` (lowercase), as text, in order.
-    func values(of name: StaticString) -> [String] {
+    package func values(of name: StaticString) -> [String] {
         Self.values(of: name, in: self.fields, of: self.bytes)
     }
 
@@ -68,10 +67,10 @@ package struct RequestHead {
     }
 
     /// Whether the client said a body follows the head.
-    var hasBody: Bool { self.isChunked || (self.contentLength ?? 0) > 0 }
+    package var hasBody: Bool { self.isChunked || (self.contentLength ?? 0) > 0 }
 
     /// The head of a request bearerd answers before it could parse one.
-    static var placeholder: RequestHead {
+    package static var placeholder: RequestHead {
         RequestHead(
             bytes: ByteBuffer(staticString: "GET - HTTP/1.1\r\n\r\n"),
             method: .GET,
@@ -81,7 +80,7 @@ package struct RequestHead {
     }
 
     /// Parses a complete head: the request line, the fields and the empty line, CRLF each.
-    static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(ProxyError) -> RequestHead {
+    package static func parse(_ bytes: ByteBuffer, limits: RequestLimits) throws(ProxyError) -> RequestHead {
         var fields: [HeadField] = []
         return try Self.parse(bytes, limits: limits, fields: &fields)
     }
@@ -177,9 +176,10 @@ package struct RequestHead {
         guard minor == UInt8(ascii: "0") || minor == UInt8(ascii: "1") else {
             throw .badRequest("an HTTP version other than 1.0 and 1.1")
         }
-        let known = Self.method(raw, method)
         // llhttp knows a fixed list of methods (HTTPMethod's); bearerd forwards no other.
-        if case .RAW = known { throw .badRequest("a method that is not a known HTTP method") }
+        guard let known = Self.method(raw, method) else {
+            throw .badRequest("a method that is not a known HTTP method")
+        }
         return RequestHead(
             bytes: bytes,
             method: known,
@@ -188,8 +188,8 @@ package struct RequestHead {
         )
     }
 
-    /// The method, without a string for the common ones.
-    private static func method(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> HTTPMethod {
+    /// The method, without a string for the common ones; `nil` for one llhttp does not know.
+    private static func method(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> RequestMethod? {
         switch range.count {
         case 3 where HeaderName.hasPrefix(raw, range, "GET"): return .GET
         case 3 where HeaderName.hasPrefix(raw, range, "PUT"): return .PUT
@@ -199,7 +199,7 @@ package struct RequestHead {
         case 6 where HeaderName.hasPrefix(raw, range, "DELETE"): return .DELETE
         case 7 where HeaderName.hasPrefix(raw, range, "OPTIONS"): return .OPTIONS
         default:
-            return HTTPMethod(rawValue: String(decoding: UnsafeRawBufferPointer(rebasing: raw[range]), as: UTF8.self))
+            return RequestMethod(known: String(decoding: UnsafeRawBufferPointer(rebasing: raw[range]), as: UTF8.self))
         }
     }
 

@@ -1,9 +1,9 @@
 /// One field line of a parsed head: where its name and value lie in the head's bytes.
-struct HeadField {
-    var name: Range<Int>
-    var value: Range<Int>
+package struct HeadField {
+    package var name: Range<Int>
+    package var value: Range<Int>
     /// A tab was trimmed around the value (llhttp takes only spaces around a framing value).
-    var tabAround = false
+    package var tabAround = false
 
     /// `field-name ":" OWS field-value OWS` (RFC 9110 §5.5): no whitespace before the colon, no
     /// obs-fold, no control character in the value. The one field parser of requests and

@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import BearerdProxy
+@testable import BearerdWire
 
 /// ``FieldStorage`` through the parsers: a connection's heads reuse one fields array, and a head
 /// still alive is never written into by the next parse.

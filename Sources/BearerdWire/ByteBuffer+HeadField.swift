@@ -4,8 +4,8 @@ extension ByteBuffer {
     /// Writes `name: value\r\n` in one write. Writing its four parts one by one costs four
     /// capacity checks and four exclusive accesses to the storage; heads are made of such lines,
     /// two heads per request.
-    @inline(__always)
-    mutating func writeHeadField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    @inlinable @inline(__always)
+    package mutating func writeHeadField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let count = name.count + value.count + 4
         self.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { out in
             var at = out.startIndex
@@ -21,8 +21,8 @@ extension ByteBuffer {
     }
 
     /// ``writeHeadField(name:value:)`` for a name bearerd writes and a value it holds as text.
-    @inline(__always)
-    mutating func writeHeadField(_ name: StaticString, _ value: String) {
+    @inlinable @inline(__always)
+    package mutating func writeHeadField(_ name: StaticString, _ value: String) {
         var value = value
         value.withUTF8 { valueBytes in
             name.withUTF8Buffer { nameBytes in
@@ -32,8 +32,8 @@ extension ByteBuffer {
     }
 
     /// ``writeHeadField(name:value:)`` for a name and a value held as text.
-    @inline(__always)
-    mutating func writeHeadField(_ name: String, _ value: String) {
+    @inlinable @inline(__always)
+    package mutating func writeHeadField(_ name: String, _ value: String) {
         var name = name
         var value = value
         name.withUTF8 { nameBytes in
@@ -43,8 +43,8 @@ extension ByteBuffer {
         }
     }
 
-    @inline(__always)
-    private static func copy(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, at: inout Int) {
+    @inlinable @inline(__always)
+    static func copy(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, at: inout Int) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         (out.baseAddress! + at).copyMemory(from: source, byteCount: bytes.count)
         at += bytes.count

@@ -1,9 +1,7 @@
-import BearerdConfig
 import NIOCore
-import NIOHTTP1
 import Testing
 
-@testable import BearerdProxy
+@testable import BearerdWire
 
 /// The target forwarded from the head's own bytes must be the canonical target, byte for byte:
 /// the shortcut may skip the string, never the checks.
@@ -18,9 +16,7 @@ struct ForwardTargetTests {
 
     @Test(arguments: Self.targets, [false, true])
     func theForwardedTargetIsTheCanonicalOne(target: String, allowPathParams: Bool) throws {
-        let head = try RequestHead(
-            HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: ["host": "h"])
-        )
+        let head = try RequestHead.get(target)
         let canonical = CanonicalTarget.parse(target, allowPathParams: allowPathParams)
         let forward = ForwardTarget.of(head, allowPathParams: allowPathParams)
         guard case .parsed(let expected) = canonical else {
@@ -36,16 +32,12 @@ struct ForwardTargetTests {
 
     @Test func aTargetCanonicalAsSentIsForwardedFromTheHeadsBytes() throws {
         let target = "/api/v1/organisations/4f9c2b1e-8a3d-4c5e/members?page=2"
-        let head = try RequestHead(
-            HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: ["host": "h"])
-        )
+        let head = try RequestHead.get(target)
         #expect(ForwardTarget.of(head, allowPathParams: false).value == .asSent(pathLength: 48))
     }
 
     @Test func aTargetThatIsNotCanonicalIsRewritten() throws {
-        let head = try RequestHead(
-            HTTPRequestHead(version: .http1_1, method: .GET, uri: "/%61dmin", headers: ["host": "h"])
-        )
+        let head = try RequestHead.get("/%61dmin")
         guard case .rewritten(let canonical) = ForwardTarget.of(head, allowPathParams: false).value else {
             Issue.record("forwarded as sent")
             return

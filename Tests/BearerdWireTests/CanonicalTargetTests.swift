@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import BearerdConfig
+@testable import BearerdWire
 
 @Suite("One canonical request target, checked and forwarded")
 struct CanonicalTargetTests {
@@ -63,7 +63,8 @@ struct CanonicalTargetTests {
             "/", "/", "//", ".", "..", "%2e", "%2E", "%2f", "%5c", "\\", "%25", "%", "a", "A", "%41", "%7e", ";", "?",
             "#", "%00", "%c0%ae", "%ef%bc%8e", "~", "%g1", "é", "\u{2025}", "%3b", "=", "%20", "x", "b", "&", "2e",
         ]
-        let upstream = try #require(UpstreamTarget.parse("https://api.example.com/v2").value)
+        // The base path of `https://api.example.com/v2` (UpstreamTarget's tests check the reading).
+        let basePath = "/v2"
         var random = SplitMix64(seed: 0x5eed_bea7)
         var accepted = 0
         for _ in 0..<20_000 {
@@ -77,7 +78,7 @@ struct CanonicalTargetTests {
             #expect(slow == canonical, "the shortcut and the parser differ on \(target)")
             let again = try #require(CanonicalTarget.parse(canonical.target, allowPathParams: allowPathParams).value)
             #expect(again == canonical, "not idempotent: \(target) → \(canonical.target) → \(again.target)")
-            let joined = upstream.join(canonical)
+            let joined = canonical.joined(under: basePath)
             #expect(joined.hasPrefix("/v2/"), "\(target) → \(joined)")
             let path = joined.prefix { $0 != "?" }
             #expect(!path.contains("//"), "\(target) → \(joined)")

@@ -1,4 +1,3 @@
-import BearerdConfig
 import NIOCore
 
 /// The request target bearerd forwards, once checked.
@@ -7,14 +6,14 @@ import NIOCore
 /// on the head's bytes): those are forwarded from the head's own bytes, with no string made of
 /// them, so a target longer than a small string costs no allocation per request. The others are
 /// rewritten into their canonical form by ``CanonicalTarget``.
-enum ForwardTarget: Equatable {
+package enum ForwardTarget: Equatable {
     /// Canonical as sent: the head's `target` bytes, of which the first `pathLength` are the path.
     case asSent(pathLength: Int)
     /// Rewritten into its canonical form.
     case rewritten(CanonicalTarget)
 
     /// The target of `head` to forward, or why it is refused.
-    static func of(_ head: RequestHead, allowPathParams: Bool) -> Parsed<ForwardTarget> {
+    package static func of(_ head: RequestHead, allowPathParams: Bool) -> Parsed<ForwardTarget> {
         let pathLength = head.bytes.withUnsafeReadableBytes { raw in
             CanonicalTarget.canonicalPathLength(UnsafeRawBufferPointer(rebasing: raw[head.target]))
         }
@@ -23,7 +22,7 @@ enum ForwardTarget: Equatable {
     }
 
     /// Writes the target (after the upstream's base path) into the upstream request line.
-    func write(of head: RequestHead, into buffer: inout ByteBuffer) {
+    package func write(of head: RequestHead, into buffer: inout ByteBuffer) {
         switch self {
         case .asSent:
             head.bytes.withUnsafeReadableBytes { raw in
@@ -35,7 +34,7 @@ enum ForwardTarget: Equatable {
     }
 
     /// The path, for the access lists and the DPoP proof.
-    func path(of head: RequestHead) -> String {
+    package func path(of head: RequestHead) -> String {
         switch self {
         case .asSent(let pathLength):
             head.bytes.withUnsafeReadableBytes { raw in

@@ -4,24 +4,38 @@ import NIOCore
 /// where each field lies in them, so that forwarding a field copies bytes and allocates nothing.
 /// The parse is strict: what a lenient parser would guess at is an error, never a guess.
 package struct ResponseHead {
-    typealias Field = HeadField
+    package typealias Field = HeadField
 
     /// The head from the status line to the empty line; its reader index is 0.
-    var bytes: ByteBuffer
-    var minorVersion: Int
+    package var bytes: ByteBuffer
+    package var minorVersion: Int
     package var status: Int
-    var reason: Range<Int>
-    var fields: [Field] = []
+    package var reason: Range<Int>
+    package var fields: [Field] = []
     /// The one Content-Length value (repeats must agree).
     package var contentLength: Int?
     package var isChunked = false
     /// Whether the upstream keeps the connection open after this response.
     package var keepAlive = true
     /// Names the `Connection` header lists besides `close` and `keep-alive`: hop-by-hop too.
-    var connectionOptions: [Range<Int>] = []
+    package var connectionOptions: [Range<Int>] = []
+
+    /// The value of the first field called `name` (lower case), as text.
+    package func firstValue(of name: StaticString) -> String? {
+        self.values(of: name).first
+    }
+
+    /// The values of every field called `name` (lower case), as text.
+    package func values(of name: StaticString) -> [String] {
+        self.bytes.withUnsafeReadableBytes { raw in
+            self.fields.filter { HeaderName.equals(raw, $0.name, name) }.map {
+                String(decoding: UnsafeRawBufferPointer(rebasing: raw[$0.value]), as: UTF8.self)
+            }
+        }
+    }
 
     /// Parses a complete head (status line, fields, empty line).
-    static func parse(_ bytes: ByteBuffer) throws(ProxyError) -> ResponseHead {
+    package static func parse(_ bytes: ByteBuffer) throws(ProxyError) -> ResponseHead {
         var fields: [HeadField] = []
         return try Self.parse(bytes, fields: &fields)
     }

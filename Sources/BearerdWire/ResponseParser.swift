@@ -28,7 +28,7 @@ package struct ResponseParser {
 
     /// A 101 to a request that offered no upgrade: a broken upstream, never spliced; both
     /// connections close.
-    static let unaskedSwitch = ProxyError.badResponse("101 Switching Protocols, which nobody asked for")
+    package static let unaskedSwitch = ProxyError.badResponse("101 Switching Protocols, which nobody asked for")
 
     /// Upper bound on a response head, and on a chunked body's trailer section.
     static let maxHeadSize = 256 * 1024

@@ -1,8 +1,8 @@
 /// Case-insensitive header-name checks on UTF-8 bytes, without lowercasing (no allocation per header).
-enum HeaderName {
+package enum HeaderName {
     /// Whether `name` equals `lowercase`, which must be lowercase ASCII.
-    @inline(__always)
-    static func equals(_ name: String, _ lowercase: StaticString) -> Bool {
+    @inlinable @inline(__always)
+    package static func equals(_ name: String, _ lowercase: StaticString) -> Bool {
         let count = lowercase.utf8CodeUnitCount
         guard name.utf8.count == count else { return false }
         return lowercase.withUTF8Buffer { expected in
@@ -20,8 +20,8 @@ enum HeaderName {
 
 extension HeaderName {
     /// Whether `raw[range]` equals `lowercase` (lowercase ASCII), ignoring ASCII case.
-    @inline(__always)
-    static func equals(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
+    @inlinable @inline(__always)
+    package static func equals(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, _ lowercase: StaticString) -> Bool {
         guard range.count == lowercase.utf8CodeUnitCount else { return false }
         return lowercase.withUTF8Buffer { expected in
             var offset = 0
@@ -34,7 +34,7 @@ extension HeaderName {
     }
 
     /// Whether `raw[range]` starts with `prefix`, byte for byte.
-    static func hasPrefix(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, _ prefix: StaticString) -> Bool {
+    package static func hasPrefix(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, _ prefix: StaticString) -> Bool {
         guard range.count >= prefix.utf8CodeUnitCount else { return false }
         return prefix.withUTF8Buffer { expected in
             expected.indices.allSatisfy { raw[range.lowerBound + $0] == expected[$0] }
@@ -42,19 +42,19 @@ extension HeaderName {
     }
 
     /// Whether `raw[range]` is `name`, ignoring ASCII case (a name from the configuration).
-    static func equals(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, name: String) -> Bool {
+    package static func equals(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, name: String) -> Bool {
         range.count == name.utf8.count && zip(range, name.utf8).allSatisfy { raw[$0] | 0x20 == $1 | 0x20 }
     }
 
     /// Whether two ranges hold the same bytes, ignoring ASCII case.
-    static func equals(_ raw: UnsafeRawBufferPointer, _ left: Range<Int>, _ right: Range<Int>) -> Bool {
+    package static func equals(_ raw: UnsafeRawBufferPointer, _ left: Range<Int>, _ right: Range<Int>) -> Bool {
         guard left.count == right.count else { return false }
         return zip(left, right).allSatisfy { raw[$0] | 0x20 == raw[$1] | 0x20 }
     }
 
     /// `tchar` (RFC 9110 §5.6.2).
-    @inline(__always)
-    static func isTokenByte(_ byte: UInt8) -> Bool {
+    @inlinable @inline(__always)
+    package static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
             UInt8(ascii: "0")...UInt8(ascii: "9"):
@@ -69,13 +69,13 @@ extension HeaderName {
     }
 
     /// A byte a field value or reason phrase may hold: VCHAR, SP, HTAB, obs-text.
-    @inline(__always)
-    static func isFieldValueByte(_ byte: UInt8) -> Bool {
+    @inlinable @inline(__always)
+    package static func isFieldValueByte(_ byte: UInt8) -> Bool {
         byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }
 
     /// Calls `body` with each non-empty element of a comma-separated list, whitespace trimmed.
-    static func forEachListElement(
+    package static func forEachListElement(
         _ raw: UnsafeRawBufferPointer,
         _ range: Range<Int>,
         _ body: (Range<Int>) -> Void
@@ -98,7 +98,7 @@ extension HeaderName {
     /// Whether `raw[name]` names a field that applies to one connection only (RFC 9110
     /// §7.6.1), or the legacy `Proxy-Connection`: such fields never cross the proxy in either
     /// direction. The one list of hop-by-hop names.
-    static func isHopByHop(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+    package static func isHopByHop(_ raw: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
         switch name.count {
         case 2: return equals(raw, name, "te")
         case 7: return equals(raw, name, "trailer") || equals(raw, name, "upgrade")

@@ -1,7 +1,7 @@
 import NIOCore
 import Testing
 
-@testable import BearerdProxy
+@testable import BearerdWire
 
 /// Small chunks that come together leave the parsers as one piece, so a count of body bytes
 /// (the held parts, the retry buffer, a held 401, the writes) is a count of what is held: a
@@ -99,17 +99,6 @@ struct BodyJoinTests {
         #expect(pieces.map { String(buffer: $0) }.joined() == payload)
     }
 
-    @Test func aHeld401KeepsItsPiecesInOneBufferOfItsOwn() throws {
-        let held = HeldResponse(head: try HeldResponseTests.head(), sentWith: HeldResponseTests.refused)
-        var read = ByteBuffer(repeating: UInt8(ascii: "y"), count: 60_000)
-        // Sixty thousand one-byte slices of one read, as the upstream could send them.
-        while let piece = read.readSlice(length: 1) { _ = held.bodyArrived(piece) }
-        #expect(held.bodyBytes == 60_000)
-        // One buffer, at most twice what it holds (the slices would hold the whole read each).
-        let body = try #require(held.body)
-        #expect(body.readableBytes == 60_000)
-        #expect(body.capacity <= 2 * 60_000)
-    }
     /// A small seeded generator (xorshift64*), so that a failure names the body it failed on.
     struct Seeded: RandomNumberGenerator {
         var state: UInt64
