@@ -55,8 +55,8 @@ struct ExchangeStateMachineDeadlineTests {
         let expired = Self.run(&machine, from: 250, until: 3000)
         #expect(expired?.0 == .requestBodyStalled)
         #expect((1000...1250).contains(expired?.at ?? 0), "within 1 to 1.25 body_timeouts")
-        let closes = machine.answered(status: 408)
-        #expect(closes, "the rest of the body is not read")
+        let answer = machine.failed(status: 408)
+        #expect(answer == .answer(close: true), "the rest of the body is not read")
         #expect(machine.timerFired(now: Self.at(9000), readsHeld: false, clientWritable: true) == .none)
     }
 

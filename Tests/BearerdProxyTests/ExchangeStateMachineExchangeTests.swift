@@ -225,8 +225,8 @@ struct ExchangeStateMachineExchangeTests {
             provesPossession: false
         )
         #expect(second == .fail, "once only")
-        let closes = machine.answered(status: 502)
-        #expect(!closes, "a bodyless request keeps its connection")
+        let answer = machine.failed(status: 502)
+        #expect(answer == .answer(close: false), "a bodyless request keeps its connection")
         #expect(!machine.isLive && machine.response?.status == 502)
     }
 
@@ -248,6 +248,18 @@ struct ExchangeStateMachineExchangeTests {
             provesPossession: false
         )
         #expect(action == .abandon)
+        var answered = Self.sent()
+        _ = answered.headArrived(
+            try Self.head(200),
+            token: nil,
+            bodyKept: false,
+            asksForNewNonce: false,
+            framing: .length,
+            now: Self.t0
+        )
+        let late = answered.failed(status: 504)
+        #expect(late == .abandon, "no answer of bearerd's own after a response head went out")
+        #expect(!answered.isLive)
 
         var switched = Self.sent()
         _ = switched.upstreamFailed(
@@ -284,15 +296,15 @@ struct ExchangeStateMachineExchangeTests {
             timeouts: Self.timeouts
         )
         _ = refused.bodyArrived(ByteBuffer(string: "part"), maxBody: nil)
-        let unread = refused.answered(status: 413)
-        #expect(unread, "an unread body is not read to its end")
+        let unread = refused.failed(status: 413)
+        #expect(unread == .answer(close: true), "an unread body is not read to its end")
 
         var bodyless = ExchangeStateMachine(
             .init(closes: false, hasBody: false, isUpgrade: false),
             timeouts: Self.timeouts
         )
-        let kept = bodyless.answered(status: 403)
-        #expect(!kept, "its end is dropped when it comes")
+        let kept = bodyless.failed(status: 403)
+        #expect(kept == .answer(close: false), "its end is dropped when it comes")
     }
 
     @Test func anUpgradeIsTheConnectionsLastExchange() {
@@ -310,8 +322,8 @@ struct ExchangeStateMachineExchangeTests {
             .init(closes: false, hasBody: false, isUpgrade: true),
             timeouts: Self.timeouts
         )
-        let last = refused.answered(status: 403)
-        #expect(last, "nothing is parsed after an upgrade request")
+        let last = refused.failed(status: 403)
+        #expect(last == .answer(close: true), "nothing is parsed after an upgrade request")
         #expect(refused.closeReason == .upgrade)
     }
 

@@ -10,13 +10,12 @@ import NIOPosix
 extension ProxyHandler {
     /// The upstream's response ended: pool the connection if it can carry another request.
     func finish(_ exchange: Exchange) {
-        exchange.machine.finished()
+        let end = exchange.machine.responseEnded()
         if let connection = exchange.upstream {
             exchange.upstream = nil
-            self.pool.release(connection, reusable: exchange.requestEnded && exchange.machine.upstreamKeepAlive)
+            self.pool.release(connection, reusable: end.reusable)
         }
-        let chunked = exchange.machine.response?.framing == .chunked
-        self.complete(exchange, end: chunked ? WireFormat.lastChunk : nil)
+        self.complete(exchange, end: end.chunked ? WireFormat.lastChunk : nil)
     }
 
     /// Answers the request with bearerd's own JSON error. When a request body is still unread,
@@ -24,11 +23,10 @@ extension ProxyHandler {
     /// a bodyless request keeps the connection (its end is dropped when it arrives).
     func fail(_ exchange: Exchange, _ failure: ProxyFailure) {
         exchange.closeUpstream()
-        guard let context, !exchange.machine.responseStarted else {
+        guard let context, case .answer(let close) = exchange.machine.failed(status: Int(failure.status.code)) else {
             self.abandon(exchange, outcome: failure.error)
             return
         }
-        let close = exchange.machine.answered(status: Int(failure.status.code))
         let (head, body) = failure.response(
             version: exchange.request.version,
             close: close,

@@ -133,11 +133,9 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func upstreamFailed(_ error: any Error) {
-        guard case .exchanging(let exchange) = self.state,
-            exchange.machine.isForwarding || exchange.machine.heldResponse != nil
-        else { return }
-        let connection = exchange.closeUpstream()
-        let action = exchange.machine.upstreamFailed(
+        guard case .exchanging(let exchange) = self.state else { return }
+        let connection = exchange.upstream
+        let facts = exchange.machine.upstreamFailed(
             connectionReused: (connection?.requestCount ?? 0) > 1,
             idempotent: exchange.request.method.isIdempotent,
             malformedResponse: (error as? ProxyError)?.code == .badResponse,
@@ -146,6 +144,8 @@ extension ProxyHandler: UpstreamConnectionOwner {
             unaskedSwitch: (error as? ProxyError) == ResponseParser.unaskedSwitch,
             provesPossession: self.settings.dpop != nil
         )
+        guard let action = facts else { return }
+        exchange.closeUpstream()
         switch action {
         case .abandon:
             self.failures.warning(

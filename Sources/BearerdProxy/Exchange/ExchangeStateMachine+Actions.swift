@@ -94,6 +94,14 @@ extension ExchangeStateMachine {
         case hold
     }
 
+    /// What the handler does when bearerd fails the request.
+    enum FailAction: Equatable {
+        /// Answer with bearerd's own error; `close`: the connection closes after it.
+        case answer(close: Bool)
+        /// A response began: close both connections.
+        case abandon
+    }
+
     /// What the handler does when a held 401 moves on.
     enum HeldAction {
         /// Keep holding.

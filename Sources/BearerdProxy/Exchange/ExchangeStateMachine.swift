@@ -288,7 +288,9 @@ struct ExchangeStateMachine {
         malformedResponse: Bool,
         unaskedSwitch: Bool,
         provesPossession: Bool
-    ) -> UpstreamFailure.Action {
+    ) -> UpstreamFailure.Action? {
+        // Only an exchange attached to the connection hears of it (a held 401's included).
+        guard self.isForwarding || self.heldResponse != nil else { return nil }
         if unaskedSwitch { self.closeAfter(.brokenUpstream) }
         // A replay sends the request again, and waits again.
         self.deadlines.stopWaitingForResponseHead()
@@ -311,16 +313,22 @@ struct ExchangeStateMachine {
         return action
     }
 
-    /// bearerd answers the request itself with `status`. Returns whether the connection closes
-    /// after it (a body still unread is not read to its end).
-    mutating func answered(status: Int) -> Bool {
+    /// bearerd fails the request with `status`: an answer of its own, when no response head went
+    /// to the client yet, which says whether the connection closes after it (a body still unread
+    /// is not read to its end); otherwise the exchange is abandoned (nothing more can be said on
+    /// a connection whose response began).
+    mutating func failed(status: Int) -> FailAction {
+        guard !self.responseStarted else {
+            self.finished()
+            return .abandon
+        }
         self.phase = .finished
         self.held = []
         if !self.requestEnded && self.request.hasBody { self.closeAfter(.requestUnfinished) }
         // Nothing is parsed after an upgrade request: nothing else can come on this connection.
         if self.request.isUpgrade { self.closeAfter(.upgrade) }
         self.response = (status, .length)
-        return self.closesConnection
+        return .answer(close: self.closesConnection)
     }
 
     /// The upstream switched protocols as asked: the 101 goes to the client and the connections
@@ -330,6 +338,13 @@ struct ExchangeStateMachine {
         self.phase = .finished
         self.held = []
         self.response = (101, .none)
+    }
+
+    /// The upstream's response ended. Returns whether its connection may carry another request
+    /// (the whole request went, and the upstream did not say close).
+    mutating func responseEnded() -> (reusable: Bool, chunked: Bool) {
+        self.finished()
+        return (self.requestEnded && self.upstreamKeepAlive, self.response?.framing == .chunked)
     }
 
     /// The exchange is over (the response ended, or it was abandoned).
