@@ -26,7 +26,7 @@ extension ProxyHandler {
             trace.end(
                 status: exchange.responseStatus,
                 upstream: exchange.upstreamStartedAt.map { now - $0 },
-                retriedAfter401: exchange.machine.authRetry != .none
+                retriedAfter401: exchange.machine.authRetry.retried
             )
             exchange.trace = nil
         }
@@ -50,7 +50,7 @@ extension ProxyHandler {
         if let traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }
         if exchange.machine.replayed { metadata["retried"] = "stale_connection" }
-        if exchange.machine.authRetry != .none { metadata["retried"] = "upstream_401" }
+        if exchange.machine.authRetry.retried { metadata["retried"] = "upstream_401" }
         self.logger.info("request", metadata: metadata)
     }
 

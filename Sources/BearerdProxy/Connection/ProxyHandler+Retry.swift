@@ -12,6 +12,8 @@ extension ProxyHandler {
     /// refreshing again.
     func askProvider(about token: BearerToken, for exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
+        // The answer is for this hold only (not for a later one of the same exchange).
+        let asked = exchange.machine.heldResponse
         // The refresh this 401 brings links to the request's span.
         let waiter = exchange.trace?.span.context
         context.eventLoop.makeFutureWithTask {
@@ -20,7 +22,7 @@ extension ProxyHandler {
         }
         .assumeIsolated()
         .whenComplete { result in
-            guard self.isCurrent(exchange) else { return }
+            guard self.isCurrent(exchange), let asked, exchange.machine.heldResponse === asked else { return }
             let fresh: BearerToken? = (try? result.get()) ?? nil
             self.proceed(
                 exchange.machine.providerDecided(fresh, keptBody: exchange.retryBody.body, now: self.now),

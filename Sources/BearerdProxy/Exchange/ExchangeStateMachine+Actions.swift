@@ -39,6 +39,9 @@ extension ExchangeStateMachine {
     /// Whether and how the request went again after a 401.
     enum AuthRetry: Equatable {
         case none
+        /// Not sent again, but the provider heard of a 401 to it (a 401 held for a refresh, or
+        /// passed on with a report): another 401, after a replay, is not reported again.
+        case reported
         /// With the same token and the upstream's new DPoP nonce.
         case forNonce
         /// With a token fresh from the refresh the 401 asked for; `answerReported`: the provider

@@ -151,7 +151,7 @@ struct ExchangeStateMachine {
             status: head.status,
             sentWithToken: token != nil,
             rejectionReported: self.authRetry.rejectionReported,
-            mayRetry: self.authRetry == .none && self.requestEnded && bodyKept,
+            mayRetry: !self.authRetry.retried && self.requestEnded && bodyKept,
             asksForNewNonce: asksForNewNonce
         )
         switch (answer.action, token) {
@@ -160,10 +160,14 @@ struct ExchangeStateMachine {
             return .hold
         case (.holdForRefresh, let token?):
             self.phase = .holding(HeldResponse(head: head, sentWith: token), framing: framing)
+            self.authRetry = .reported
             return .askProvider(refused: token)
         case (.forward(let report), _):
             var forward = self.forward(head, framing: framing, now: now)
-            if report { forward.reportRejection = token }
+            if report {
+                forward.reportRejection = token
+                if self.authRetry == .none { self.authRetry = .reported }
+            }
             if case .withFreshToken(answerReported: false) = self.authRetry, let token {
                 // Once per retry: whether the token fresh from the refresh a 401 forced was
                 // taken, so a path that refuses every token stops forcing refreshes.
@@ -231,7 +235,13 @@ struct ExchangeStateMachine {
             return .retry(token, fresh: !held.forNonce)
         case .release:
             // Passed on as it came: the rule that held it ran already and is not asked again.
-            let forward = self.forward(held.head, framing: framing, now: now)
+            var forward = self.forward(held.head, framing: framing, now: now)
+            // A nonce 401 that is not retried (its body was too large to hold) is a refusal the
+            // provider has not heard of, as any 401 passed on unretried.
+            if held.forNonce && !self.authRetry.rejectionReported {
+                forward.reportRejection = held.sentWith
+                if self.authRetry == .none { self.authRetry = .reported }
+            }
             return .release(
                 forward,
                 head: held.head,
@@ -355,9 +365,19 @@ struct ExchangeStateMachine {
 }
 
 extension ExchangeStateMachine.AuthRetry {
-    /// The provider heard of a 401 to this exchange already (it was retried with a fresh token).
+    /// The provider heard of a 401 to this exchange already.
     var rejectionReported: Bool {
-        if case .withFreshToken = self { return true }
-        return false
+        switch self {
+        case .reported, .withFreshToken: true
+        case .none, .forNonce: false
+        }
+    }
+
+    /// The request went again after a 401 (at most once).
+    var retried: Bool {
+        switch self {
+        case .forNonce, .withFreshToken: true
+        case .none, .reported: false
+        }
     }
 }
