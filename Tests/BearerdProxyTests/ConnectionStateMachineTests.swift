@@ -15,6 +15,17 @@ struct ConnectionStateMachineTests {
     /// `value` milliseconds after the connection was accepted.
     static func ms(_ value: Int64) -> NIODeadline { Self.t0 + .milliseconds(value) }
 
+    /// An exchange's machine as the handler begins it: `closes`: its client asked to close;
+    /// `ended`: its request came in whole.
+    static func exchange(closes: Bool = false, ended: Bool = true) -> ExchangeStateMachine {
+        var exchange = ExchangeStateMachine(
+            .init(closes: closes, hasBody: false, isUpgrade: false),
+            timeouts: ExchangeDeadlinesTests.deadlines().timeouts
+        )
+        if ended { _ = exchange.endArrived() }
+        return exchange
+    }
+
     /// A machine for a connection accepted at `t0`: header timeout 300 ms, idle and linger 2 s.
     static func accepted() -> Machine {
         var machine = Machine(headerTimeout: .milliseconds(300), idleTimeout: .seconds(2), lingerTime: .seconds(2))
@@ -60,13 +71,15 @@ struct ConnectionStateMachineTests {
     @Test func aKeptAliveConnectionWaitsForItsNextRequestFromTheEndOfTheLast() {
         var machine = Self.accepted()
         _ = machine.headBytesWaiting(now: Self.ms(10))
-        let isLast = machine.begin(Job())
-        #expect(!isLast, "nothing asked for this exchange to be the last")
+        let job = Job()
+        machine.begin(job, Self.exchange())
+        #expect(machine.readExchange(of: job) { $0.closeReason } == .some(nil), "nothing asked for it to be the last")
         #expect(machine.isBusy)
         let during = machine.timerFired(now: Self.ms(5000))
         #expect(during == .checkExchange, "an exchange's own deadlines decide, not the head's")
-        let end = machine.exchangeEnded(close: false, requestEnded: true, now: Self.ms(6000))
-        #expect(end == .keepOpen(idleUntil: Self.ms(8000)))
+        let end = machine.exchangeEnded(now: Self.ms(6000))
+        #expect(end?.action == .keepOpen(idleUntil: Self.ms(8000)))
+        #expect(!machine.isInFlight(job))
         #expect(!machine.isBusy)
         let idle = machine.timerFired(now: Self.ms(7000))
         #expect(idle == .arm(Self.ms(8000)))
@@ -77,9 +90,9 @@ struct ConnectionStateMachineTests {
 
     @Test func theRestOfAnAnsweredRequestIsDroppedAndTheIdleClockRunsFromTheAnswer() {
         var machine = Self.accepted()
-        _ = machine.begin(Job())
-        let end = machine.exchangeEnded(close: false, requestEnded: false, now: Self.ms(100))
-        #expect(end == .keepOpen(idleUntil: Self.ms(2100)))
+        machine.begin(Job(), Self.exchange(ended: false))
+        let end = machine.exchangeEnded(now: Self.ms(100))
+        #expect(end?.action == .keepOpen(idleUntil: Self.ms(2100)))
         #expect(machine.isBusy, "a pipelined request waits for the end of the answered one")
         let head = machine.headBytesWaiting(now: Self.ms(200))
         #expect(head == nil, "the rest of a body starts no head clock")
@@ -91,9 +104,10 @@ struct ConnectionStateMachineTests {
 
     @Test func aLastResponseClosesThenLingersForTheLingerTime() {
         var machine = Self.accepted()
-        _ = machine.begin(Job())
-        let end = machine.exchangeEnded(close: true, requestEnded: true, now: Self.ms(100))
-        #expect(end == .closeAfterWrite)
+        machine.begin(Job(), Self.exchange(closes: true))
+        let end = machine.exchangeEnded(now: Self.ms(100))
+        #expect(end?.action == .closeAfterWrite)
+        #expect(end?.ended.closeReason == .clientAsked, "the ended exchange's record comes back, for its log line")
         #expect(machine.dropsInput)
         let until = machine.lingerStarted(now: Self.ms(150))
         #expect(until == Self.ms(2150))
@@ -114,30 +128,55 @@ struct ConnectionStateMachineTests {
 
         var busy = Self.accepted()
         let job = Job()
-        _ = busy.begin(job)
-        guard case .lastExchange(let last) = busy.quiesce() else {
-            Issue.record("a busy connection was not told to end after its response")
+        busy.begin(job, Self.exchange())
+        guard case .none = busy.quiesce() else {
+            Issue.record("a busy connection was closed under its exchange")
             return
         }
-        #expect(last === job)
         // The exchange records that it is the last (`ExchangeStateMachine.closeAfter(.retiring)`)
         // and says so when it ends: one record, not two.
-        let end = busy.exchangeEnded(close: true, requestEnded: true, now: Self.ms(10))
-        #expect(end == .closeAfterWrite)
+        #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring)
+        let end = busy.exchangeEnded(now: Self.ms(10))
+        #expect(end?.action == .closeAfterWrite)
     }
 
     @Test func afterAReloadTheNextExchangeIsTheConnectionsLast() {
         var machine = Self.accepted()
-        let running = machine.retire()
-        #expect(running == nil, "no exchange runs")
+        machine.retire()
         #expect(!machine.dropsInput, "an idle connection is not closed under a client that may be sending")
-        let isLast = machine.begin(Job())
-        #expect(isLast, "the exchange that begins is told it is the last")
+        let next = Job()
+        machine.begin(next, Self.exchange())
+        #expect(machine.readExchange(of: next) { $0.closeReason } == .retiring, "the exchange that begins is the last")
 
         var busy = Self.accepted()
         let job = Job()
-        _ = busy.begin(job)
-        let last = busy.retire()
-        #expect(last === job)
+        busy.begin(job, Self.exchange())
+        busy.retire()
+        #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring)
+    }
+
+    @Test func theExchangeInFlightChangesInPlaceAndALateEventOfAnotherChangesNothing() {
+        var machine = Self.accepted()
+        let job = Job()
+        machine.begin(job, Self.exchange(ended: false))
+        // Held parts (not attached yet) stay in the machine the connection holds.
+        let held = machine.withExchange(of: job) { $0.bodyArrived(ByteBuffer(string: "abc"), maxBody: nil) }
+        guard case .hold? = held else {
+            Issue.record("a body part before a connection was not held: \(String(describing: held))")
+            return
+        }
+        let attachment = machine.withExchange(of: job) { $0.attached(expectsContinue: false) }
+        #expect(attachment?.parts.count == 1, "the held part was kept in place")
+        #expect(machine.readExchange(of: job) { $0.requestBodyBytes } == 3)
+
+        let late = Job()
+        #expect(machine.withExchange(of: late) { $0.closeAfter(.brokenRequest) } == nil)
+        #expect(machine.readExchange(of: job) { $0.closesConnection } == false, "another's event reached it")
+        #expect(!machine.isInFlight(late) && machine.isInFlight(job))
+
+        // Closing hands back the record of the exchange that was in flight.
+        let record = machine.closed()
+        #expect(record?.requestBodyBytes == 3)
+        #expect(machine.closed() == nil && machine.withExchange(of: job) { $0.finished() } == nil)
     }
 }

@@ -11,16 +11,8 @@ import Testing
 /// connection.
 @Suite("Pipelined exchanges through the two machines")
 struct PipelinedExchangeMachineTests {
-    /// Stands for the exchange the connection's machine holds: its state, as a value.
-    final class Ref {
-        var machine: ExchangeStateMachine
-        init(closes: Bool = false) {
-            self.machine = ExchangeStateMachine(
-                .init(closes: closes, hasBody: false, isUpgrade: false),
-                timeouts: ExchangeDeadlinesTests.deadlines().timeouts
-            )
-        }
-    }
+    /// Stands for what an exchange holds while it runs; its state is in the connection's machine.
+    final class Ref {}
 
     static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
 
@@ -34,74 +26,79 @@ struct PipelinedExchangeMachineTests {
         return connection
     }
 
-    /// One bodyless exchange, from its head to its response's end.
-    static func serve(_ exchange: Ref) throws {
-        _ = exchange.machine.endArrived()
-        _ = exchange.machine.attached(expectsContinue: false)
-        _ = exchange.machine.headArrived(
-            try ExchangeStateMachineExchangeTests.head(200),
-            token: BearerToken("t"),
-            bodyKept: false,
-            asksForNewNonce: false,
-            framing: .length,
-            now: Self.t0
+    static func exchange(closes: Bool = false) -> ExchangeStateMachine {
+        ExchangeStateMachine(
+            .init(closes: closes, hasBody: false, isUpgrade: false),
+            timeouts: ExchangeDeadlinesTests.deadlines().timeouts
         )
-        exchange.machine.responseBodySent(2)
-        _ = exchange.machine.responseEnded()
+    }
+
+    /// One bodyless exchange, from its head to its response's end, through the connection's
+    /// machine as the handler drives it.
+    static func serve(_ ref: Ref, on connection: inout ProxyHandler.StateMachine<Ref>) throws {
+        let head = try ExchangeStateMachineExchangeTests.head(200)
+        let served: Void? = connection.withExchange(of: ref) { exchange in
+            _ = exchange.endArrived()
+            _ = exchange.attached(expectsContinue: false)
+            _ = exchange.headArrived(
+                head,
+                token: BearerToken("t"),
+                bodyKept: false,
+                asksForNewNonce: false,
+                framing: .length,
+                now: Self.t0
+            )
+            exchange.responseBodySent(2)
+            _ = exchange.responseEnded()
+        }
+        #expect(served != nil, "the exchange was not the one in flight")
     }
 
     @Test func theSecondRequestWaitsForTheFirstAndStartsWhenItEnds() throws {
         var connection = Self.connection()
         let first = Ref()
-        let isLast = connection.begin(first)
-        #expect(!isLast)
+        connection.begin(first, Self.exchange())
         // The second head is parsed only when the connection is not busy (`parseInbound`).
         #expect(connection.isBusy, "a pipelined head waits")
-        try Self.serve(first)
-        let end = connection.exchangeEnded(
-            close: first.machine.closesConnection,
-            requestEnded: first.machine.requestEnded,
-            now: Self.t0 + .milliseconds(5)
-        )
-        #expect(end == .keepOpen(idleUntil: Self.t0 + .milliseconds(5005)))
+        try Self.serve(first, on: &connection)
+        let end = connection.exchangeEnded(now: Self.t0 + .milliseconds(5))
+        #expect(end?.action == .keepOpen(idleUntil: Self.t0 + .milliseconds(5005)))
+        #expect(end?.ended.response?.status == 200 && end?.ended.responseBodyBytes == 2)
         #expect(!connection.isBusy, "the pipelined request is parsed now")
 
-        let second = Ref(closes: true)
-        _ = connection.begin(second)
-        try Self.serve(second)
-        let last = connection.exchangeEnded(
-            close: second.machine.closesConnection,
-            requestEnded: second.machine.requestEnded,
-            now: Self.t0 + .milliseconds(9)
-        )
-        #expect(last == .closeAfterWrite, "its client asked to close: the exchange's record says so")
+        let second = Ref()
+        connection.begin(second, Self.exchange(closes: true))
+        // A late event of the first reaches nothing.
+        #expect(connection.withExchange(of: first) { $0.closeAfter(.brokenRequest) } == nil)
+        try Self.serve(second, on: &connection)
+        let last = connection.exchangeEnded(now: Self.t0 + .milliseconds(9))
+        #expect(last?.action == .closeAfterWrite, "its client asked to close: the exchange's record says so")
         #expect(connection.dropsInput)
     }
 
     @Test func aReloadDuringTheFirstMakesItTheLastAndTheSecondIsNotServed() throws {
         var connection = Self.connection()
         let first = Ref()
-        _ = connection.begin(first)
-        connection.retire()?.machine.closeAfter(.retiring)
-        try Self.serve(first)
-        #expect(first.machine.closeReason == .retiring)
-        let end = connection.exchangeEnded(
-            close: first.machine.closesConnection,
-            requestEnded: first.machine.requestEnded,
-            now: Self.t0
-        )
-        #expect(end == .closeAfterWrite)
+        connection.begin(first, Self.exchange())
+        connection.retire()
+        try Self.serve(first, on: &connection)
+        let end = connection.exchangeEnded(now: Self.t0)
+        #expect(end?.ended.closeReason == .retiring)
+        #expect(end?.action == .closeAfterWrite)
         #expect(connection.dropsInput, "the pipelined request is dropped: the client sends it again")
     }
 
     @Test func aResponseBeforeTheRequestEndedDiscardsItsRestThenServesTheNext() throws {
         var connection = Self.connection()
         let first = Ref()
-        _ = connection.begin(first)
-        _ = first.machine.attached(expectsContinue: false)
-        let answer = first.machine.failed(status: 403)
+        connection.begin(first, Self.exchange())
+        let answer = connection.withExchange(of: first) { exchange in
+            _ = exchange.attached(expectsContinue: false)
+            return exchange.failed(status: 403)
+        }
         #expect(answer == .answer(close: false), "a bodyless request's end is dropped when it comes")
-        _ = connection.exchangeEnded(close: false, requestEnded: false, now: Self.t0)
+        let end = connection.exchangeEnded(now: Self.t0)
+        #expect(end?.action == .keepOpen(idleUntil: Self.t0 + .seconds(5)))
         #expect(connection.isBusy, "its end is still to come: a pipelined head waits behind it")
         connection.discardedRequestEnded()
         #expect(!connection.isBusy)

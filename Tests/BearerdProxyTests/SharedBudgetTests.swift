@@ -85,11 +85,7 @@ struct RetryBufferTests {
     @Test func anExchangeThatEndsGivesItsBytesBack() {
         let budget = SharedBudget(limit: 1 << 20)
         do {
-            let exchange = Exchange(
-                request: .placeholder,
-                startedAt: .now(),
-                timeouts: ExchangeDeadlinesTests.deadlines().timeouts
-            )
+            let exchange = Exchange(request: .placeholder, startedAt: .now())
             exchange.retryBody = RetryBody(budget: budget)
             exchange.retryBody.keep(ByteBuffer(repeating: 1, count: 500), limit: 64 << 10)
             #expect(budget.inUse > 0)

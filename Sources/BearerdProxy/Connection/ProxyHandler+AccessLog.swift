@@ -9,14 +9,20 @@ import NIOHTTP1
 extension ProxyHandler {
     /// Counts the finished exchange in the metrics, then writes one line: method, path (without
     /// the query unless `log.access_query`), status, body bytes each way, total and upstream
-    /// time. Headers are never logged. Called exactly once per exchange; `now` when the caller
-    /// has just read the clock.
-    func logAccess(_ exchange: Exchange, outcome: String?, now: NIODeadline? = nil) {
+    /// time. Headers are never logged. Called exactly once per exchange, with the record its
+    /// machine left as it ended (`ended`); `now` when the caller has just read the clock.
+    func logAccess(
+        _ exchange: Exchange,
+        _ ended: borrowing ExchangeStateMachine,
+        outcome: String?,
+        now: NIODeadline? = nil
+    ) {
         let now = now ?? self.now
+        let status = ended.response?.status
         self.metrics.finished(
-            status: exchange.responseStatus,
-            bytesIn: exchange.requestBodyBytes,
-            bytesOut: exchange.responseBodyBytes,
+            status: status,
+            bytesIn: ended.requestBodyBytes,
+            bytesOut: ended.responseBodyBytes,
             upstream: exchange.upstreamStartedAt.map { now - $0 }
         )
         self.caller?.requests.increment()
@@ -24,9 +30,9 @@ extension ProxyHandler {
         if var trace = exchange.trace {
             if trace.tokenWait == nil, let started = trace.tokenWaitStarted { trace.tokenWait = now - started }
             trace.end(
-                status: exchange.responseStatus,
+                status: status,
                 upstream: exchange.upstreamStartedAt.map { now - $0 },
-                retriedAfter401: exchange.machine.authRetry.retried
+                retriedAfter401: ended.authRetry.retried
             )
             exchange.trace = nil
         }
@@ -34,9 +40,9 @@ extension ProxyHandler {
         var metadata: Logger.Metadata = [
             "method": .string(exchange.request.method.rawValue),
             "path": .string(self.loggedPath(exchange.request.uri)),
-            "status": .stringConvertible(exchange.responseStatus ?? 0),
-            "bytes_in": .stringConvertible(exchange.requestBodyBytes),
-            "bytes_out": .stringConvertible(exchange.responseBodyBytes),
+            "status": .stringConvertible(status ?? 0),
+            "bytes_in": .stringConvertible(ended.requestBodyBytes),
+            "bytes_out": .stringConvertible(ended.responseBodyBytes),
             "duration_ms": .string(Self.milliseconds(now - exchange.startedAt)),
         ]
         if let upstreamStartedAt = exchange.upstreamStartedAt {
@@ -49,8 +55,8 @@ extension ProxyHandler {
         }
         if let traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }
-        if exchange.machine.replayed { metadata["retried"] = "stale_connection" }
-        if exchange.machine.authRetry.retried { metadata["retried"] = "upstream_401" }
+        if ended.replayed { metadata["retried"] = "stale_connection" }
+        if ended.authRetry.retried { metadata["retried"] = "upstream_401" }
         self.logger.info("request", metadata: metadata)
     }
 

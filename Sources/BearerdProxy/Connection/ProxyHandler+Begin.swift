@@ -15,13 +15,14 @@ extension ProxyHandler {
         // The body is kept for a retry after a 401 only when such a retry can happen.
         let retryPossible =
             !clientKeepsOwnAuthorization && self.settings.proxy.retryMethods.contains(head.method.rawValue)
-        let exchange = Exchange(request: head, startedAt: self.now, timeouts: self.exchangeTimeouts)
+        let facts = ExchangeStateMachine.RequestFacts(head)
+        let exchange = Exchange(request: head, startedAt: self.now)
         if let tracing = self.settings.tracing {
             exchange.trace = ExchangeTrace(head: exchange.request, tracing: tracing)
         }
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
-        if self.machine.begin(exchange) { exchange.machine.closeAfter(.retiring) }
+        self.machine.begin(exchange, ExchangeStateMachine(facts, timeouts: self.exchangeTimeouts))
         switch verdict {
         case .forward(let target):
             exchange.target = target
@@ -45,14 +46,14 @@ extension ProxyHandler {
     /// the time of the provider's next real attempt, while the refresh goes on for the others.
     func waitForToken(_ exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
-        exchange.machine.waitForToken()
+        self.update(exchange) { $0.waitForToken() }
         exchange.trace?.tokenWaitStarted = self.now
         // The refresh this request waits for links to its span.
         let waiter = exchange.trace?.span.context
         let giveUp = context.eventLoop.assumeIsolated().scheduleTask(
             in: TimeAmount(self.settings.proxy.limits.tokenWait)
         ) {
-            guard self.isCurrent(exchange), exchange.machine.tokenWaitExpired() else { return }
+            guard self.read(exchange, { $0.isLive && $0.tokenWaitExpired() }) == true else { return }
             var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.limits.tokenWait))
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
@@ -75,7 +76,8 @@ extension ProxyHandler {
 
     /// Writes the upstream head and connects; `fresh`: not on a pooled connection.
     func prepare(_ exchange: Exchange, token: BearerToken?, fresh: Bool = false) {
-        guard self.context != nil, let target = exchange.target, exchange.machine.connecting() else { return }
+        guard self.context != nil, let target = exchange.target, self.update(exchange, { $0.connecting() }) == true
+        else { return }
         exchange.token = token
         var head = self.upstreamHeads.take(capacity: 512)
         // The arguments read from `var`s are read first: read among the arguments, they made the
@@ -121,13 +123,19 @@ extension ProxyHandler {
     }
 
     private func attach(_ exchange: Exchange, to connection: UpstreamConnection) {
-        guard let head = exchange.upstreamHead, let context else { return }
+        let expectsContinue = exchange.expectsContinue
+        guard let head = exchange.upstreamHead, let context,
+            let attachment = self.update(exchange, { $0.attached(expectsContinue: expectsContinue) })
+        else {
+            // Not the exchange in flight any more (never: `connect` asks): the connection serves another.
+            self.pool.release(connection, reusable: true)
+            return
+        }
         connection.lease(to: self, method: exchange.request.method, upgrade: exchange.upgrade != nil)
         exchange.upstream = connection
         exchange.attachedAtStart = self.beginning
         // Attached as it began: the clock was read a moment ago.
         exchange.upstreamStartedAt = self.beginning ? exchange.startedAt : self.now
-        let attachment = exchange.machine.attached(expectsContinue: exchange.expectsContinue)
         if attachment.sendContinue {
             context.writeAndFlush(self.wrapOutboundOut(WireFormat.continueResponse), promise: nil)
         }
@@ -144,8 +152,8 @@ extension ProxyHandler {
         if connection.isWritable { self.resumeClientReads() }
     }
 
+    /// `exchange` is the one in flight, and not over.
     func isCurrent(_ exchange: Exchange) -> Bool {
-        if case .exchanging(let current) = self.state { return current === exchange && exchange.machine.isLive }
-        return false
+        self.read(exchange) { $0.isLive } ?? false
     }
 }

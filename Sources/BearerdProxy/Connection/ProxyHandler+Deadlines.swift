@@ -31,8 +31,9 @@ extension ProxyHandler {
         switch self.state {
         case .idle(_, nil) where self.inbound.readableBytes > 0:
             if let deadline = self.machine.headBytesWaiting(now: self.now) { self.arm(deadline) }
-        case .exchanging(let exchange) where !exchange.requestEnded:
-            if let check = exchange.machine.readEnded(now: self.now) { self.arm(check) }
+        case .exchanging(let exchange, let current) where !current.requestEnded:
+            let now = self.now
+            if let check = self.update(exchange, { $0.readEnded(now: now) }) ?? nil { self.arm(check) }
         default:
             break
         }
@@ -59,7 +60,7 @@ extension ProxyHandler {
         case .close:
             self.closeClient()
         case .checkExchange:
-            if case .exchanging(let exchange) = self.state { self.exchangeTimerFired(exchange, now: now) }
+            if case .exchanging(let exchange, _) = self.state { self.exchangeTimerFired(exchange, now: now) }
         case .none:
             break
         }
@@ -67,18 +68,18 @@ extension ProxyHandler {
 
     /// Does what the exchange's deadlines say is due.
     private func exchangeTimerFired(_ exchange: Exchange, now: NIODeadline) {
-        let check = exchange.machine.timerFired(
-            now: now,
-            readsHeld: self.readPending,
-            clientWritable: self.clientIsWritable
-        )
-        switch check {
+        let readsHeld = self.readPending
+        let clientWritable = self.clientIsWritable
+        let check = self.update(exchange) {
+            $0.timerFired(now: now, readsHeld: readsHeld, clientWritable: clientWritable)
+        }
+        switch check ?? .none {
         case .arm(let deadline):
             self.arm(deadline)
         case .none:
             break
         case .expired(.requestBodyStalled):
-            exchange.machine.closeAfter(.brokenRequest)
+            self.update(exchange) { $0.closeAfter(.brokenRequest) }
             self.fail(
                 exchange,
                 .requestTimeout(

@@ -10,7 +10,11 @@ import NIOPosix
 extension ProxyHandler {
     /// The upstream's response ended: pool the connection if it can carry another request.
     func finish(_ exchange: Exchange) {
-        let end = exchange.machine.responseEnded()
+        guard let end = self.update(exchange, { $0.responseEnded() }) else {
+            // Not the exchange in flight (never: its connection's parts reach only that one).
+            exchange.closeUpstream()
+            return
+        }
         if let connection = exchange.upstream {
             exchange.upstream = nil
             self.pool.release(connection, reusable: end.reusable)
@@ -23,7 +27,10 @@ extension ProxyHandler {
     /// a bodyless request keeps the connection (its end is dropped when it arrives).
     func fail(_ exchange: Exchange, _ failure: ProxyFailure) {
         exchange.closeUpstream()
-        guard let context, case .answer(let close) = exchange.machine.failed(status: Int(failure.status.code)) else {
+        let status = Int(failure.status.code)
+        // A late failure of an exchange that ended says nothing to the connection's next one.
+        guard let action = self.update(exchange, { $0.failed(status: status) }) else { return }
+        guard let context, case .answer(let close) = action else {
             self.abandon(exchange, outcome: failure.error)
             return
         }
@@ -32,7 +39,8 @@ extension ProxyHandler {
             close: close,
             allocator: context.channel.allocator
         )
-        exchange.machine.responseBodySent(body.readableBytes)
+        let bytes = body.readableBytes
+        self.update(exchange) { $0.responseBodySent(bytes) }
         var out = context.channel.allocator.buffer(capacity: 256 + body.readableBytes)
         WireFormat.writeResponseHead(head, into: &out)
         out.writeImmutableBuffer(body)
@@ -58,13 +66,9 @@ extension ProxyHandler {
         }
         self.writeHeldHead(context: context)
         let now = self.now
-        let action = self.machine.exchangeEnded(
-            close: exchange.machine.closesConnection,
-            requestEnded: exchange.requestEnded,
-            now: now
-        )
+        guard let (action, ended) = self.machine.exchangeEnded(now: now) else { return }
         if case .keepOpen(let idleUntil) = action { self.arm(idleUntil) }
-        self.logAccess(exchange, outcome: nil, now: now)
+        self.logAccess(exchange, ended, outcome: nil, now: now)
         switch action {
         case .closeAfterWrite:
             self.timer.cancel()
@@ -81,9 +85,11 @@ extension ProxyHandler {
     /// The exchange cannot end cleanly (client gone, or upstream gone after the response head
     /// was sent): drop both connections.
     func abandon(_ exchange: Exchange, outcome: String) {
-        exchange.machine.finished()
         exchange.closeUpstream()
-        self.logAccess(exchange, outcome: outcome)
+        // Its line is written once: an exchange that ended was logged then.
+        if self.machine.isInFlight(exchange), let ended = self.machine.closed() {
+            self.logAccess(exchange, ended, outcome: outcome)
+        }
         self.closeClient()
     }
 
@@ -111,8 +117,8 @@ extension ProxyHandler {
     // MARK: Client connection events
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .exchanging(let exchange) = self.state {
-            if exchange.machine.isLive { self.abandon(exchange, outcome: "client_closed") }
+        if case .exchanging(let exchange, let current) = self.state {
+            if current.isLive { self.abandon(exchange, outcome: "client_closed") }
             // A span the exchange did not end (it ended without a line) ends with the connection.
             exchange.trace?.abandon()
             exchange.trace = nil
@@ -126,7 +132,7 @@ extension ProxyHandler {
         // What a lingering client still sends is dropped, parseable or not.
         if case .lingering = self.state { return }
         self.logger.debug("client connection error", metadata: ["error": "\(error)"])
-        if case .exchanging(let exchange) = self.state, exchange.machine.isLive {
+        if case .exchanging(let exchange, let current) = self.state, current.isLive {
             self.abandon(exchange, outcome: "client_error")
         } else {
             self.closeClient()
@@ -135,10 +141,11 @@ extension ProxyHandler {
 
     /// Answers with bearerd's own error when no request head was parsed, then closes.
     func answerAndClose(_ failure: ProxyFailure) {
-        let exchange = Exchange(request: .placeholder, startedAt: self.now, timeouts: self.exchangeTimeouts)
+        let exchange = Exchange(request: .placeholder, startedAt: self.now)
+        var machine = ExchangeStateMachine(.init(exchange.request), timeouts: self.exchangeTimeouts)
+        machine.closeAfter(.brokenRequest)
         self.metrics.started()
-        exchange.machine.closeAfter(.brokenRequest)
-        _ = self.machine.begin(exchange)
+        self.machine.begin(exchange, machine)
         self.fail(exchange, failure)
     }
 
@@ -146,7 +153,7 @@ extension ProxyHandler {
         if event is ProxyRetireEvent {
             // A reload: the connection's next response is its last, so the client comes back to
             // the new settings. Nothing is closed under a client that may be sending.
-            self.machine.retire()?.machine.closeAfter(.retiring)
+            self.machine.retire()
             return
         }
         guard event is ChannelShouldQuiesceEvent else {
@@ -159,8 +166,9 @@ extension ProxyHandler {
         case .close:
             context.flush()
             self.closeClient()
-        case .lastExchange(let exchange): exchange.machine.closeAfter(.retiring)
-        case .none: break
+        case .none:
+            // Busy: the exchange's machine now closes the connection after its response.
+            break
         }
     }
 

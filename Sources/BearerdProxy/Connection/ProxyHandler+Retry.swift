@@ -13,7 +13,7 @@ extension ProxyHandler {
     func askProvider(about token: BearerToken, for exchange: Exchange, context: ChannelHandlerContext) {
         let tokens = self.tokens
         // The answer is for this hold only (not for a later one of the same exchange).
-        let asked = exchange.machine.heldResponse
+        let asked = self.read(exchange) { $0.heldResponse } ?? nil
         // The refresh this 401 brings links to the request's span.
         let waiter = exchange.trace?.span.context
         context.eventLoop.makeFutureWithTask {
@@ -22,12 +22,14 @@ extension ProxyHandler {
         }
         .assumeIsolated()
         .whenComplete { result in
-            guard self.isCurrent(exchange), let asked, exchange.machine.heldResponse === asked else { return }
+            guard let asked, self.read(exchange, { $0.isLive && $0.heldResponse === asked }) == true else { return }
             let fresh: BearerToken? = (try? result.get()) ?? nil
-            self.proceed(
-                exchange.machine.providerDecided(fresh, keptBody: exchange.retryBody.body, now: self.now),
-                of: exchange
-            )
+            let kept = exchange.retryBody.body
+            let now = self.now
+            guard let action = self.update(exchange, { $0.providerDecided(fresh, keptBody: kept, now: now) }) else {
+                return
+            }
+            self.proceed(action, of: exchange)
         }
     }
 
@@ -35,9 +37,12 @@ extension ProxyHandler {
     func heldEnded(_ exchange: Exchange) {
         if let connection = exchange.upstream {
             exchange.upstream = nil
-            self.pool.release(connection, reusable: exchange.machine.upstreamKeepAlive)
+            self.pool.release(connection, reusable: self.read(exchange) { $0.upstreamKeepAlive } ?? false)
         }
-        self.proceed(exchange.machine.heldEndArrived(keptBody: exchange.retryBody.body, now: self.now), of: exchange)
+        let kept = exchange.retryBody.body
+        let now = self.now
+        guard let action = self.update(exchange, { $0.heldEndArrived(keptBody: kept, now: now) }) else { return }
+        self.proceed(action, of: exchange)
     }
 
     /// Does what the machine says of the held 401: wait, send the request again, or pass the

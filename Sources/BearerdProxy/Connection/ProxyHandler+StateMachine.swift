@@ -6,15 +6,19 @@ extension ProxyHandler {
     /// value: each event changes the state and returns what the handler does next. Nothing here
     /// touches a channel or reads a clock; time comes in with the events, from the event loop.
     ///
-    /// What happens inside an exchange belongs to its own machine (``ExchangeStateMachine``,
-    /// its deadlines to ``ExchangeDeadlines``); this one only knows when one starts and ends. Generic over the
-    /// exchange (`ExchangeRef`) so that tests drive it without a channel or an upstream.
+    /// The exchange in flight is part of the state: its machine (``ExchangeStateMachine``, its
+    /// deadlines ``ExchangeDeadlines``) is held here as a value, beside the reference to what it
+    /// holds while it runs (`ExchangeRef`: the request head, the upstream connection, the kept
+    /// body). Its events go through ``withExchange(of:_:)``, which changes it in place; when it
+    /// ends, ``exchangeEnded(now:)`` reads its close decision and hands back its record. Generic
+    /// over the reference so that tests drive it without a channel or an upstream.
     struct StateMachine<ExchangeRef: AnyObject> {
         enum State {
             /// Between requests since `since`; `head`: when the first bytes of the next request
             /// head came, while it is not complete.
             case idle(since: NIODeadline, head: NIODeadline?)
-            case exchanging(ExchangeRef)
+            /// An exchange holds the connection: what it holds (`ExchangeRef`) and its state.
+            case exchanging(ExchangeRef, ExchangeStateMachine)
             /// bearerd answered the request itself at `since`; the rest of it is dropped until
             /// its end, and the connection then waits for the next one from `since`.
             case discarding(since: NIODeadline)
@@ -49,8 +53,7 @@ extension ProxyHandler {
         enum QuiesceAction {
             /// Idle: close now.
             case close
-            /// Busy: this exchange's response is the connection's last.
-            case lastExchange(ExchangeRef)
+            /// Busy (the exchange's response is now the connection's last), or closing already.
             case none
         }
 
@@ -101,24 +104,54 @@ extension ProxyHandler {
             return now + self.headerTimeout
         }
 
-        /// A request head was parsed: `exchange` now holds the connection. Returns whether its
-        /// response must be the connection's last (a shutdown or a reload came first).
-        mutating func begin(_ exchange: ExchangeRef) -> Bool {
-            self.state = .exchanging(exchange)
-            return self.quiescing
+        /// A request head was parsed: the exchange now holds the connection. After a reload or
+        /// a shutdown its response is the connection's last.
+        mutating func begin(_ ref: ExchangeRef, _ exchange: consuming ExchangeStateMachine) {
+            if self.quiescing { exchange.closeAfter(.retiring) }
+            self.state = .exchanging(ref, exchange)
         }
 
-        /// The current exchange ended at `now`; `close`: its machine decided the connection
-        /// closes after it (the exchange is the one record of that: ``begin(_:)``, ``retire()``
-        /// and ``quiesce()`` hand it a reload or a shutdown); `requestEnded`: the client's
-        /// request came in whole (otherwise its rest is dropped).
-        mutating func exchangeEnded(close: Bool, requestEnded: Bool, now: NIODeadline) -> EndAction {
-            if close {
+        /// What `ref` holds is the exchange in flight.
+        func isInFlight(_ ref: ExchangeRef) -> Bool {
+            if case .exchanging(let current, _) = self.state { return current === ref }
+            return false
+        }
+
+        /// The exchange in flight's machine, read; `nil` when `ref` is not the one in flight.
+        func readExchange<Result>(of ref: ExchangeRef, _ body: (borrowing ExchangeStateMachine) -> Result) -> Result? {
+            guard case .exchanging(let current, let exchange) = self.state, current === ref else { return nil }
+            return body(exchange)
+        }
+
+        /// An event of the exchange in flight: its machine changes in place, and `body`'s result
+        /// (the action the machine returned) comes back. `nil` when `ref` is not the exchange in
+        /// flight (a late event of one that ended): nothing happens.
+        mutating func withExchange<Result>(
+            of ref: ExchangeRef,
+            _ body: (inout ExchangeStateMachine) -> Result
+        ) -> Result? {
+            guard case .exchanging(let current, var exchange) = self.state, current === ref else { return nil }
+            // The state lets go of its copy first, so the machine's held parts are changed in
+            // place, not copied on write.
+            self.state = .closed
+            let result = body(&exchange)
+            self.state = .exchanging(current, exchange)
+            return result
+        }
+
+        /// The exchange in flight ended at `now`: its machine decided whether the connection
+        /// closes after it (a reload or a shutdown told it so: ``begin(_:_:)``, ``retire()``,
+        /// ``quiesce()``), and whether the client's request came in whole (otherwise its rest is
+        /// dropped). Returns what the handler does, and the ended exchange's record for its log
+        /// line; `nil` when no exchange is in flight.
+        mutating func exchangeEnded(now: NIODeadline) -> (action: EndAction, ended: ExchangeStateMachine)? {
+            guard case .exchanging(_, let exchange) = self.state else { return nil }
+            if exchange.closesConnection {
                 self.state = .closed
-                return .closeAfterWrite
+                return (.closeAfterWrite, exchange)
             }
-            self.state = requestEnded ? .idle(since: now, head: nil) : .discarding(since: now)
-            return .keepOpen(idleUntil: now + self.idleTimeout)
+            self.state = exchange.requestEnded ? .idle(since: now, head: nil) : .discarding(since: now)
+            return (.keepOpen(idleUntil: now + self.idleTimeout), exchange)
         }
 
         /// The end of a request bearerd already answered arrived: the connection is idle again,
@@ -136,17 +169,25 @@ extension ProxyHandler {
             return until
         }
 
-        /// The connection closed, or left HTTP (an upgrade): nothing more is served.
-        mutating func closed() {
-            self.state = .closed
+        /// The connection closed, or left HTTP (an upgrade): nothing more is served. Returns the
+        /// record of the exchange that was in flight, if one was.
+        @discardableResult
+        mutating func closed() -> ExchangeStateMachine? {
+            defer { self.state = .closed }
+            if case .exchanging(_, let exchange) = self.state { return exchange }
+            return nil
         }
 
         /// A reload: the next response is the connection's last, so the client comes back to the
-        /// new settings. Returns the exchange whose response that is, if one runs.
-        mutating func retire() -> ExchangeRef? {
+        /// new settings (the exchange in flight's, if one runs).
+        mutating func retire() {
             self.quiescing = true
-            if case .exchanging(let exchange) = self.state { return exchange }
-            return nil
+            self.closeInFlightAfter(.retiring)
+        }
+
+        private mutating func closeInFlightAfter(_ reason: ExchangeStateMachine.CloseReason) {
+            guard case .exchanging(let ref, _) = self.state else { return }
+            _ = self.withExchange(of: ref) { $0.closeAfter(reason) }
         }
 
         /// Graceful shutdown: an idle connection closes now, a busy one after its response.
@@ -156,8 +197,9 @@ extension ProxyHandler {
             case .idle, .discarding:
                 self.state = .closed
                 return .close
-            case .exchanging(let exchange):
-                return .lastExchange(exchange)
+            case .exchanging:
+                self.closeInFlightAfter(.retiring)
+                return .none
             case .lingering, .closed:
                 return .none
             }

@@ -13,7 +13,7 @@ extension ProxyHandler {
     /// A request with `Upgrade` and `Connection: upgrade` is the last on its connection (the
     /// parser stops after it, as llhttp does); it went upstream with the protocols offered, if any.
     func upgradeRequested(_ upgrade: UpgradeOffer.Decision, by exchange: Exchange) {
-        exchange.machine.closeAfter(.upgrade)
+        self.update(exchange) { $0.closeAfter(.upgrade) }
         if case .offer(let offer) = upgrade { exchange.upgrade = offer }
     }
 
@@ -21,13 +21,13 @@ extension ProxyHandler {
     /// to the client, then both connections are spliced. The client's connection leaves HTTP:
     /// what it sent after the request goes upstream, and this handler leaves the pipeline.
     func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
-        guard case .exchanging(let exchange) = self.state else { return }
-        guard exchange.machine.isForwarding, let offer = exchange.upgrade, let connection = exchange.upstream,
+        guard case .exchanging(let exchange, let current) = self.state else { return }
+        guard current.isForwarding, let offer = exchange.upgrade, let connection = exchange.upstream,
             let context
         else {
             // The parser takes a 101 only when the lease asked for one: never trust it anyway
             // (`fail` closes the upstream connection).
-            exchange.machine.closeAfter(.brokenUpstream)
+            self.update(exchange) { $0.closeAfter(.brokenUpstream) }
             self.fail(exchange, .upstreamFailed(self.settings.upstream.target.description, reason: "an unasked 101"))
             return
         }
@@ -43,10 +43,10 @@ extension ProxyHandler {
             return
         }
         exchange.upstream = nil
-        exchange.machine.switched()
+        self.update(exchange) { $0.switched() }
         exchange.retryBody.drop()
-        self.logAccess(exchange, outcome: nil)
-        self.machine.closed()
+        // The connection leaves HTTP: the exchange's record is its last line.
+        if let ended = self.machine.closed() { self.logAccess(exchange, ended, outcome: nil) }
         self.timer.cancel()
         var out = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 32)
         HeaderRewriter.switchingResponse(head, upgrade: upgraded, into: &out)

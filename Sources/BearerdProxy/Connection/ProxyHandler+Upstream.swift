@@ -10,42 +10,51 @@ extension ProxyHandler: UpstreamConnectionOwner {
     var clientIsWritable: Bool { self.context?.channel.isWritable ?? false }
 
     func upstreamReceived(_ part: ResponseParser.Part) {
-        guard case .exchanging(let exchange) = self.state, let context else { return }
+        guard case .exchanging(let exchange, let current) = self.state, let context else { return }
+        // What the exchange's machine is waiting for, before this part changes it.
+        let forwarding = current.isForwarding
         switch part {
         case .head(let head):
-            guard exchange.machine.isForwarding else { return }
+            guard forwarding else { return }
             // (The method and the version, not a copy of the head: a copy retains its buffers.)
             let framing = HeaderRewriter.clientFraming(
                 head,
                 method: exchange.request.method,
                 version: exchange.request.version
             )
-            let action = exchange.machine.headArrived(
-                head,
-                token: exchange.token,
-                bodyKept: exchange.retryBody.isKept,
-                asksForNewNonce: self.settings.dpop != nil && self.takeNonce(head, of: exchange),
-                framing: framing,
-                now: self.now
-            )
+            let token = exchange.token
+            let bodyKept = exchange.retryBody.isKept
+            let asksForNewNonce = self.settings.dpop != nil && self.takeNonce(head, of: exchange)
+            let now = self.now
+            let action = self.update(exchange) {
+                $0.headArrived(
+                    head,
+                    token: token,
+                    bodyKept: bodyKept,
+                    asksForNewNonce: asksForNewNonce,
+                    framing: framing,
+                    now: now
+                )
+            }
             switch action {
             case .forward(let forward): self.forwardHead(head, forward, of: exchange)
             case .askProvider(let refused): self.askProvider(about: refused, for: exchange, context: context)
-            case .hold: break
+            case .hold, nil: break
             }
         case .body(let buffer):
-            if exchange.machine.isForwarding {
+            if forwarding {
                 self.forwardBody(buffer, of: exchange, context: context)
             } else {
-                self.proceed(
-                    exchange.machine.heldBodyArrived(buffer, keptBody: exchange.retryBody.body, now: self.now),
-                    of: exchange
-                )
+                let kept = exchange.retryBody.body
+                let now = self.now
+                if let action = self.update(exchange, { $0.heldBodyArrived(buffer, keptBody: kept, now: now) }) {
+                    self.proceed(action, of: exchange)
+                }
             }
         case .end:
-            if exchange.machine.isForwarding {
+            if forwarding {
                 self.finish(exchange)
-            } else if exchange.machine.heldResponse != nil {
+            } else if current.heldResponse != nil {
                 self.heldEnded(exchange)
             }
         }
@@ -79,8 +88,8 @@ extension ProxyHandler: UpstreamConnectionOwner {
 
     /// A piece of the response body goes to the client, in the framing its head announced.
     func forwardBody(_ buffer: ByteBuffer, of exchange: Exchange, context: ChannelHandlerContext) {
-        exchange.machine.responseBodySent(buffer.readableBytes)
-        switch exchange.machine.response?.framing ?? .none {
+        let bytes = buffer.readableBytes
+        switch self.update(exchange, { $0.responseBodySent(bytes) }) ?? .none {
         case .none:
             break
         case .length, .close:
@@ -133,18 +142,24 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func upstreamFailed(_ error: any Error) {
-        guard case .exchanging(let exchange) = self.state else { return }
-        let connection = exchange.upstream
-        let facts = exchange.machine.upstreamFailed(
-            connectionReused: (connection?.requestCount ?? 0) > 1,
-            idempotent: exchange.request.method.isIdempotent,
-            malformedResponse: (error as? ProxyError)?.code == .badResponse,
-            // An upstream that switches protocols unasked is not speaking HTTP with bearerd:
-            // the client's connection closes too.
-            unaskedSwitch: (error as? ProxyError) == ResponseParser.unaskedSwitch,
-            provesPossession: self.settings.dpop != nil
-        )
-        guard let action = facts else { return }
+        guard case .exchanging(let exchange, _) = self.state else { return }
+        let connectionReused = (exchange.upstream?.requestCount ?? 0) > 1
+        let idempotent = exchange.request.method.isIdempotent
+        let malformedResponse = (error as? ProxyError)?.code == .badResponse
+        // An upstream that switches protocols unasked is not speaking HTTP with bearerd: the
+        // client's connection closes too.
+        let unaskedSwitch = (error as? ProxyError) == ResponseParser.unaskedSwitch
+        let provesPossession = self.settings.dpop != nil
+        let facts = self.update(exchange) {
+            $0.upstreamFailed(
+                connectionReused: connectionReused,
+                idempotent: idempotent,
+                malformedResponse: malformedResponse,
+                unaskedSwitch: unaskedSwitch,
+                provesPossession: provesPossession
+            )
+        }
+        guard let action = facts ?? nil else { return }
         exchange.closeUpstream()
         switch action {
         case .abandon:
@@ -173,8 +188,13 @@ extension ProxyHandler: UpstreamConnectionOwner {
     func startResponseTimeout(_ exchange: Exchange) {
         // A bodyless request that went upstream as it arrived was sent when it started: no need
         // to read the clock again. One that waited (token, connection) or had a body was sent now.
-        let sentAtStart = exchange.requestBodyBytes == 0 && exchange.attachedAtStart
-        if let due = exchange.machine.requestSent(at: sentAtStart ? exchange.startedAt : self.now) { self.arm(due) }
+        let attachedAtStart = exchange.attachedAtStart
+        let startedAt = exchange.startedAt
+        let due = self.update(exchange) { machine in
+            let sentAtStart = machine.requestBodyBytes == 0 && attachedAtStart
+            return machine.requestSent(at: sentAtStart ? startedAt : self.now)
+        }
+        if let due = due ?? nil { self.arm(due) }
     }
 
     func responseTimedOut(_ exchange: Exchange) {

@@ -32,9 +32,23 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// through this, shared by every connection: once per kind, then summarised.
     let failures: ThrottledLogger
     /// The connection's lifecycle and its idle, head and linger deadlines
-    /// (``ProxyHandler/StateMachine``); the exchange in flight is its `.exchanging` case.
+    /// (``ProxyHandler/StateMachine``); the exchange in flight, its state included, is its
+    /// `.exchanging` case.
     var machine: StateMachine<Exchange>
     var state: StateMachine<Exchange>.State { self.machine.state }
+
+    /// An event of `exchange`: its machine, held by the connection's, changes in place and says
+    /// what to do. `nil` when `exchange` is no longer the one in flight: nothing happens. (`body`
+    /// must not touch `self.machine`: the closure runs inside its access.)
+    @discardableResult
+    func update<Result>(_ exchange: Exchange, _ body: (inout ExchangeStateMachine) -> Result) -> Result? {
+        self.machine.withExchange(of: exchange, body)
+    }
+
+    /// A fact of `exchange`'s machine; `nil` when it is no longer the one in flight.
+    func read<Result>(_ exchange: Exchange, _ body: (borrowing ExchangeStateMachine) -> Result) -> Result? {
+        self.machine.readExchange(of: exchange, body)
+    }
     var context: ChannelHandlerContext?
     var readPending = false
     /// What the client sent that is not parsed yet: a head still arriving, or requests pipelined
@@ -162,8 +176,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func refuse(_ error: ProxyError) {
         let failure = error.failure(limits: self.parser.limits)
         switch self.state {
-        case .exchanging(let exchange) where exchange.machine.isLive:
-            exchange.machine.closeAfter(.brokenRequest)
+        case .exchanging(let exchange, let current) where current.isLive:
+            self.update(exchange) { $0.closeAfter(.brokenRequest) }
             self.fail(exchange, failure)
         case .idle, .discarding:
             self.answerAndClose(failure)
@@ -188,8 +202,9 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
         case .body(let buffer):
             switch self.state {
-            case .exchanging(let exchange):
-                let action = exchange.machine.bodyArrived(buffer, maxBody: self.settings.proxy.limits.maxRequestBody)
+            case .exchanging(let exchange, _):
+                let maxBody = self.settings.proxy.limits.maxRequestBody
+                let action = self.update(exchange) { $0.bodyArrived(buffer, maxBody: maxBody) } ?? .drop
                 exchange.retryBody.keep(buffer, limit: self.settings.proxy.retryBodyLimit)
                 self.perform(action, for: exchange)
             case .idle:
@@ -199,8 +214,8 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
         case .end:
             switch self.state {
-            case .exchanging(let exchange):
-                self.perform(exchange.machine.endArrived(), for: exchange)
+            case .exchanging(let exchange, _):
+                self.perform(self.update(exchange) { $0.endArrived() } ?? .drop, for: exchange)
             case .discarding:
                 self.machine.discardedRequestEnded()
             case .idle:
@@ -233,7 +248,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     func servePipelined() {
         self.parseInbound()
         // These parts were read before; no `channelReadComplete` will follow to flush them.
-        if !self.inRead, case .exchanging(let exchange) = self.state, exchange.machine.isForwarding {
+        if !self.inRead, case .exchanging(let exchange, let current) = self.state, current.isForwarding {
             exchange.upstream?.flush()
         }
         self.resumeClientReads()
@@ -242,7 +257,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         self.inRead = false
         self.readEnded()
-        if case .exchanging(let exchange) = self.state, exchange.machine.isForwarding, let upstream = exchange.upstream
+        if case .exchanging(let exchange, let current) = self.state, current.isForwarding,
+            let upstream = exchange.upstream
         {
             self.pool.endOfTurn.upstream(upstream)
         }
@@ -255,18 +271,18 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.readPending = true
             return
         }
-        if case .exchanging(let exchange) = self.state,
-            !exchange.machine.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false)
+        if case .exchanging(let exchange, let current) = self.state,
+            !current.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false)
         {
             self.readPending = true
-            exchange.machine.readsWereHeld()
+            self.update(exchange) { $0.readsWereHeld() }
             return
         }
         context.read()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, case .exchanging(let exchange) = self.state {
+        if context.channel.isWritable, case .exchanging(let exchange, _) = self.state {
             exchange.upstream?.resumeReading()
         }
         context.fireChannelWritabilityChanged()

@@ -5,13 +5,12 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-/// One request/response pair passing through a client connection: its state as a value
-/// (``ExchangeStateMachine``), and what it holds while it runs (the request head, the upstream
-/// connection, the kept body, the span).
+/// What one request/response pair passing through a client connection holds while it runs:
+/// the request head, the upstream connection, the kept body, the span. Its state is a value,
+/// ``ExchangeStateMachine``, which the connection's machine holds beside this reference
+/// (``ProxyHandler/StateMachine``): the handler changes it only through that machine.
 final class Exchange {
     let request: RequestHead
-    /// Where the exchange is, what came of it, and whether the connection closes after it.
-    var machine: ExchangeStateMachine
     /// The request target as checked and forwarded (set once the request passed the checks).
     var target: ForwardTarget?
     let startedAt: NIODeadline
@@ -38,24 +37,10 @@ final class Exchange {
         self.retryBody.drop()
     }
 
-    init(request: consuming RequestHead, startedAt: NIODeadline, timeouts: ExchangeDeadlines.Timeouts) {
-        self.machine = ExchangeStateMachine(
-            ExchangeStateMachine.RequestFacts(
-                closes: !request.keepAlive,
-                hasBody: request.hasBody,
-                isUpgrade: request.isUpgrade
-            ),
-            timeouts: timeouts
-        )
+    init(request: consuming RequestHead, startedAt: NIODeadline) {
         self.request = request
         self.startedAt = startedAt
     }
-
-    var requestEnded: Bool { self.machine.requestEnded }
-    var requestBodyBytes: Int { self.machine.requestBodyBytes }
-    var responseBodyBytes: Int { self.machine.responseBodyBytes }
-    /// The status that went to the client, if a response head did.
-    var responseStatus: Int? { self.machine.response?.status }
 
     /// Closes the upstream connection (it cannot carry another request after an exchange broke
     /// off). Returns the connection, closed, if there was one.
@@ -69,5 +54,12 @@ final class Exchange {
 
     var expectsContinue: Bool {
         self.request.version.minor >= 1 && self.request.contains("expect")
+    }
+}
+
+extension ExchangeStateMachine.RequestFacts {
+    /// What the exchange's machine needs of `head`.
+    init(_ head: borrowing RequestHead) {
+        self.init(closes: !head.keepAlive, hasBody: head.hasBody, isUpgrade: head.isUpgrade)
     }
 }

@@ -194,9 +194,12 @@ struct ExchangeStateMachine {
         )
     }
 
-    /// A piece of response body went to the client.
-    mutating func responseBodySent(_ bytes: Int) {
+    /// A piece of response body goes to the client. Returns its framing (the response head's;
+    /// `.none` before a head went).
+    @discardableResult
+    mutating func responseBodySent(_ bytes: Int) -> ResponseFraming {
         self.responseBodyBytes += bytes
+        return self.response?.framing ?? .none
     }
 
     /// A piece of the held 401's body came; `keptBody`: the request body kept for a retry.
