@@ -2,13 +2,16 @@ import NIOCore
 import Testing
 
 @testable import BearerdProxy
+@testable import BearerdWire
 
 /// The client connection's state machine on its own: events in, actions out, no channel and no
 /// clock but the times the tests pass.
 @Suite("Client connection state machine")
 struct ConnectionStateMachineTests {
-    final class Job {}
-    typealias Machine = ProxyHandler.StateMachine<Job>
+    typealias Machine = ProxyHandler.StateMachine
+
+    /// What an exchange holds while it runs; its state is the machine's.
+    static func job() -> Exchange { Exchange(request: .placeholder, startedAt: Self.t0) }
 
     static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
 
@@ -71,7 +74,7 @@ struct ConnectionStateMachineTests {
     @Test func aKeptAliveConnectionWaitsForItsNextRequestFromTheEndOfTheLast() {
         var machine = Self.accepted()
         _ = machine.headBytesWaiting(now: Self.ms(10))
-        let job = Job()
+        let job = Self.job()
         machine.begin(job, Self.exchange())
         #expect(machine.readExchange(of: job) { $0.closeReason } == .some(nil), "nothing asked for it to be the last")
         #expect(machine.isBusy)
@@ -90,7 +93,7 @@ struct ConnectionStateMachineTests {
 
     @Test func theRestOfAnAnsweredRequestIsDroppedAndTheIdleClockRunsFromTheAnswer() {
         var machine = Self.accepted()
-        machine.begin(Job(), Self.exchange(ended: false))
+        machine.begin(Self.job(), Self.exchange(ended: false))
         let end = machine.exchangeEnded(now: Self.ms(100))
         #expect(end?.action == .keepOpen(idleUntil: Self.ms(2100)))
         #expect(machine.isBusy, "a pipelined request waits for the end of the answered one")
@@ -104,7 +107,7 @@ struct ConnectionStateMachineTests {
 
     @Test func aLastResponseClosesThenLingersForTheLingerTime() {
         var machine = Self.accepted()
-        machine.begin(Job(), Self.exchange(closes: true))
+        machine.begin(Self.job(), Self.exchange(closes: true))
         let end = machine.exchangeEnded(now: Self.ms(100))
         #expect(end?.action == .closeAfterWrite)
         #expect(end?.ended.closeReason == .clientAsked, "the ended exchange's record comes back, for its log line")
@@ -127,7 +130,7 @@ struct ConnectionStateMachineTests {
         #expect(idle.dropsInput)
 
         var busy = Self.accepted()
-        let job = Job()
+        let job = Self.job()
         busy.begin(job, Self.exchange())
         guard case .none = busy.quiesce() else {
             Issue.record("a busy connection was closed under its exchange")
@@ -144,12 +147,12 @@ struct ConnectionStateMachineTests {
         var machine = Self.accepted()
         machine.retire()
         #expect(!machine.dropsInput, "an idle connection is not closed under a client that may be sending")
-        let next = Job()
+        let next = Self.job()
         machine.begin(next, Self.exchange())
         #expect(machine.readExchange(of: next) { $0.closeReason } == .retiring, "the exchange that begins is the last")
 
         var busy = Self.accepted()
-        let job = Job()
+        let job = Self.job()
         busy.begin(job, Self.exchange())
         busy.retire()
         #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring)
@@ -157,7 +160,7 @@ struct ConnectionStateMachineTests {
 
     @Test func theExchangeInFlightChangesInPlaceAndALateEventOfAnotherChangesNothing() {
         var machine = Self.accepted()
-        let job = Job()
+        let job = Self.job()
         machine.begin(job, Self.exchange(ended: false))
         // Held parts (not attached yet) stay in the machine the connection holds.
         let held = machine.withExchange(of: job) { $0.bodyArrived(ByteBuffer(string: "abc"), maxBody: nil) }
@@ -169,7 +172,7 @@ struct ConnectionStateMachineTests {
         #expect(attachment?.parts.count == 1, "the held part was kept in place")
         #expect(machine.readExchange(of: job) { $0.requestBodyBytes } == 3)
 
-        let late = Job()
+        let late = Self.job()
         #expect(machine.withExchange(of: late) { $0.closeAfter(.brokenRequest) } == nil)
         #expect(machine.readExchange(of: job) { $0.closesConnection } == false, "another's event reached it")
         #expect(!machine.isInFlight(late) && machine.isInFlight(job))

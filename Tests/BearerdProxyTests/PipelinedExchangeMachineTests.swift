@@ -11,13 +11,13 @@ import Testing
 /// connection.
 @Suite("Pipelined exchanges through the two machines")
 struct PipelinedExchangeMachineTests {
-    /// Stands for what an exchange holds while it runs; its state is in the connection's machine.
-    final class Ref {}
+    /// What an exchange holds while it runs; its state is in the connection's machine.
+    static func ref() -> Exchange { Exchange(request: .placeholder, startedAt: Self.t0) }
 
     static let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
 
-    static func connection() -> ProxyHandler.StateMachine<Ref> {
-        var connection = ProxyHandler.StateMachine<Ref>(
+    static func connection() -> ProxyHandler.StateMachine {
+        var connection = ProxyHandler.StateMachine(
             headerTimeout: .seconds(1),
             idleTimeout: .seconds(5),
             lingerTime: .seconds(2)
@@ -35,7 +35,7 @@ struct PipelinedExchangeMachineTests {
 
     /// One bodyless exchange, from its head to its response's end, through the connection's
     /// machine as the handler drives it.
-    static func serve(_ ref: Ref, on connection: inout ProxyHandler.StateMachine<Ref>) throws {
+    static func serve(_ ref: Exchange, on connection: inout ProxyHandler.StateMachine) throws {
         let head = try ExchangeStateMachineExchangeTests.head(200)
         let served: Void? = connection.withExchange(of: ref) { exchange in
             _ = exchange.endArrived()
@@ -56,7 +56,7 @@ struct PipelinedExchangeMachineTests {
 
     @Test func theSecondRequestWaitsForTheFirstAndStartsWhenItEnds() throws {
         var connection = Self.connection()
-        let first = Ref()
+        let first = Self.ref()
         connection.begin(first, Self.exchange())
         // The second head is parsed only when the connection is not busy (`parseInbound`).
         #expect(connection.isBusy, "a pipelined head waits")
@@ -66,7 +66,7 @@ struct PipelinedExchangeMachineTests {
         #expect(end?.ended.response?.status == 200 && end?.ended.responseBodyBytes == 2)
         #expect(!connection.isBusy, "the pipelined request is parsed now")
 
-        let second = Ref()
+        let second = Self.ref()
         connection.begin(second, Self.exchange(closes: true))
         // A late event of the first reaches nothing.
         #expect(connection.withExchange(of: first) { $0.closeAfter(.brokenRequest) } == nil)
@@ -78,7 +78,7 @@ struct PipelinedExchangeMachineTests {
 
     @Test func aReloadDuringTheFirstMakesItTheLastAndTheSecondIsNotServed() throws {
         var connection = Self.connection()
-        let first = Ref()
+        let first = Self.ref()
         connection.begin(first, Self.exchange())
         connection.retire()
         try Self.serve(first, on: &connection)
@@ -90,7 +90,7 @@ struct PipelinedExchangeMachineTests {
 
     @Test func aResponseBeforeTheRequestEndedDiscardsItsRestThenServesTheNext() throws {
         var connection = Self.connection()
-        let first = Ref()
+        let first = Self.ref()
         connection.begin(first, Self.exchange())
         let answer = connection.withExchange(of: first) { exchange in
             _ = exchange.attached(expectsContinue: false)

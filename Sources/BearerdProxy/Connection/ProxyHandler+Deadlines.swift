@@ -31,7 +31,7 @@ extension ProxyHandler {
         switch self.state {
         case .idle(_, nil) where self.inbound.readableBytes > 0:
             if let deadline = self.machine.headBytesWaiting(now: self.now) { self.arm(deadline) }
-        case .exchanging(let exchange, let current) where !current.requestEnded:
+        case .exchanging(let exchange) where self.read(exchange, { !$0.requestEnded }) == true:
             let now = self.now
             if let check = self.update(exchange, { $0.readEnded(now: now) }) ?? nil { self.arm(check) }
         default:
@@ -60,7 +60,7 @@ extension ProxyHandler {
         case .close:
             self.closeClient()
         case .checkExchange:
-            if case .exchanging(let exchange, _) = self.state { self.exchangeTimerFired(exchange, now: now) }
+            if case .exchanging(let exchange) = self.state { self.exchangeTimerFired(exchange, now: now) }
         case .none:
             break
         }

@@ -117,8 +117,8 @@ extension ProxyHandler {
     // MARK: Client connection events
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .exchanging(let exchange, let current) = self.state {
-            if current.isLive { self.abandon(exchange, outcome: "client_closed") }
+        if let exchange = self.machine.inFlight {
+            if self.isCurrent(exchange) { self.abandon(exchange, outcome: "client_closed") }
             // A span the exchange did not end (it ended without a line) ends with the connection.
             exchange.trace?.abandon()
             exchange.trace = nil
@@ -132,7 +132,7 @@ extension ProxyHandler {
         // What a lingering client still sends is dropped, parseable or not.
         if case .lingering = self.state { return }
         self.logger.debug("client connection error", metadata: ["error": "\(error)"])
-        if case .exchanging(let exchange, let current) = self.state, current.isLive {
+        if let exchange = self.machine.inFlight, self.isCurrent(exchange) {
             self.abandon(exchange, outcome: "client_error")
         } else {
             self.closeClient()

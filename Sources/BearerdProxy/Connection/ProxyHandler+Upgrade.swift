@@ -21,8 +21,9 @@ extension ProxyHandler {
     /// to the client, then both connections are spliced. The client's connection leaves HTTP:
     /// what it sent after the request goes upstream, and this handler leaves the pipeline.
     func upstreamSwitched(_ head: ResponseHead, rest: ByteBuffer) {
-        guard case .exchanging(let exchange, let current) = self.state else { return }
-        guard current.isForwarding, let offer = exchange.upgrade, let connection = exchange.upstream,
+        guard let exchange = self.machine.inFlight else { return }
+        guard self.read(exchange, { $0.isForwarding }) == true, let offer = exchange.upgrade,
+            let connection = exchange.upstream,
             let context
         else {
             // The parser takes a 101 only when the lease asked for one: never trust it anyway

@@ -10,9 +10,9 @@ extension ProxyHandler: UpstreamConnectionOwner {
     var clientIsWritable: Bool { self.context?.channel.isWritable ?? false }
 
     func upstreamReceived(_ part: ResponseParser.Part) {
-        guard case .exchanging(let exchange, let current) = self.state, let context else { return }
+        guard let exchange = self.machine.inFlight, let context else { return }
         // What the exchange's machine is waiting for, before this part changes it.
-        let forwarding = current.isForwarding
+        let forwarding = self.read(exchange) { $0.isForwarding } ?? false
         switch part {
         case .head(let head):
             guard forwarding else { return }
@@ -54,7 +54,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
         case .end:
             if forwarding {
                 self.finish(exchange)
-            } else if current.heldResponse != nil {
+            } else if self.read(exchange, { $0.heldResponse != nil }) == true {
                 self.heldEnded(exchange)
             }
         }
@@ -142,7 +142,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
     }
 
     func upstreamFailed(_ error: any Error) {
-        guard case .exchanging(let exchange, _) = self.state else { return }
+        guard case .exchanging(let exchange) = self.state else { return }
         let connectionReused = (exchange.upstream?.requestCount ?? 0) > 1
         let idempotent = exchange.request.method.isIdempotent
         let malformedResponse = (error as? ProxyError)?.code == .badResponse

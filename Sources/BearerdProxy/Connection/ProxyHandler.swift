@@ -34,8 +34,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// The connection's lifecycle and its idle, head and linger deadlines
     /// (``ProxyHandler/StateMachine``); the exchange in flight, its state included, is its
     /// `.exchanging` case.
-    var machine: StateMachine<Exchange>
-    var state: StateMachine<Exchange>.State { self.machine.state }
+    var machine: StateMachine
+    var state: StateMachine.State { self.machine.state }
 
     /// An event of `exchange`: its machine, held by the connection's, changes in place and says
     /// what to do. `nil` when `exchange` is no longer the one in flight: nothing happens. (`body`
@@ -176,7 +176,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func refuse(_ error: ProxyError) {
         let failure = error.failure(limits: self.parser.limits)
         switch self.state {
-        case .exchanging(let exchange, let current) where current.isLive:
+        case .exchanging(let exchange) where self.isCurrent(exchange):
             self.update(exchange) { $0.closeAfter(.brokenRequest) }
             self.fail(exchange, failure)
         case .idle, .discarding:
@@ -202,7 +202,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
         case .body(let buffer):
             switch self.state {
-            case .exchanging(let exchange, _):
+            case .exchanging(let exchange):
                 let maxBody = self.settings.proxy.limits.maxRequestBody
                 let action = self.update(exchange) { $0.bodyArrived(buffer, maxBody: maxBody) } ?? .drop
                 exchange.retryBody.keep(buffer, limit: self.settings.proxy.retryBodyLimit)
@@ -214,7 +214,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
         case .end:
             switch self.state {
-            case .exchanging(let exchange, _):
+            case .exchanging(let exchange):
                 self.perform(self.update(exchange) { $0.endArrived() } ?? .drop, for: exchange)
             case .discarding:
                 self.machine.discardedRequestEnded()
@@ -248,7 +248,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     func servePipelined() {
         self.parseInbound()
         // These parts were read before; no `channelReadComplete` will follow to flush them.
-        if !self.inRead, case .exchanging(let exchange, let current) = self.state, current.isForwarding {
+        if !self.inRead, let exchange = self.machine.inFlight, self.read(exchange, { $0.isForwarding }) == true {
             exchange.upstream?.flush()
         }
         self.resumeClientReads()
@@ -257,8 +257,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         self.inRead = false
         self.readEnded()
-        if case .exchanging(let exchange, let current) = self.state, current.isForwarding,
-            let upstream = exchange.upstream
+        if let exchange = self.machine.inFlight, let upstream = exchange.upstream,
+            self.read(exchange, { $0.isForwarding }) == true
         {
             self.pool.endOfTurn.upstream(upstream)
         }
@@ -271,8 +271,8 @@ final class ProxyHandler: ChannelDuplexHandler {
             self.readPending = true
             return
         }
-        if case .exchanging(let exchange, let current) = self.state,
-            !current.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false)
+        if let exchange = self.machine.inFlight,
+            self.read(exchange, { !$0.clientMayRead(upstreamWritable: exchange.upstream?.isWritable ?? false) }) == true
         {
             self.readPending = true
             self.update(exchange) { $0.readsWereHeld() }
@@ -282,7 +282,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, case .exchanging(let exchange, _) = self.state {
+        if context.channel.isWritable, case .exchanging(let exchange) = self.state {
             exchange.upstream?.resumeReading()
         }
         context.fireChannelWritabilityChanged()
