@@ -80,10 +80,14 @@ struct ConnectionStateMachineTests {
         #expect(machine.isBusy)
         let during = machine.timerFired(now: Self.ms(5000))
         #expect(during == .checkExchange, "an exchange's own deadlines decide, not the head's")
-        let end = machine.exchangeEnded(now: Self.ms(6000))
+        #expect(machine.exchangeEnded(Self.job(), now: Self.ms(5500)) == nil, "another exchange ends nothing")
+        let end = machine.exchangeEnded(job, now: Self.ms(6000))
         #expect(end?.action == .keepOpen(idleUntil: Self.ms(8000)))
         #expect(!machine.isInFlight(job))
         #expect(!machine.isBusy)
+        // Its state went with it: nothing of it is left to change or to hand back.
+        #expect(machine.withExchange(of: job) { $0.closeAfter(.brokenRequest) } == nil)
+        #expect(machine.readExchange(of: job) { $0.requestEnded } == nil)
         let idle = machine.timerFired(now: Self.ms(7000))
         #expect(idle == .arm(Self.ms(8000)))
         // The clock of the head before is gone: the next head starts its own.
@@ -93,10 +97,15 @@ struct ConnectionStateMachineTests {
 
     @Test func theRestOfAnAnsweredRequestIsDroppedAndTheIdleClockRunsFromTheAnswer() {
         var machine = Self.accepted()
-        machine.begin(Self.job(), Self.exchange(ended: false))
-        let end = machine.exchangeEnded(now: Self.ms(100))
+        let job = Self.job()
+        machine.begin(job, Self.exchange(ended: false))
+        let end = machine.exchangeEnded(job, now: Self.ms(100))
         #expect(end?.action == .keepOpen(idleUntil: Self.ms(2100)))
         #expect(machine.isBusy, "a pipelined request waits for the end of the answered one")
+        #expect(machine.inFlight == nil && machine.closed() == nil, "the exchange's state left with it")
+        machine = Self.accepted()
+        machine.begin(job, Self.exchange(ended: false))
+        _ = machine.exchangeEnded(job, now: Self.ms(100))
         let head = machine.headBytesWaiting(now: Self.ms(200))
         #expect(head == nil, "the rest of a body starts no head clock")
         machine.discardedRequestEnded()
@@ -107,8 +116,9 @@ struct ConnectionStateMachineTests {
 
     @Test func aLastResponseClosesThenLingersForTheLingerTime() {
         var machine = Self.accepted()
-        machine.begin(Self.job(), Self.exchange(closes: true))
-        let end = machine.exchangeEnded(now: Self.ms(100))
+        let job = Self.job()
+        machine.begin(job, Self.exchange(closes: true))
+        let end = machine.exchangeEnded(job, now: Self.ms(100))
         #expect(end?.action == .closeAfterWrite)
         #expect(end?.ended.closeReason == .clientAsked, "the ended exchange's record comes back, for its log line")
         #expect(machine.dropsInput)
@@ -139,7 +149,7 @@ struct ConnectionStateMachineTests {
         // The exchange records that it is the last (`ExchangeStateMachine.closeAfter(.retiring)`)
         // and says so when it ends: one record, not two.
         #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring)
-        let end = busy.exchangeEnded(now: Self.ms(10))
+        let end = busy.exchangeEnded(job, now: Self.ms(10))
         #expect(end?.action == .closeAfterWrite)
     }
 
@@ -158,7 +168,7 @@ struct ConnectionStateMachineTests {
         #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring)
     }
 
-    @Test func theExchangeInFlightChangesInPlaceAndALateEventOfAnotherChangesNothing() {
+    @Test func theExchangeInFlightKeepsItsStateAndALateEventOfAnotherChangesNothing() {
         var machine = Self.accepted()
         let job = Self.job()
         machine.begin(job, Self.exchange(ended: false))
@@ -172,6 +182,7 @@ struct ConnectionStateMachineTests {
         #expect(attachment?.parts.count == 1, "the held part was kept in place")
         #expect(machine.readExchange(of: job) { $0.requestBodyBytes } == 3)
 
+        // One not in flight, as a late token or timer of an ended exchange names it.
         let late = Self.job()
         #expect(machine.withExchange(of: late) { $0.closeAfter(.brokenRequest) } == nil)
         #expect(machine.readExchange(of: job) { $0.closesConnection } == false, "another's event reached it")

@@ -61,17 +61,23 @@ struct PipelinedExchangeMachineTests {
         // The second head is parsed only when the connection is not busy (`parseInbound`).
         #expect(connection.isBusy, "a pipelined head waits")
         try Self.serve(first, on: &connection)
-        let end = connection.exchangeEnded(now: Self.t0 + .milliseconds(5))
+        let end = connection.exchangeEnded(first, now: Self.t0 + .milliseconds(5))
         #expect(end?.action == .keepOpen(idleUntil: Self.t0 + .milliseconds(5005)))
         #expect(end?.ended.response?.status == 200 && end?.ended.responseBodyBytes == 2)
         #expect(!connection.isBusy, "the pipelined request is parsed now")
 
         let second = Self.ref()
-        connection.begin(second, Self.exchange(closes: true))
-        // A late event of the first reaches nothing.
+        connection.begin(second, Self.exchange())
+        // A late event of the first reaches nothing: the second still keeps the connection open.
         #expect(connection.withExchange(of: first) { $0.closeAfter(.brokenRequest) } == nil)
         try Self.serve(second, on: &connection)
-        let last = connection.exchangeEnded(now: Self.t0 + .milliseconds(9))
+        let kept = connection.exchangeEnded(second, now: Self.t0 + .milliseconds(9))
+        #expect(kept?.ended.closeReason == nil && kept?.action == .keepOpen(idleUntil: Self.t0 + .milliseconds(5009)))
+
+        let third = Self.ref()
+        connection.begin(third, Self.exchange(closes: true))
+        try Self.serve(third, on: &connection)
+        let last = connection.exchangeEnded(third, now: Self.t0 + .milliseconds(12))
         #expect(last?.action == .closeAfterWrite, "its client asked to close: the exchange's record says so")
         #expect(connection.dropsInput)
     }
@@ -82,7 +88,7 @@ struct PipelinedExchangeMachineTests {
         connection.begin(first, Self.exchange())
         connection.retire()
         try Self.serve(first, on: &connection)
-        let end = connection.exchangeEnded(now: Self.t0)
+        let end = connection.exchangeEnded(first, now: Self.t0)
         #expect(end?.ended.closeReason == .retiring)
         #expect(end?.action == .closeAfterWrite)
         #expect(connection.dropsInput, "the pipelined request is dropped: the client sends it again")
@@ -97,10 +103,14 @@ struct PipelinedExchangeMachineTests {
             return exchange.failed(status: 403)
         }
         #expect(answer == .answer(close: false), "a bodyless request's end is dropped when it comes")
-        let end = connection.exchangeEnded(now: Self.t0)
+        let end = connection.exchangeEnded(first, now: Self.t0)
         #expect(end?.action == .keepOpen(idleUntil: Self.t0 + .seconds(5)))
         #expect(connection.isBusy, "its end is still to come: a pipelined head waits behind it")
         connection.discardedRequestEnded()
         #expect(!connection.isBusy)
+        let next = Self.ref()
+        connection.begin(next, Self.exchange())
+        try Self.serve(next, on: &connection)
+        #expect(connection.exchangeEnded(next, now: Self.t0 + .seconds(1))?.ended.response?.status == 200)
     }
 }

@@ -60,13 +60,13 @@ extension ProxyHandler {
     /// Ends the response to the client, logs it and readies the connection for the next request.
     private func complete(_ exchange: Exchange, end: ByteBuffer?) {
         guard let context else {
-            exchange.trace?.abandon()
-            exchange.trace = nil
+            // The handler left the pipeline: nobody to answer, but the exchange gets its line.
+            self.closeClient(outcome: "client_closed")
             return
         }
         self.writeHeldHead(context: context)
         let now = self.now
-        guard let (action, ended) = self.machine.exchangeEnded(now: now) else { return }
+        guard let (action, ended) = self.machine.exchangeEnded(exchange, now: now) else { return }
         if case .keepOpen(let idleUntil) = action { self.arm(idleUntil) }
         self.logAccess(exchange, ended, outcome: nil, now: now)
         switch action {
@@ -86,16 +86,21 @@ extension ProxyHandler {
     /// was sent): drop both connections.
     func abandon(_ exchange: Exchange, outcome: String) {
         exchange.closeUpstream()
-        // Its line is written once: an exchange that ended was logged then.
-        if self.machine.isInFlight(exchange), let ended = self.machine.closed() {
-            self.logAccess(exchange, ended, outcome: outcome)
-        }
-        self.closeClient()
+        // One that ended was logged then, and the connection serves another now.
+        guard self.machine.isInFlight(exchange) else { return }
+        self.closeClient(outcome: outcome)
     }
 
-    func closeClient() {
+    /// Closes the client connection; an exchange still in flight ends with it, logged once with
+    /// `outcome`, and its upstream connection closes (it cannot carry another request).
+    func closeClient(outcome: String = "connection_closed") {
         // Closing drops what is not flushed; a held head goes the same way.
         self.heldHead = nil
+        let exchange = self.machine.inFlight
+        if let exchange, let ended = self.machine.closed() {
+            exchange.closeUpstream()
+            self.logAccess(exchange, ended, outcome: outcome)
+        }
         self.machine.closed()
         self.timer.cancel()
         self.context?.close(promise: nil)
@@ -117,12 +122,8 @@ extension ProxyHandler {
     // MARK: Client connection events
 
     func channelInactive(context: ChannelHandlerContext) {
-        if let exchange = self.machine.inFlight {
-            if self.isCurrent(exchange) { self.abandon(exchange, outcome: "client_closed") }
-            // A span the exchange did not end (it ended without a line) ends with the connection.
-            exchange.trace?.abandon()
-            exchange.trace = nil
-        }
+        // An exchange still in flight, live or not, has no line yet: it gets one, and its span ends.
+        if let exchange = self.machine.inFlight { self.abandon(exchange, outcome: "client_closed") }
         self.machine.closed()
         self.timer.cancel()
         context.fireChannelInactive()

@@ -123,6 +123,9 @@ extension ProxyHandler {
         /// A request head was parsed: the exchange now holds the connection. After a reload or
         /// a shutdown its response is the connection's last.
         mutating func begin(_ ref: Exchange, _ exchange: consuming ExchangeStateMachine) {
+            // The handler begins one only when the connection is free (`isBusy`); the record of
+            // one in flight would be lost unlogged.
+            assert(self.exchange == nil, "an exchange began while another was in flight")
             if self.quiescing { exchange.closeAfter(.retiring) }
             self.state = .exchanging(ref)
             self.exchange = exchange
@@ -158,13 +161,16 @@ extension ProxyHandler {
             return body(&self.exchange!)
         }
 
-        /// The exchange in flight ended at `now`: its machine decided whether the connection
+        /// `ref`'s exchange, the one in flight, ended at `now`: its machine decided whether the connection
         /// closes after it (a reload or a shutdown told it so: ``begin(_:_:)``, ``retire()``,
         /// ``quiesce()``), and whether the client's request came in whole (otherwise its rest is
         /// dropped). Returns what the handler does, and the ended exchange's record for its log
-        /// line; `nil` when no exchange is in flight.
-        mutating func exchangeEnded(now: NIODeadline) -> (action: EndAction, ended: ExchangeStateMachine)? {
-            guard case .exchanging = self.state, let exchange = self.exchange else { return nil }
+        /// line; `nil` when `ref` is not the exchange in flight (nothing changes).
+        mutating func exchangeEnded(
+            _ ref: Exchange,
+            now: NIODeadline
+        ) -> (action: EndAction, ended: ExchangeStateMachine)? {
+            guard self.isInFlight(ref), let exchange = self.exchange else { return nil }
             if exchange.closesConnection {
                 self.state = .closed
                 return (.closeAfterWrite, exchange)

@@ -190,9 +190,11 @@ extension ProxyHandler: UpstreamConnectionOwner {
         // to read the clock again. One that waited (token, connection) or had a body was sent now.
         let attachedAtStart = exchange.attachedAtStart
         let startedAt = exchange.startedAt
+        // (The loop, not `self`: the closure runs inside the connection machine's access.)
+        let loop = self.context?.eventLoop
         let due = self.update(exchange) { machine in
             let sentAtStart = machine.requestBodyBytes == 0 && attachedAtStart
-            return machine.requestSent(at: sentAtStart ? startedAt : self.now)
+            return machine.requestSent(at: sentAtStart ? startedAt : loop?.now ?? .now())
         }
         if let due = due ?? nil { self.arm(due) }
     }
