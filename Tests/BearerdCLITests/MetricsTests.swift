@@ -16,7 +16,9 @@ import Glibc
 struct MetricsTests {
     @Test func theCountsMatchTheRequestsSent() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let oauth = try await FakeOAuthServer.start(group: group, lifetime: 4)
+        // 8 s tokens: each is refreshed 3.6 to 4.4 s after it came (half its lifetime, ± 10 %),
+        // and a 401 forces a refresh only for one older than a quarter of its lifetime (2 s).
+        let oauth = try await FakeOAuthServer.start(group: group, lifetime: 8)
         // The first request for /fresh is refused 401: bearerd refreshes and retries it once.
         let refusedOnce = Once()
         let upstream = try await TestUpstream.start(group: group) { request in
@@ -45,12 +47,13 @@ struct MetricsTests {
         }
         let port = try #require(bearerd.proxyPort)
         let metricsPort = try #require(bearerd.number(after: "address=127.0.0.1:"))
-        // 4 s tokens: the daemon refreshes on its own within a couple of seconds.
-        try await waitUntil(.seconds(10)) { bearerd.stderr.contains("msg=\"token refreshed\"") }
-        // A 401 forces a refresh only for a token past the floor: a quarter of its 4 s lifetime.
-        try await Task.sleep(for: .milliseconds(1200))
+        // The daemon refreshes on its own; the token it got is past the floor 2 s later, and
+        // /fresh goes first, more than a second before the next proactive refresh could make the
+        // token it carries a fresh one (whose 401 is passed on, not retried).
+        try await waitUntil(.seconds(15)) { bearerd.stderr.contains("msg=\"token refreshed\"") }
+        try await Task.sleep(for: .milliseconds(2200))
 
-        for path in ["/a", "/b", "/c", "/d", "/fresh", "/missing/1", "/missing/2"] {
+        for path in ["/fresh", "/a", "/b", "/c", "/d", "/missing/1", "/missing/2"] {
             try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
                 _ = try await client.send(.GET, path)
             }
