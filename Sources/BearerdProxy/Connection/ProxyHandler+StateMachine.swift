@@ -11,7 +11,7 @@ extension ProxyHandler {
     /// to what it holds while it runs (``Exchange``: the request head, the upstream connection,
     /// the kept body), which tests make without a channel or an upstream. Its events go through
     /// ``withExchange(of:_:)``, which changes it in place and returns its action; when it ends,
-    /// ``exchangeEnded(now:)`` reads its close decision and hands back its record.
+    /// ``exchangeEnded(_:now:)`` reads its close decision and hands back its record.
     ///
     /// The value sits in ``exchange``, set by ``begin(_:_:)`` and cleared by every transition out
     /// of `.exchanging`, rather than in the case's payload: Swift cannot change an enum's payload
