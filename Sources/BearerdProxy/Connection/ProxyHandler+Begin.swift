@@ -53,7 +53,7 @@ extension ProxyHandler {
         let giveUp = context.eventLoop.assumeIsolated().scheduleTask(
             in: TimeAmount(self.settings.proxy.limits.tokenWait)
         ) {
-            guard self.read(exchange, { $0.isLive && $0.tokenWaitExpired() }) == true else { return }
+            guard self.read(exchange, { $0.tokenWaitExpired() }) == true else { return }
             var failure = ProxyFailure.tokenWaitExceeded(TimeAmount(self.settings.proxy.limits.tokenWait))
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)

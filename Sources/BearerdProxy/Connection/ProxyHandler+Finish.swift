@@ -85,9 +85,11 @@ extension ProxyHandler {
     /// The exchange cannot end cleanly (client gone, or upstream gone after the response head
     /// was sent): drop both connections.
     func abandon(_ exchange: Exchange, outcome: String) {
-        exchange.closeUpstream()
-        // One that ended was logged then, and the connection serves another now.
-        guard self.machine.isInFlight(exchange) else { return }
+        guard self.machine.isInFlight(exchange) else {
+            // One that ended was logged then, and the connection serves another now.
+            exchange.closeUpstream()
+            return
+        }
         self.closeClient(outcome: outcome)
     }
 

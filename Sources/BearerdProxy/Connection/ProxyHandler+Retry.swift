@@ -22,7 +22,7 @@ extension ProxyHandler {
         }
         .assumeIsolated()
         .whenComplete { result in
-            guard let asked, self.read(exchange, { $0.isLive && $0.heldResponse === asked }) == true else { return }
+            guard let asked, self.read(exchange, { $0.heldResponse === asked }) == true else { return }
             let fresh: BearerToken? = (try? result.get()) ?? nil
             let kept = exchange.retryBody.body
             let now = self.now

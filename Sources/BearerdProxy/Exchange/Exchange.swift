@@ -43,13 +43,11 @@ final class Exchange {
     }
 
     /// Closes the upstream connection (it cannot carry another request after an exchange broke
-    /// off). Returns the connection, closed, if there was one.
-    @discardableResult
-    func closeUpstream() -> UpstreamConnection? {
+    /// off), if there is one.
+    func closeUpstream() {
         let connection = self.upstream
         self.upstream = nil
         connection?.close()
-        return connection
     }
 
     var expectsContinue: Bool {
