@@ -10,8 +10,10 @@ struct Prepared {
     var configuration: BearerdConfiguration
     var settings: ProxySettings
     var tokens: TokenPlan
-    /// The token engine's wall clock, and the clocks it watches for a suspend or a step.
+    /// The wall clock (JOSE, platform token files), the token engine's steady clock, and the
+    /// clocks the engine watches for a suspend or a step.
     var clock: any TokenClock
+    var engineClock: any TokenClock
     var clocks: any ClockSource
 }
 
@@ -37,11 +39,18 @@ enum Startup {
         }
         do {
             var settings = try ProxySettings(configuration: configuration)
-            let (clock, clocks) = TestClock.make(environment: environment, logger: logger)
-            let tokens = try TokenPlan.make(configuration.auth, clock: clock, logger: logger)
+            let clocks = TestClock.make(environment: environment, logger: logger)
+            let tokens = try TokenPlan.make(configuration.auth, clock: clocks.wall, logger: logger)
             if case .engine(_, _, _, _, _, let dpop?) = tokens { settings.dpop = DPoPUpstream(prover: dpop) }
             return .success(
-                Prepared(configuration: configuration, settings: settings, tokens: tokens, clock: clock, clocks: clocks)
+                Prepared(
+                    configuration: configuration,
+                    settings: settings,
+                    tokens: tokens,
+                    clock: clocks.wall,
+                    engineClock: clocks.engine,
+                    clocks: clocks.clocks
+                )
             )
         } catch let error as CommandError {
             return .failure(CommandError(keys: error.keys, message: "\(configPath): \(error.message)"))

@@ -14,16 +14,24 @@ import Synchronization
 enum TestClock {
     static let variable = "TEST_CLOCK_OFFSET_FILE"
 
-    /// The token engine's wall clock and the clocks its wake detection watches.
-    static func make(environment: [String: String], logger: Logger) -> (any TokenClock, any ClockSource) {
-        guard let path = environment[Self.variable] else { return (SystemTokenClock(), SystemClockSource()) }
+    /// The wall clock (JOSE's `iat` and `exp`, platform token files), the token engine's
+    /// steady clock, and the clocks its wake detection watches.
+    static func make(
+        environment: [String: String],
+        logger: Logger
+    ) -> (wall: any TokenClock, engine: any TokenClock, clocks: any ClockSource) {
+        guard let path = environment[Self.variable] else {
+            return (SystemTokenClock(), SteadyTokenClock(), SystemClockSource())
+        }
         #if DEBUG
         logger.warning("test switch: the engine's clocks are moved by \(path)")
         let offsets = OffsetFile(path: path)
-        return (OffsetTokenClock(offsets: offsets), OffsetClockSource(offsets: offsets))
+        return (
+            OffsetWallClock(offsets: offsets), OffsetSteadyClock(offsets: offsets), OffsetClockSource(offsets: offsets)
+        )
         #else
         logger.warning("\(Self.variable) is a test switch of debug builds; this build ignores it")
-        return (SystemTokenClock(), SystemClockSource())
+        return (SystemTokenClock(), SteadyTokenClock(), SystemClockSource())
         #endif
     }
 }
@@ -54,14 +62,40 @@ final class OffsetFile: Sendable {
     }
 }
 
-struct OffsetTokenClock: TokenClock {
+/// The wall clock, moved by the file's first number.
+struct OffsetWallClock: TokenClock {
     let offsets: OffsetFile
 
     var now: Date { Date().addingTimeInterval(self.offsets.offsets().wall) }
 
     func sleep(until deadline: Date) async throws {
-        // At most a second at a time, so a moved clock is seen soon.
-        let delay = min(deadline.timeIntervalSince(self.now), 1)
+        try await OffsetFile.sleep(for: deadline.timeIntervalSince(self.now))
+    }
+}
+
+/// ``SteadyTokenClock`` with the boot clock moved by the file's second number (a suspend); the
+/// wall clock it reports is moved by the first.
+struct OffsetSteadyClock: TokenClock {
+    let offsets: OffsetFile
+    let origin = (wall: Date(), boot: ContinuousClock.now)
+
+    var now: Date {
+        self.origin.wall.addingTimeInterval(
+            SystemClockSource.seconds(ContinuousClock.now - self.origin.boot) + self.offsets.offsets().boot
+        )
+    }
+
+    var wallNow: Date { Date().addingTimeInterval(self.offsets.offsets().wall) }
+
+    func sleep(until deadline: Date) async throws {
+        try await OffsetFile.sleep(for: deadline.timeIntervalSince(self.now))
+    }
+}
+
+extension OffsetFile {
+    /// At most a second at a time, so a moved clock is seen soon.
+    static func sleep(for seconds: TimeInterval) async throws {
+        let delay = min(seconds, 1)
         guard delay > 0 else { return }
         try await Task.sleep(for: .seconds(delay))
     }

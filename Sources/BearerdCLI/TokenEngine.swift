@@ -58,7 +58,7 @@ enum TokenEngine {
                 store: store,
                 seed: seed,
                 policy: policy,
-                clock: prepared.clock,
+                clock: prepared.engineClock,
                 clocks: prepared.clocks,
                 logger: logger,
                 fleet: fleet,

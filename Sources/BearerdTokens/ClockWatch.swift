@@ -43,7 +43,7 @@ package struct SystemClockSource: ClockSource {
         return reading
     }
 
-    static func seconds(_ duration: Duration) -> Double {
+    package static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
     }
 }

@@ -140,7 +140,12 @@ extension TokenManager {
             case .client: self.stored.client = marked
             }
             do {
-                _ = try await lease.write(self.stored, announce: false, floor: 0, expected: expected)
+                _ = try await lease.write(
+                    self.stored.shifted(by: self.clock.wallOffset),
+                    announce: false,
+                    floor: 0,
+                    expected: expected
+                )
             } catch {
                 return self.withoutLock(error, login: false)
             }
@@ -165,7 +170,12 @@ extension TokenManager {
     /// `expected`, the version read under it.
     private func write(to lease: any SharedSessionLease, floor: Int64 = 0, expected: Int64) async {
         do {
-            self.fleetVersion = try await lease.write(self.stored, announce: true, floor: floor, expected: expected)
+            self.fleetVersion = try await lease.write(
+                self.stored.shifted(by: self.clock.wallOffset),
+                announce: true,
+                floor: floor,
+                expected: expected
+            )
             self.fleetWrittenBy = self.fleetHost
             self.fleetBehind = false
         } catch {
@@ -230,7 +240,8 @@ extension TokenManager {
     }
 
     private func take(_ row: SharedSession) {
-        var tokens = row.tokens ?? StoredTokens()
+        // The row keeps wall-clock times, as every host reads them.
+        var tokens = row.tokens?.shifted(by: -self.clock.wallOffset) ?? StoredTokens()
         if tokens.user?.isEmpty == true { tokens.user = nil }
         if tokens.client?.isEmpty == true || !self.source.hasClientGrant { tokens.client = nil }
         if let proofKey = self.proofKey {

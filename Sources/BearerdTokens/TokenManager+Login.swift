@@ -130,7 +130,7 @@ extension TokenManager {
         do {
             let request = try await source.deviceTokenRequest(deviceCode: deviceCode, transport: transport)
             let response = try await transport.send(request)
-            return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
+            return TokenResponseClassifier.classify(response, now: clock.wallNow, parse: source.parseIssued)
         } catch {
             return .unavailable(reason: "cannot reach the token endpoint: \(error)", retryAfter: nil)
         }

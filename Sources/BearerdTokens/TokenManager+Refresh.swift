@@ -121,11 +121,13 @@ extension TokenManager {
             }
             let response = try await transport.send(request)
             switch grant {
-            case .password: return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseLogin)
+            // `now` reads an HTTP-date Retry-After: a wall-clock time.
+            case .password:
+                return TokenResponseClassifier.classify(response, now: clock.wallNow, parse: source.parseLogin)
             case .clientCredentials:
-                return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseClientGrant)
+                return TokenResponseClassifier.classify(response, now: clock.wallNow, parse: source.parseClientGrant)
             case .refreshToken, .importedRefreshToken:
-                return TokenResponseClassifier.classify(response, now: clock.now, parse: source.parseIssued)
+                return TokenResponseClassifier.classify(response, now: clock.wallNow, parse: source.parseIssued)
             }
         } catch let error as TokenEngineError where error.code == .source {
             // Discovery or the source's own setup: the reason names the config key to fix. A login
@@ -356,7 +358,10 @@ extension TokenManager {
 
     /// A session from what the server issued: expiry is the earliest of JWT `exp` (corrected
     /// for the server's clock skew), `expires_in` and an absolute `expiresAt`; with none of
-    /// them, `auth.default_lifetime`.
+    /// them, `auth.default_lifetime`. `exp` and `expiresAt` are times on the server's wall
+    /// clock: the skew measured now (against this machine's wall clock) and the wall clock's
+    /// offset from the engine's bring them onto the engine's clock, where no later step moves
+    /// them.
     private func session(
         _ issued: IssuedTokens,
         kind: Session.Kind,
@@ -365,8 +370,9 @@ extension TokenManager {
         serverDate: Date?
     ) -> Session {
         var skew: TimeInterval = 0
+        let wallOffset = self.clock.wallOffset
         if let serverDate {
-            let offset = serverDate.timeIntervalSince(receivedAt)
+            let offset = serverDate.timeIntervalSince(receivedAt.addingTimeInterval(wallOffset))
             // A clock a day or more off is a broken Date header, not a clock: ignored.
             if abs(offset) > self.policy.skewTolerance.seconds && abs(offset) < RefreshPolicy.largestSkew {
                 skew = offset
@@ -381,10 +387,10 @@ extension TokenManager {
         }
         var candidates: [Date] = []
         if let exp = JWTClaims.expiry(of: issued.accessToken.value) {
-            candidates.append(Date(timeIntervalSince1970: exp - skew))
+            candidates.append(Date(timeIntervalSince1970: exp - skew - wallOffset))
         }
         if let lifetime = issued.lifetime { candidates.append(receivedAt.addingTimeInterval(lifetime.seconds)) }
-        if let expiresAt = issued.expiresAt { candidates.append(expiresAt.addingTimeInterval(-skew)) }
+        if let expiresAt = issued.expiresAt { candidates.append(expiresAt.addingTimeInterval(-skew - wallOffset)) }
         let expiresAt = RefreshPolicy.plausible(
             candidates.min() ?? receivedAt.addingTimeInterval(self.policy.defaultLifetime.seconds),
             around: receivedAt
@@ -412,7 +418,7 @@ extension TokenManager {
     func writeStore() {
         guard self.storeBehind else { return }
         do {
-            try self.store.save(self.stored)
+            try self.store.save(self.stored.shifted(by: self.clock.wallOffset))
             self.storeBehind = false
         } catch {
             self.logger.error(

@@ -2,10 +2,11 @@ import Foundation
 import Logging
 
 /// Suspend, wake and clock steps: timers on the monotonic clock do not run while a laptop sleeps
-/// or a VM is paused, and NTP may step the wall clock. The engine looks at the clocks at each
-/// timer, each request that finds no token, and every ``WakeMonitor/interval`` (``ClockWatch``);
-/// after a jump it judges the token against the wall clock again, refreshes at once if that is
-/// due, and re-plans every timer.
+/// or a VM is paused, and NTP may step the wall clock. The engine's clock follows the boot clock,
+/// so a suspend moves it forward and a wall step does not move it at all. The engine looks at the
+/// clocks at each timer, each request that finds no token, and every ``WakeMonitor/interval``
+/// (``ClockWatch``); after a wake it judges the token again, refreshes at once if that is due,
+/// and re-plans every timer.
 extension TokenManager {
     /// For this long after a wake, failing to reach the token server is the network coming back
     /// (no route, DNS, refused): it counts toward neither the backoff nor
@@ -39,20 +40,12 @@ extension TokenManager {
                 self.transition(to: .waiting(session, retryAt: now, reason: reason))
             }
         case .wallStepped(let seconds):
+            // Every deadline is on the engine's clock, which the step did not move: when the
+            // token arrived, how long it is good for, the retries. Only what is shown moves.
             self.logger.notice(
-                "the wall clock was stepped; re-planning the refreshes",
+                "the wall clock was stepped; the refreshes stay on schedule",
                 metadata: ["step_s": "\(String(format: "%.0f", seconds))"]
             )
-            // What the engine planned as "so long from now" was written on the old clock. Token
-            // expiry is not moved: `exp` is a time on the wall clock.
-            self.attempts = self.attempts.map { $0.addingTimeInterval(seconds) }
-            self.lastAttemptEnded = self.lastAttemptEnded?.addingTimeInterval(seconds)
-            self.serverRetryAt = self.serverRetryAt?.addingTimeInterval(seconds)
-            self.forcedRefreshPausedUntil = self.forcedRefreshPausedUntil?.addingTimeInterval(seconds)
-            self.wokeAt = self.wokeAt?.addingTimeInterval(seconds)
-            if case .waiting(let session, let retryAt, let reason) = self.state {
-                self.transition(to: .waiting(session, retryAt: retryAt.addingTimeInterval(seconds), reason: reason))
-            }
         }
         // The scheduler plans again from the state as the clock now shows it.
         self.changes.signal()

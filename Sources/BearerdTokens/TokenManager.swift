@@ -66,6 +66,8 @@ package actor TokenManager: TokenProvider {
     var policy: RefreshPolicy
     let logger: Logger
     let random: @Sendable () -> Double
+    /// Deadlines are planned on `clock.now`, which a wall-clock step does not move
+    /// (``SteadyTokenClock``); wall-clock facts cross over through `clock.wallOffset`.
     nonisolated let clock: any TokenClock
     /// The machine's clocks, watched for a suspend or a step (``ClockWatch``).
     nonisolated let clocks: any ClockSource
@@ -144,7 +146,7 @@ package actor TokenManager: TokenProvider {
         store: any TokenStore,
         seed: Secret? = nil,
         policy: RefreshPolicy = RefreshPolicy(),
-        clock: any TokenClock = SystemTokenClock(),
+        clock: any TokenClock = SteadyTokenClock(),
         clocks: any ClockSource = SystemClockSource(),
         logger: Logger,
         fleet: (any SharedSessionStore)? = nil,
@@ -170,7 +172,8 @@ package actor TokenManager: TokenProvider {
         self.random = random
         var loaded: StoredTokens?
         do {
-            loaded = try store.load()
+            // The store keeps wall-clock times; the engine plans on its own clock.
+            loaded = try store.load()?.shifted(by: -clock.wallOffset)
         } catch {
             logger.error("cannot read the token store; starting without it", metadata: ["error": "\(error)"])
         }
@@ -240,25 +243,36 @@ package actor TokenManager: TokenProvider {
         return wait.isFinite ? max(1, Int(min(wait, RefreshPolicy.longestLifetime).rounded(.up))) : nil
     }
 
+    /// A token for a request, waiting for the refresh it needs. How long a request waits is the
+    /// caller's to bound (`proxy.token_wait`); every round here waits for a refresh or a retry
+    /// time, so the number of attempts inside one wait does not end it early. The one loop that
+    /// waits for nothing, a server that issues tokens already expired, ends after
+    /// ``expiredIssuesPerRequest`` answers with a 503 that says when to come back.
     package func token() async throws -> BearerToken {
-        var lastReason: String?
         self.noticeClockJumps()
-        var rounds = 0
-        while rounds < 4 {
-            rounds += 1
+        var expiredIssues = 0
+        while true {
             let now = self.clock.now
             switch self.state {
             case .ready(let session):
                 if let access = session.access, now < session.usableUntil { return access }
+                guard expiredIssues < Self.expiredIssuesPerRequest else {
+                    let why = self.lastOutcome ?? "the token server issues tokens that are already expired"
+                    throw Self.unavailable(
+                        "no valid token after \(expiredIssues) refreshes: \(why)",
+                        retryAt: self.nextAttempt.withLock { $0 } ?? now,
+                        now: now
+                    )
+                }
                 self.noteWaiter()
                 await self.refresh(reason: "expired")
+                if self.readyButUnusable { expiredIssues += 1 }
             case .refreshing(_, let task):
                 self.noteWaiter()
                 _ = await task.value
             case .waiting(let session, let retryAt, let reason):
                 // While the token server fails, the token is used until it really expires.
                 if let session, let access = session.access, now < session.expiresAt { return access }
-                lastReason = reason
                 if self.justWoke(now), self.serverRetryAt.map({ $0 <= now }) ?? true,
                     retryAt.timeIntervalSince(now) <= Self.wakeRetry
                 {
@@ -267,7 +281,6 @@ package actor TokenManager: TokenProvider {
                     // the window is ``wakeGrace`` long and each wait reaches a later try.
                     if retryAt > now {
                         try await self.clock.sleep(until: retryAt)
-                        rounds -= 1
                     } else {
                         await self.refresh(reason: "retry")
                     }
@@ -280,12 +293,18 @@ package actor TokenManager: TokenProvider {
             case .loggedOut(let reason):
                 guard self.source.hasClientGrant else { throw TokenUnavailableError.notLoggedIn(reason) }
                 await self.refresh(reason: "client_token")
+                if self.readyButUnusable { expiredIssues += 1 }
             }
         }
-        throw TokenUnavailableError.tokenServerUnavailable(
-            "no valid token after several refreshes: \(lastReason ?? self.lastOutcome ?? "the token server issues tokens that are already expired")",
-            retryAfterSeconds: nil
-        )
+    }
+
+    /// How many answers with a token already unusable one request takes before its 503.
+    static let expiredIssuesPerRequest = 3
+
+    /// Whether the session in hand is ready with no token a request may use.
+    private var readyButUnusable: Bool {
+        guard case .ready(let session) = self.state else { return false }
+        return session.access == nil || self.clock.now >= session.usableUntil
     }
 
     /// The upstream answered 401 to a request sent with `token`. Refreshes once if `token` is

@@ -106,8 +106,12 @@ package struct TokenStatus: Sendable, Codable, Equatable {
 }
 
 extension TokenManager {
+    /// Every time in it is on the wall clock, as people read it: the engine's own times moved by
+    /// ``TokenClock/wallOffset``.
     package func status() -> TokenStatus {
-        let now = self.clock.now
+        let wallOffset = self.clock.wallOffset
+        let wall = { (date: Date) in date.addingTimeInterval(wallOffset) }
+        let now = wall(self.clock.now)
         var status = TokenStatus(
             state: .ready,
             failuresInARow: self.consecutiveFailures,
@@ -120,15 +124,15 @@ extension TokenManager {
             if session.refreshToken == nil && !self.source.hasClientGrant {
                 let formatter = ISO8601DateFormatter()
                 status.detail =
-                    "this session has no refresh token: run `bearerd login` again before \(formatter.string(from: session.expiresAt))"
+                    "this session has no refresh token: run `bearerd login` again before \(formatter.string(from: wall(session.expiresAt)))"
             } else {
-                status.nextRefreshAt = session.refreshAt
+                status.nextRefreshAt = wall(session.refreshAt)
             }
         case .refreshing:
             status.state = .refreshing
         case .waiting(_, let retryAt, let reason):
             status.state = .waiting
-            status.nextRefreshAt = retryAt
+            status.nextRefreshAt = wall(retryAt)
             status.detail = reason
         case .loggedOut(let reason):
             status.state = .loggedOut
@@ -139,7 +143,7 @@ extension TokenManager {
             status.scope = session.scope
             if let access = session.access {
                 status.subject = JWTClaims.subject(of: access.value)
-                status.expiresAt = session.expiresAt
+                status.expiresAt = wall(session.expiresAt)
             }
         }
         if self.fleet != nil {
@@ -152,7 +156,7 @@ extension TokenManager {
         }
         status.clientGrant = self.source.clientGrantStatus(now: now)
         if let last = self.lastRefresh {
-            status.lastRefreshAt = last.at
+            status.lastRefreshAt = wall(last.at)
             status.lastRefreshGrant = last.grant
             status.lastRefreshResult = last.result
         }

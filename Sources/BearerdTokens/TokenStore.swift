@@ -34,6 +34,17 @@ package struct StoredSession: Sendable, Equatable {
     }
 
     var isEmpty: Bool { self.refreshToken == nil && self.accessToken == nil }
+
+    /// The same session with its times moved by `seconds`: from the engine's steady clock to the
+    /// wall clock the store keeps, and back (``TokenClock/wallOffset``).
+    func shifted(by seconds: TimeInterval) -> StoredSession {
+        guard seconds != 0, seconds.isFinite else { return self }
+        var moved = self
+        moved.accessExpiresAt = self.accessExpiresAt?.addingTimeInterval(seconds)
+        moved.receivedAt = self.receivedAt?.addingTimeInterval(seconds)
+        moved.refreshSentAt = self.refreshSentAt?.addingTimeInterval(seconds)
+        return moved
+    }
 }
 
 /// Everything the store holds: the user's session and the client's own token
@@ -48,6 +59,15 @@ package struct StoredTokens: Sendable, Equatable {
         self.user = user
         self.client = client
         self.dpopKey = dpopKey
+    }
+
+    /// The same tokens with every time moved by `seconds` (``StoredSession/shifted(by:)``).
+    func shifted(by seconds: TimeInterval) -> StoredTokens {
+        StoredTokens(
+            user: self.user?.shifted(by: seconds),
+            client: self.client?.shifted(by: seconds),
+            dpopKey: self.dpopKey
+        )
     }
 
     /// A user session alone.

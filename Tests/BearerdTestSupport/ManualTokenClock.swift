@@ -12,6 +12,8 @@ package final class ManualTokenClock: TokenClock {
 
     private struct State {
         var now: Date
+        /// How far the wall clock is from `now` (``stepWall(by:)``).
+        var wallOffset: TimeInterval = 0
         var sleepers: [Sleeper] = []
         var nextID = 0
     }
@@ -23,6 +25,15 @@ package final class ManualTokenClock: TokenClock {
     }
 
     package var now: Date { self.state.withLock { $0.now } }
+
+    /// The wall clock: `now` until a test steps it.
+    package var wallNow: Date { self.state.withLock { $0.now.addingTimeInterval($0.wallOffset) } }
+
+    /// Steps the wall clock by `seconds` (back when negative), as NTP does; `now`, on which the
+    /// engine plans, stays where it is, as the boot clock does.
+    package func stepWall(by seconds: TimeInterval) {
+        self.state.withLock { $0.wallOffset += seconds }
+    }
 
     /// How many tasks are sleeping on this clock.
     package var sleeperCount: Int { self.state.withLock { $0.sleepers.count } }

@@ -8,7 +8,7 @@ import Logging
 
 /// A token manager on a manual clock in front of a fake token endpoint.
 struct TokenHarness {
-    let clock = ManualTokenClock()
+    let clock: ManualTokenClock
     let clocks = ManualClockSource()
     let endpoint: FakeTokenEndpoint
     let store: MemoryTokenStore
@@ -24,6 +24,7 @@ struct TokenHarness {
     )
 
     init(
+        clock: ManualTokenClock = ManualTokenClock(),
         source: any TokenSource = Self.source,
         stored: StoredTokens? = nil,
         seed: String? = "seed-refresh-token-0001",
@@ -32,6 +33,7 @@ struct TokenHarness {
         verifier: (any TokenVerifier)? = nil,
         respond: @escaping FakeTokenEndpoint.Respond
     ) {
+        self.clock = clock
         self.endpoint = FakeTokenEndpoint(respond)
         self.store = MemoryTokenStore(stored)
         var handler = self.logs

@@ -77,6 +77,29 @@ struct WakeTests {
         #expect(harness.endpoint.requests.count == 3)
     }
 
+    /// However many one-second probes fail while the network comes back, a request waits for
+    /// the next (its caller bounds the wait with `proxy.token_wait`), then gets the fresh token.
+    @Test func aRequestAfterAWakeWaitsThroughAnyNumberOfFailedProbes() async throws {
+        let failing = Flag()
+        let harness = try await Self.loggedIn(failing: failing)
+        failing.set(true)
+        harness.clock.advance(by: .seconds(7200))
+        harness.clocks.suspend(7200)
+        let request = Task { try await harness.manager.token() }
+        for _ in 0..<8 {
+            try await harness.clock.waitForSleepers()
+            harness.clock.advance(by: .seconds(1))
+            harness.clocks.run(1)
+        }
+        try await harness.clock.waitForSleepers()
+        #expect(harness.endpoint.requests.count >= 9, "a probe a second: \(harness.endpoint.requests.count - 1)")
+        failing.set(false)
+        harness.clock.advance(by: .seconds(1))
+        harness.clocks.run(1)
+        let token = try await request.value
+        #expect(token.value != "access-0" && token.value.hasPrefix("access-"))
+    }
+
     /// A server that answers, with a Retry-After, is not the network coming back: a request
     /// after the wake gets its 503 at once instead of waiting an hour.
     @Test func afterAWakeTheServersRetryAfterStandsAndNoRequestWaitsForIt() async throws {
@@ -131,7 +154,7 @@ struct WakeTests {
         let sent = harness.endpoint.requests.count
         #expect(sent == 3, "the login and two failed refreshes")
         // The wall clock is stepped back an hour, then a minute passes.
-        harness.clock.set(harness.clock.now.addingTimeInterval(-3600))
+        harness.clock.stepWall(by: -3600)
         harness.clocks.stepWall(-3600)
         await harness.manager.noticeClockJumps()
         harness.clock.advance(by: .seconds(61))

@@ -69,7 +69,8 @@ extension ProxyHandler {
             if let started = exchange.trace?.tokenWaitStarted { exchange.trace?.tokenWait = self.now - started }
             switch result {
             case .success(let token): self.prepare(exchange, token: token)
-            case .failure(let error): self.fail(exchange, Self.tokenFailure(error))
+            case .failure(let error):
+                self.fail(exchange, Self.tokenFailure(error, retryAfter: tokens.secondsUntilNextAttempt() ?? 1))
             }
         }
     }

@@ -189,19 +189,22 @@ extension ProxyHandler {
         return .upstreamUnreachable(upstream, reason: Self.describe(error))
     }
 
-    static func tokenFailure(_ error: any Error) -> ProxyFailure {
+    /// The 503 for a request that got no token. It always carries `Retry-After`: the error's own,
+    /// else `retryAfter` (when the provider tries next, or a second).
+    static func tokenFailure(_ error: any Error, retryAfter: Int) -> ProxyFailure {
         guard let unavailable = error as? TokenUnavailableError else {
             return ProxyFailure(
                 status: .serviceUnavailable,
                 error: "token_unavailable",
-                message: "bearerd has no token to send: \(error)"
+                message: "bearerd has no token to send: \(error)",
+                retryAfterSeconds: retryAfter
             )
         }
         return ProxyFailure(
             status: .serviceUnavailable,
             error: unavailable.errorName,
             message: unavailable.message,
-            retryAfterSeconds: unavailable.retryAfterSeconds
+            retryAfterSeconds: unavailable.retryAfterSeconds ?? retryAfter
         )
     }
 

@@ -123,7 +123,12 @@ struct ProxyFailure: Sendable {
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(body.readableBytes))
         headers.add(name: "cache-control", value: "no-store")
-        if let retryAfterSeconds { headers.add(name: "retry-after", value: String(retryAfterSeconds)) }
+        if let retryAfterSeconds {
+            headers.add(name: "retry-after", value: String(retryAfterSeconds))
+        } else if self.status == .serviceUnavailable {
+            // Every 503 says when to come back.
+            headers.add(name: "retry-after", value: "1")
+        }
         if close {
             headers.add(name: "connection", value: "close")
         } else if version.minor == 0 {
