@@ -23,5 +23,5 @@ package struct Bearerd: AsyncParsableCommand {
 /// The version printed by `bearerd version` and `--version`.
 package enum BearerdVersion {
     /// Semantic version of this build.
-    package static let string = "0.1.0"
+    package static let string = "0.2.0"
 }

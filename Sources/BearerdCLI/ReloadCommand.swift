@@ -68,6 +68,9 @@ struct ReloadCommand: AsyncParsableCommand {
                     "reloaded: the new config is live, but these keys take effect at the next restart: \(answer.restartPending.joined(separator: ", "))"
                 )
             }
+            print(
+                "open connections: idle ones were closed, busy ones close after their request; callers the lists no longer admit were closed"
+            )
         } catch let failure as AdminMessages.Failure {
             await channel.close()
             switch failure.error {

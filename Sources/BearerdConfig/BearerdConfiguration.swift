@@ -16,6 +16,9 @@ package struct BearerdConfiguration: Sendable {
     /// client's socket on TCP.
     package var socketAllowUIDs: Set<UInt32>
     package var socketAllowGIDs: Set<UInt32>
+    /// `socket_allow_any_user`: serve callers without asking who they are. Otherwise, with both
+    /// lists empty, only bearerd's own uid and root are served.
+    package var socketAllowAnyUser = false
     /// Event-loop threads (`threads`); 0 means one per core.
     package var threads: Int
     /// How long in-flight requests may run after SIGTERM (`shutdown_grace`).

@@ -43,6 +43,13 @@ struct ConfigBuilder {
         let socketGroup = self.socketGroup()
         let allowUIDs = self.ids(ConfigKeys.General.socketAllowUIDs) { getpwnam($0).map { $0.pointee.pw_uid } }
         let allowGIDs = self.ids(ConfigKeys.General.socketAllowGIDs) { getgrnam($0).map { $0.pointee.gr_gid } }
+        let allowAnyUser = self.bool(ConfigKeys.General.socketAllowAnyUser)
+        if allowRemote && !allowAnyUser && listen.contains(where: { !$0.isLoopback }) {
+            self.issue(
+                "socket_allow_any_user",
+                "allow_remote serves callers on other hosts, whom the kernel cannot name, and socket_allow_uids/socket_allow_gids admit only callers on this host: set socket_allow_any_user: true as well (anyone who reaches the listener then acts with the token)"
+            )
+        }
         let threads = self.count(ConfigKeys.General.threads)
         let shutdownGrace = self.duration(ConfigKeys.General.shutdownGrace)
         let proxy = self.section("proxy") { BearerdConfiguration.Proxy(reading: &$0) }
@@ -69,6 +76,7 @@ struct ConfigBuilder {
             log: log
         )
         configuration.tracing = tracing
+        configuration.socketAllowAnyUser = allowAnyUser
         return configuration
     }
 

@@ -63,9 +63,21 @@ package enum ConfigKeys {
                 `ss -te` shows it; asked once per connection) and that account's groups. A caller in neither
                 list, or a TCP client whose socket is not on this host, is closed before a byte is read,
                 counted in bearerd_callers_refused_total and logged (the first of each uid at warning, then a
-                summary line per burst). Both empty (the
-                default): anyone who can reach the listener may use it. The access log names each caller
+                summary line per burst). Both empty (the default): only bearerd's own uid and root. To let
+                other users act with the token, list them (or a group, such as the Debian package's
+                `bearerd` group), or set socket_allow_any_user. The access log names each caller
                 (caller_uid; caller_pid and caller_exe on a unix socket).
+                """
+        )
+        static let socketAllowAnyUser = ConfigKeyDescriptor.bool(
+            "socket_allow_any_user",
+            default: false,
+            reload: .applies,
+            doc: """
+                Serve every caller who can reach a listener, without asking who it is: on a machine with
+                other users (a shared build host, a jump host), each of them then acts with this identity's
+                token. Only for a single-user machine or a listener no one else can reach; required with
+                allow_remote, whose callers on other hosts the kernel cannot name.
                 """
         )
         static let socketAllowGIDs = ConfigKeyDescriptor.list(
@@ -96,7 +108,8 @@ package enum ConfigKeys {
             "",
             [
                 .key(listen), .key(allowRemote), .key(allowInsecureHTTP), .key(socketMode), .key(socketGroup),
-                .key(socketAllowUIDs), .key(socketAllowGIDs), .key(threads), .key(shutdownGrace),
+                .key(socketAllowUIDs), .key(socketAllowGIDs), .key(socketAllowAnyUser), .key(threads),
+                .key(shutdownGrace),
             ]
         )
     }

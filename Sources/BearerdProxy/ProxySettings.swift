@@ -36,9 +36,9 @@ package struct ProxySettings: Sendable {
     /// `tracing.endpoint`: the tracer, set by the daemon once it started the exporter; `nil` when
     /// tracing is off.
     package var tracing: ProxyTracing?
-    /// `socket_allow_uids` / `socket_allow_gids`, for every listener's callers.
-    var socketAllowUIDs: Set<UInt32>
-    var socketAllowGIDs: Set<UInt32>
+    /// `socket_allow_uids`, `socket_allow_gids` and `socket_allow_any_user`: who may use every
+    /// listener.
+    var admission: CallerAdmission
     /// `auth.dpop`: DPoP-bound tokens and their proofs; set by the daemon, kept across reloads.
     package var dpop: DPoPUpstream?
     /// `scheme://host[:port]` and the base path of the upstream: the start of each proof's `htu`.
@@ -85,8 +85,11 @@ package struct ProxySettings: Sendable {
         self.hostGuard =
             configuration.proxy.rebindingGuard ? HostGuard(allowedHosts: configuration.proxy.allowedHosts) : nil
         self.access = AccessLists(configuration.proxy)
-        self.socketAllowUIDs = configuration.socketAllowUIDs
-        self.socketAllowGIDs = configuration.socketAllowGIDs
+        self.admission = CallerAdmission(
+            uids: configuration.socketAllowUIDs,
+            gids: configuration.socketAllowGIDs,
+            anyUser: configuration.socketAllowAnyUser
+        )
         self.clientKey = try configuration.proxy.clientKeyFile.map {
             try ClientKey(file: $0, header: configuration.proxy.clientKeyHeader)
         }

@@ -193,8 +193,18 @@ struct ConfigValidationTests {
     }
 
     @Test func nonLoopbackIsAllowedWhenAskedFor() throws {
-        let config = try self.load(self.minimal("listen: [\"0.0.0.0:8080\"]\nallow_remote: true"))
+        let config = try self.load(
+            self.minimal("listen: [\"0.0.0.0:8080\"]\nallow_remote: true\nsocket_allow_any_user: true")
+        )
         #expect(config.listen == [.tcp(host: "0.0.0.0", port: 8080)])
+        #expect(config.socketAllowAnyUser)
+    }
+
+    /// Callers on other hosts have no local uid: with allow_remote, serving them is said aloud.
+    @Test func allowRemoteAsksForSocketAllowAnyUser() {
+        let found = self.issues(self.minimal("listen: [\"0.0.0.0:8080\"]\nallow_remote: true"))
+        #expect(found.map(\.key) == ["socket_allow_any_user"], "\(found)")
+        #expect(found.first?.message.contains("allow_remote") == true)
     }
 
     @Test func environmentOverridesTheFile() throws {

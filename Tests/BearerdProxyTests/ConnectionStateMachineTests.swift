@@ -153,19 +153,34 @@ struct ConnectionStateMachineTests {
         #expect(end?.action == .closeAfterWrite)
     }
 
-    @Test func afterAReloadTheNextExchangeIsTheConnectionsLast() {
-        var machine = Self.accepted()
-        machine.retire()
-        #expect(!machine.dropsInput, "an idle connection is not closed under a client that may be sending")
-        let next = Self.job()
-        machine.begin(next, Self.exchange())
-        #expect(machine.readExchange(of: next) { $0.closeReason } == .retiring, "the exchange that begins is the last")
+    /// After a reload no request goes upstream under the old settings: an idle connection
+    /// closes at once, an exchange not forwarded yet is refused, one forwarded is the last.
+    @Test func aReloadClosesAnIdleConnectionRefusesAnUnsentExchangeAndEndsAfterASentOne() {
+        var idle = Self.accepted()
+        guard case .close = idle.retire() else {
+            Issue.record("an idle connection stayed open across a reload: its next request would meet the old settings")
+            return
+        }
+        #expect(idle.dropsInput)
+
+        var unsent = Self.accepted()
+        let waiting = Self.job()
+        unsent.begin(waiting, Self.exchange())
+        guard case .refuse(let refused) = unsent.retire(), refused === waiting else {
+            Issue.record("an exchange not yet forwarded would go out under the old settings")
+            return
+        }
+        #expect(unsent.readExchange(of: waiting) { $0.closeReason } == .retiring)
 
         var busy = Self.accepted()
         let job = Self.job()
         busy.begin(job, Self.exchange())
-        busy.retire()
-        #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring)
+        _ = busy.withExchange(of: job) { $0.attached(expectsContinue: false) }
+        guard case .none = busy.retire() else {
+            Issue.record("a forwarded exchange was cut off by a reload")
+            return
+        }
+        #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring, "the exchange in flight is the last")
     }
 
     @Test func theExchangeInFlightKeepsItsStateAndALateEventOfAnotherChangesNothing() {

@@ -270,6 +270,34 @@ struct ProxyRefusalTests {
         }
     }
 
+    /// With no list, only bearerd's own uid and root are served, on the unix socket opened to
+    /// everyone (mode 0666) and on the TCP port; `socket_allow_any_user` serves anyone. Needs
+    /// root, to connect as uid 65534.
+    @Test(.enabled(if: getuid() == 0), arguments: [false, true])
+    func withNoListOnlyBearerdsOwnUIDAndRootAreServed(anyUser: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.path + "/proxy.sock"
+        let yaml = "socket_mode: \"0666\"" + (anyUser ? "\nsocket_allow_any_user: true" : "")
+        try await ProxyFixture.with(yaml: yaml, listen: ["127.0.0.1:0", "unix:\(socket)"]) { proxy in
+            for uid in [0, 65534] {
+                let served = uid == 0 || anyUser
+                let unix = try PeerProbe.answerBytes(to: socket, asUID: uid)
+                let tcp = try PeerProbe.answerBytes(port: proxy.port, asUID: uid)
+                for (listener, answer) in [("unix", unix), ("tcp", tcp)] {
+                    if served {
+                        #expect(Int(answer).map { $0 > 0 } == true, "\(listener): uid \(uid) got \(answer)")
+                    } else {
+                        #expect(answer == "0", "\(listener): uid \(uid) is nobody's choice and got \(answer)")
+                    }
+                }
+            }
+            #expect(proxy.upstream.requests.count == (anyUser ? 4 : 2))
+            if !anyUser {
+                #expect(proxy.logText.contains("a caller not in socket_allow_uids/socket_allow_gids was closed"))
+            }
+        }
+    }
+
     /// As any user: a TCP caller is known by the owner of its socket, and closed unanswered
     /// when its uid is not listed.
     @Test(arguments: [true, false])

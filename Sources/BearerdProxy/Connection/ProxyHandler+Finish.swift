@@ -153,22 +153,24 @@ extension ProxyHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        let action: StateMachine.QuiesceAction
         if event is ProxyRetireEvent {
-            // A reload: the connection's next response is its last, so the client comes back to
-            // the new settings. Nothing is closed under a client that may be sending.
-            self.machine.retire()
-            return
-        }
-        guard event is ChannelShouldQuiesceEvent else {
+            // A reload: nothing more is forwarded under the settings this connection began with.
+            action = self.machine.retire()
+        } else if event is ChannelShouldQuiesceEvent {
+            // Graceful shutdown: idle connections close now, busy ones after their response.
+            action = self.machine.quiesce()
+        } else {
             context.fireUserInboundEventTriggered(event)
             return
         }
-        // Graceful shutdown: idle connections close now, busy ones after their response. A
-        // response that ended in this turn goes out first: its flush waits for the turn's end.
-        switch self.machine.quiesce() {
+        switch action {
         case .close:
+            // A response that ended in this turn goes out first: its flush waits for the turn's end.
             context.flush()
             self.closeClient()
+        case .refuse(let exchange):
+            self.fail(exchange, .reloaded)
         case .none:
             // Busy: the exchange's machine now closes the connection after its response.
             break

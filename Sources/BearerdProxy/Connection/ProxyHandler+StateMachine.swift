@@ -55,10 +55,14 @@ extension ProxyHandler {
             case keepOpen(idleUntil: NIODeadline)
         }
 
-        /// What the handler does when asked to shut down gracefully.
+        /// What the handler does when asked to shut down gracefully, or told of a reload.
         enum QuiesceAction {
             /// Idle: close now.
             case close
+            /// A reload came while the exchange in flight had not been forwarded yet (it waits for
+            /// a token or a connection): it would go out under the old settings, so it gets a 503
+            /// that says to send it again, and the connection closes after it.
+            case refuse(Exchange)
             /// Busy (the exchange's response is now the connection's last), or closing already.
             case none
         }
@@ -203,11 +207,17 @@ extension ProxyHandler {
             return exchange
         }
 
-        /// A reload: the next response is the connection's last, so the client comes back to the
-        /// new settings (the exchange in flight's, if one runs).
-        mutating func retire() {
-            self.quiescing = true
-            self.closeInFlightAfter(.retiring)
+        /// A reload: no request goes upstream under the old settings from now on. An idle
+        /// connection closes now (an HTTP/1.1 client sends an idempotent request again on a new
+        /// connection when a kept-alive one closes); an exchange already forwarded ends, and the
+        /// connection with it; one not forwarded yet is refused.
+        mutating func retire() -> QuiesceAction {
+            let action = self.quiesce()
+            guard case .exchanging(let exchange) = self.state, let phase = self.exchange?.phase else { return action }
+            switch phase {
+            case .waitingForToken, .connecting: return .refuse(exchange)
+            case .forwarding, .holding, .finished: return action
+            }
         }
 
         private mutating func closeInFlightAfter(_ reason: ExchangeStateMachine.CloseReason) {

@@ -41,6 +41,14 @@ struct ProxyFailure: Sendable {
         )
     }
 
+    /// A reload came before the request was forwarded: it is not sent under the old settings.
+    static let reloaded = Self(
+        status: .serviceUnavailable,
+        error: "reloaded",
+        message: "bearerd's configuration was reloaded before this request was forwarded; send it again",
+        retryAfterSeconds: 0
+    )
+
     static let headersTooLarge = Self(
         status: .requestHeaderFieldsTooLarge,
         error: "headers_too_large",

@@ -10,59 +10,17 @@ import NIOExtras
 import NIOHTTP1
 import NIOPosix
 
-/// Tells a client connection that a reload replaced its settings.
+/// Tells a client connection that a reload replaced its settings: it closes now if idle, after
+/// the exchange in flight otherwise, and a request not yet forwarded gets a 503 to send again.
 struct ProxyRetireEvent: Sendable {}
 
 /// The bound listening sockets of a running proxy, what new connections are served with, and
-/// their graceful shutdown. A reload swaps the settings and upstream pools for new connections
-/// and binds or closes listeners; connections already open finish on what they started with.
+/// their graceful shutdown. A reload swaps the settings and upstream pools, binds or closes
+/// listeners, and binds the connections already open: callers the new lists no longer admit are
+/// closed, the rest close as soon as their exchange in flight ends (idle ones at once), so no
+/// request is forwarded under the old settings once the reload returns
+/// (``ProxyListeners/Generation/retire(for:)``).
 package final class ProxyListeners: Sendable {
-    /// What a new connection is served with: the settings and one upstream pool per event loop.
-    final class Generation: Sendable {
-        let settings: ProxySettings
-        let pools: [ObjectIdentifier: UpstreamConnectionPool]
-        /// Request bodies kept for retries, over all of this generation's connections.
-        let retryBudget = SharedBudget(limit: ProxySettings.retryBufferTotal)
-        /// The client connections it serves, so a reload can ask them to finish.
-        let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
-
-        init(settings: ProxySettings, group: any EventLoopGroup) {
-            self.settings = settings
-            var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
-            let budget = SharedBudget(limit: settings.upstream.maxIdleConnections)
-            for loop in group.makeIterator() {
-                pools[ObjectIdentifier(loop)] = UpstreamConnectionPool(
-                    eventLoop: loop,
-                    settings: settings,
-                    budget: budget
-                )
-            }
-            self.pools = pools
-        }
-
-        /// Tracks a client connection until it closes.
-        func serve(_ channel: any Channel) {
-            let id = ObjectIdentifier(channel)
-            self.connections.withLockedValue { $0[id] = channel }
-            channel.closeFuture.whenComplete { _ in self.connections.withLockedValue { _ = $0.removeValue(forKey: id) }
-            }
-        }
-
-        /// Closes the idle upstream connections and pools no more.
-        func close() {
-            for pool in self.pools.values { pool.eventLoop.execute { pool.close() } }
-        }
-
-        /// After a reload: each client connection ends after its next response (a kept-alive
-        /// client then reconnects and meets the new settings).
-        func retire() {
-            self.close()
-            for channel in self.connections.withLockedValue({ Array($0.values) }) {
-                channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(ProxyRetireEvent()) }
-            }
-        }
-    }
-
     /// One listening socket.
     struct Listener: Sendable {
         /// `nil` for a socket systemd passed.
@@ -74,7 +32,7 @@ package final class ProxyListeners: Sendable {
         var unixPath: String?
     }
 
-    private struct State {
+    struct State {
         var listeners: [Listener] {
             didSet { self.addresses = self.listeners.map(\.bound) }
         }
@@ -86,16 +44,16 @@ package final class ProxyListeners: Sendable {
         var retired: [Listener] = []
     }
 
-    private let state: NIOLockedValueBox<State>
-    private let tokens: any TokenProvider
-    private let metrics: ProxyMetrics
+    let state: NIOLockedValueBox<State>
+    let tokens: any TokenProvider
+    let metrics: ProxyMetrics
     /// `proxy.max_connections`, over every listener and generation.
-    private let limiter: ConnectionLimiter
-    private let group: any EventLoopGroup
-    private let logger: Logger
+    let limiter: ConnectionLimiter
+    let group: any EventLoopGroup
+    let logger: Logger
     /// The lines clients, the upstream or the token server can cause at request rate, over
     /// every connection, listener and generation: once per kind, then summarised.
-    private let failures: ThrottledLogger
+    let failures: ThrottledLogger
     /// Counts the clients that wait while `proxy.max_connections` is reached.
     private let waitingClients = NIOLockedValueBox<WaitingClients?>(nil)
 
@@ -225,7 +183,9 @@ package final class ProxyListeners: Sendable {
             state.generation = next
             return (removed, old)
         }
-        old.retire()
+        // The new settings are live once every open connection knows: each is closed, or will
+        // close after the exchange it had begun (`bearerd reload` answers only then).
+        await old.retire(for: next, failures: self.failures, metrics: self.metrics)
         self.limiter.setLimit(
             settings.proxy.limits.maxConnections,
             refuse: settings.proxy.limits.refuseAtConnectionLimit
@@ -262,94 +222,6 @@ package final class ProxyListeners: Sendable {
                 unixPath: path
             )
         }
-    }
-
-    private func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
-        let state = self.state
-        let tokens = self.tokens
-        let metrics = self.metrics
-        let logger = self.logger
-        let failures = self.failures
-        let limiter = self.limiter
-        var bootstrap = ServerBootstrap(group: self.group)
-            .serverChannelOption(.backlog, value: 1024)
-            // One accept per read, so that the gate's slot covers each connection accepted.
-            .serverChannelOption(.maxMessagesPerRead, value: 1)
-            .serverChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(AcceptGate(limiter: limiter))
-                    try sync.addHandler(quiesce.makeServerChannelHandler(channel: channel))
-                }
-            }
-            .childChannelOption(.maxMessagesPerRead, value: 8)
-            .childChannelInitializer { channel in
-                if limiter.takeRefusal(channel) {
-                    return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(LimitRefusalHandler())
-                    }
-                }
-                // Each new connection takes the settings and pools in force when it arrives.
-                let current = state.withLockedValue { $0.generation }
-                let configure: @Sendable (Caller?) throws -> Void = { caller in
-                    guard let pool = current.pools[ObjectIdentifier(channel.eventLoop)] else {
-                        throw ProxyError.setup("no upstream pool for this event loop")
-                    }
-                    current.serve(channel)
-                    // One handler: it parses the request bytes itself (RequestParser) and writes
-                    // the bytes that go out (HeaderRewriter, WireFormat, ProxyFailure).
-                    try channel.pipeline.syncOperations.addHandler(
-                        ProxyHandler(
-                            settings: current.settings,
-                            retryBudget: current.retryBudget,
-                            viaTCP: tcp,
-                            pool: pool,
-                            tokens: tokens,
-                            metrics: metrics,
-                            logger: logger,
-                            failures: failures,
-                            caller: caller.map {
-                                ConnectionCaller($0, metrics: metrics, readExecutable: current.settings.accessLog)
-                            }
-                        )
-                    )
-                }
-                let uids = current.settings.socketAllowUIDs
-                let gids = current.settings.socketAllowGIDs
-                // A caller not in socket_allow_uids/socket_allow_gids (or one whose owner the
-                // kernel cannot name, with a list set) is closed before a byte is read.
-                let admit: @Sendable (Caller?) throws -> Void = { caller in
-                    guard uids.isEmpty && gids.isEmpty || caller?.isListed(uids: uids, gids: gids) == true else {
-                        metrics.callerRefused()
-                        CallerRefusals.log(caller, viaTCP: tcp, failures: failures, now: channel.eventLoop.now)
-                        channel.close(promise: nil)
-                        return
-                    }
-                    try configure(caller)
-                }
-                if tcp {
-                    // The owner of the client's socket: one netlink request, on this event loop,
-                    // once per connection, when something uses it (the lists, the access line);
-                    // its account's groups off the loop, when they matter.
-                    guard !uids.isEmpty || !gids.isEmpty || current.settings.accessLog else {
-                        return channel.eventLoop.makeCompletedFuture { try configure(nil) }
-                    }
-                    return Caller.ofTCP(channel).flatMap { caller in
-                        guard let caller, caller.needsGroups(uids: uids, gids: gids) else {
-                            return channel.eventLoop.makeCompletedFuture { try admit(caller) }
-                        }
-                        return CallerGroupsLookup.lookUp(caller.uid, on: channel.eventLoop).flatMapThrowing {
-                            try admit(caller)
-                        }
-                    }
-                }
-                return PeerCredentials.caller(channel).flatMapThrowing { try admit($0) }
-            }
-        if tcp {
-            bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-        }
-        return bootstrap
     }
 
     private static func close(_ listeners: [Listener]) async {

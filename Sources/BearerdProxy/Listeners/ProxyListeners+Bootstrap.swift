@@ -1,0 +1,123 @@
+import BearerdAuth
+import BearerdLogging
+import BearerdSockets
+import BearerdWire
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOExtras
+import NIOPosix
+
+extension ProxyListeners {
+    /// The bootstrap of one listener. A connection to a loopback address from a peer that is not
+    /// on the loopback network (a host or container let in by `route_localnet`, CVE-2020-8558:
+    /// nothing else sends such packets) is closed at accept, whatever else is configured.
+    func bootstrap(tcp: Bool, quiesce: ServerQuiescingHelper) -> ServerBootstrap {
+        let admit = Admit(
+            state: self.state,
+            tokens: self.tokens,
+            metrics: self.metrics,
+            logger: self.logger,
+            failures: self.failures,
+            viaTCP: tcp
+        )
+        let limiter = self.limiter
+        var bootstrap = ServerBootstrap(group: self.group)
+            .serverChannelOption(.backlog, value: 1024)
+            // One accept per read, so that the gate's slot covers each connection accepted.
+            .serverChannelOption(.maxMessagesPerRead, value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(AcceptGate(limiter: limiter))
+                    try sync.addHandler(quiesce.makeServerChannelHandler(channel: channel))
+                }
+            }
+            .childChannelOption(.maxMessagesPerRead, value: 8)
+            .childChannelInitializer { channel in
+                if limiter.takeRefusal(channel) {
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(LimitRefusalHandler())
+                    }
+                }
+                if tcp, let local = channel.localAddress, local.isLoopbackPeer, let peer = channel.remoteAddress,
+                    !peer.isLoopbackPeer
+                {
+                    admit.metrics.callerRefused()
+                    CallerRefusals.logNotLoopback(peer, failures: admit.failures, now: channel.eventLoop.now)
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
+                return admit.serve(channel, caller: nil, asked: false)
+            }
+        if tcp {
+            bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+        }
+        return bootstrap
+    }
+
+    /// Admits a new connection under the generation in force, and serves it.
+    struct Admit: Sendable {
+        let state: NIOLockedValueBox<State>
+        let tokens: any TokenProvider
+        let metrics: ProxyMetrics
+        let logger: Logger
+        let failures: ThrottledLogger
+        let viaTCP: Bool
+
+        /// Asks who the caller is when something needs it (the lists, the access line; on a unix
+        /// socket always, `SO_PEERCRED` costs nothing), and its groups when they matter; closes a
+        /// caller the lists do not admit before a byte is read; else serves it with the
+        /// generation in force, which a reload during the asking may have replaced: the decision
+        /// is then made again under the new one.
+        func serve(_ channel: any Channel, caller: Caller?, asked: Bool) -> EventLoopFuture<Void> {
+            let generation = self.state.withLockedValue { $0.generation }
+            let settings = generation.settings
+            let admission = settings.admission
+            if !asked && (!self.viaTCP || admission.needsCaller || settings.accessLog) {
+                // The owner of a TCP client's socket: one netlink request on this event loop.
+                let lookup = self.viaTCP ? Caller.ofTCP(channel) : PeerCredentials.caller(channel)
+                return lookup.flatMap { self.serve(channel, caller: $0, asked: true) }
+            }
+            if let caller, admission.needsGroups(caller) {
+                // Its account's groups, off the loop.
+                return CallerGroupsLookup.lookUp(caller.uid, on: channel.eventLoop).flatMap {
+                    self.serve(channel, caller: caller, asked: true)
+                }
+            }
+            guard admission.admits(caller) else {
+                self.metrics.callerRefused()
+                CallerRefusals.log(caller, viaTCP: self.viaTCP, failures: self.failures, now: channel.eventLoop.now)
+                channel.close(promise: nil)
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            guard generation.serve(channel, caller: caller, viaTCP: self.viaTCP) else {
+                // A reload retired the generation meanwhile: the new one decides.
+                return self.serve(channel, caller: caller, asked: asked)
+            }
+            return channel.eventLoop.makeCompletedFuture {
+                guard let pool = generation.pools[ObjectIdentifier(channel.eventLoop)] else {
+                    throw ProxyError.setup("no upstream pool for this event loop")
+                }
+                // One handler: it parses the request bytes itself (RequestParser) and writes the
+                // bytes that go out (HeaderRewriter, WireFormat, ProxyFailure).
+                try channel.pipeline.syncOperations.addHandler(
+                    ProxyHandler(
+                        settings: settings,
+                        retryBudget: generation.retryBudget,
+                        viaTCP: self.viaTCP,
+                        pool: pool,
+                        tokens: self.tokens,
+                        metrics: self.metrics,
+                        logger: self.logger,
+                        failures: self.failures,
+                        caller: caller.map {
+                            ConnectionCaller($0, metrics: self.metrics, readExecutable: settings.accessLog)
+                        }
+                    )
+                )
+            }
+        }
+    }
+}

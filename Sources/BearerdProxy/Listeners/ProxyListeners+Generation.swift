@@ -1,0 +1,125 @@
+import BearerdConfig
+import BearerdLogging
+import BearerdSockets
+import NIOConcurrencyHelpers
+import NIOCore
+
+extension ProxyListeners {
+    /// What a new connection is served with: the settings and one upstream pool per event loop,
+    /// and the connections it serves, so that a reload can bind them to the next generation.
+    final class Generation: Sendable {
+        let settings: ProxySettings
+        let pools: [ObjectIdentifier: UpstreamConnectionPool]
+        /// Request bodies kept for retries, over all of this generation's connections.
+        let retryBudget = SharedBudget(limit: ProxySettings.retryBufferTotal)
+        private let served = NIOLockedValueBox(Served())
+
+        /// The connections served, and whether a reload retired the generation (then it serves
+        /// no new one: a connection still being set up is served by the next).
+        private struct Served {
+            var connections: [ObjectIdentifier: Connection] = [:]
+            var retired = false
+        }
+
+        /// A client connection and who its caller is, as far as it was asked.
+        struct Connection: Sendable {
+            var channel: any Channel
+            /// `nil`: unknown (a TCP caller nobody asked about, or one the kernel did not name).
+            var caller: Caller?
+            var viaTCP: Bool
+        }
+
+        init(settings: ProxySettings, group: any EventLoopGroup) {
+            self.settings = settings
+            var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
+            let budget = SharedBudget(limit: settings.upstream.maxIdleConnections)
+            for loop in group.makeIterator() {
+                pools[ObjectIdentifier(loop)] = UpstreamConnectionPool(
+                    eventLoop: loop,
+                    settings: settings,
+                    budget: budget
+                )
+            }
+            self.pools = pools
+        }
+
+        /// Tracks a client connection until it closes. Returns `false`, tracking nothing, once
+        /// the generation is retired: the connection is then the next generation's to serve.
+        func serve(_ channel: any Channel, caller: Caller?, viaTCP: Bool) -> Bool {
+            let id = ObjectIdentifier(channel)
+            let taken = self.served.withLockedValue { served in
+                guard !served.retired else { return false }
+                served.connections[id] = Connection(channel: channel, caller: caller, viaTCP: viaTCP)
+                return true
+            }
+            guard taken else { return false }
+            channel.closeFuture.whenComplete { _ in
+                self.served.withLockedValue { _ = $0.connections.removeValue(forKey: id) }
+            }
+            return true
+        }
+
+        /// Closes the idle upstream connections and pools no more.
+        func close() {
+            for pool in self.pools.values { pool.eventLoop.execute { pool.close() } }
+        }
+
+        /// A reload made `next` the generation in force: each connection this one serves is
+        /// bound to it. A caller `next` does not admit is closed at once, upgraded (spliced)
+        /// connections included; every other connection is told to retire (``ProxyRetireEvent``).
+        /// Returns once every connection has been dealt with on its event loop.
+        func retire(for next: Generation, failures: ThrottledLogger, metrics: ProxyMetrics) async {
+            self.close()
+            let connections = self.served.withLockedValue { served in
+                served.retired = true
+                return Array(served.connections.values)
+            }
+            let admission = next.settings.admission
+            var done: [EventLoopFuture<Void>] = []
+            for connection in connections {
+                let channel = connection.channel
+                let decided = channel.eventLoop.flatSubmit {
+                    Self.admits(connection, admission).map { admitted in
+                        if admitted {
+                            channel.pipeline.fireUserInboundEventTriggered(ProxyRetireEvent())
+                        } else {
+                            metrics.callerRefused()
+                            CallerRefusals.log(
+                                connection.caller,
+                                viaTCP: connection.viaTCP,
+                                failures: failures,
+                                now: channel.eventLoop.now,
+                                afterReload: true
+                            )
+                            channel.close(promise: nil)
+                        }
+                    }
+                }
+                done.append(decided)
+            }
+            guard let loop = connections.first?.channel.eventLoop else { return }
+            try? await EventLoopFuture.andAllComplete(done, on: loop).get()
+        }
+
+        /// Whether `admission` lets the connection's caller in; a caller not known yet is asked
+        /// of the kernel now (and its groups, when they matter). On the channel's event loop.
+        static func admits(_ connection: Connection, _ admission: CallerAdmission) -> EventLoopFuture<Bool> {
+            let loop = connection.channel.eventLoop
+            guard admission.needsCaller else { return loop.makeSucceededFuture(true) }
+            let caller: EventLoopFuture<Caller?> =
+                if let known = connection.caller {
+                    loop.makeSucceededFuture(known)
+                } else if connection.viaTCP {
+                    Caller.ofTCP(connection.channel)
+                } else {
+                    loop.makeSucceededFuture(nil)
+                }
+            return caller.flatMap { caller in
+                guard let caller, admission.needsGroups(caller) else {
+                    return loop.makeSucceededFuture(admission.admits(caller))
+                }
+                return CallerGroupsLookup.lookUp(caller.uid, on: loop).map { admission.admits(caller) }
+            }
+        }
+    }
+}
