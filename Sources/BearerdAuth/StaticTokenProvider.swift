@@ -39,7 +39,7 @@ package final class StaticTokenProvider: TokenProvider {
         self.current.withLock { $0 }
     }
 
-    package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
+    package func upstreamRejected(_ token: BearerToken, path: String) async -> BearerToken? {
         let now = self.now()
         let outcome = self.lastRead.withLock { last in
             if let last, now < last.at + Self.rereadInterval { return last.outcome }

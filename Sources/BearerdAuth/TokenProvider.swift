@@ -12,20 +12,31 @@ package protocol TokenProvider: Sendable {
     /// - Throws: ``TokenUnavailableError`` when no token can be had.
     func token() async throws -> BearerToken
 
-    /// The upstream answered 401 to a request that carried `token`. Returns the token to retry
-    /// that request with, when there is a new one (`nil`: do not retry).
-    func upstreamRejected(_ token: BearerToken) async -> BearerToken?
+    /// The upstream answered 401 to a request for `path` that carried `token`. Returns the token
+    /// to retry that request with, when there is a new one (`nil`: do not retry).
+    func upstreamRejected(_ token: BearerToken, path: String) async -> BearerToken?
 
     /// Seconds until the provider's next real attempt at a token (at least 1), for the
     /// `Retry-After` of a request that gave up waiting; `nil` when it cannot say. Must not block.
     func secondsUntilNextAttempt() -> Int?
 
-    /// A request retried with the token ``upstreamRejected(_:)`` returned was answered: 401
-    /// (`refused`) or anything else. A path that refuses fresh tokens too is not the token's fault.
-    func freshTokenAnswered(_ token: BearerToken, refused: Bool) async
+    /// A request for `path` retried with the token ``upstreamRejected(_:path:)`` returned was
+    /// answered: 401 (`refused`) or anything else. A path that refuses fresh tokens too is not
+    /// the token's fault.
+    func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async
 }
 
 extension TokenProvider {
     package func secondsUntilNextAttempt() -> Int? { nil }
-    package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {}
+    package func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async {}
+
+    /// ``upstreamRejected(_:path:)`` for a request to `/`.
+    package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
+        await self.upstreamRejected(token, path: "/")
+    }
+
+    /// ``freshTokenAnswered(_:refused:path:)`` for a request to `/`.
+    package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {
+        await self.freshTokenAnswered(token, refused: refused, path: "/")
+    }
 }

@@ -35,15 +35,17 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 let count = findings.errors.count
                 StandardError.emit(
                     "bearerd: \(self.options.path) has \(count) problem\(count == 1 ? "" : "s"):\n"
-                        + findings.errors.map { "  \($0)" }.joined(separator: "\n")
+                        + findings.errors.map { "  \(PrintableText.escaped("\($0)"))" }.joined(separator: "\n")
                 )
                 throw ExitCode.failure
             }
-            for note in findings.notes { print("note: \(note)") }
+            for note in findings.notes { print("note: \(PrintableText.escaped(note))") }
             try await Self.reportDiscovery(prepared)
             print("OK")
         case .failure(let failure):
-            StandardError.emit("bearerd: \(failure.message)")
+            // One problem a line; each line's quoted values shown as they are, not acted on.
+            let lines = failure.message.split(separator: "\n", omittingEmptySubsequences: false)
+            StandardError.emit("bearerd: " + lines.map { PrintableText.escaped(String($0)) }.joined(separator: "\n"))
             throw ExitCode.failure
         }
     }
@@ -57,10 +59,14 @@ struct CheckConfigCommand: AsyncParsableCommand {
             case .notNeeded: break
             case .found(let endpoints):
                 for endpoint in endpoints {
-                    print("auth.issuer: \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))")
+                    print(
+                        PrintableText.escaped(
+                            "auth.issuer: \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))"
+                        )
+                    )
                 }
             case .unreachable(let why):
-                print("note: \(why); the endpoints were not checked")
+                print("note: \(PrintableText.escaped("\(why)")); the endpoints were not checked")
             }
         } catch {
             StandardError.emit("bearerd: \(error.message)")

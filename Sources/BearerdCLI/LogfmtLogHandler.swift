@@ -55,6 +55,8 @@ package struct LogfmtLogHandler: LogHandler {
         let needsQuotes =
             value.isEmpty
             || value.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
+            // Past ASCII, C1 controls and bidirectional marks (looked for only then).
+            || value.utf8.contains { $0 >= 0x80 } && value.unicodeScalars.contains(where: PrintableText.isControl)
         guard needsQuotes else {
             line += value
             return
@@ -68,7 +70,9 @@ package struct LogfmtLogHandler: LogHandler {
             case "\r": line += "\\r"
             case "\t": line += "\\t"
             default:
-                if character.value < 0x20 || character.value == 0x7F {
+                // C0, DEL, C1 and the bidirectional and line-separating marks: a log reader's
+                // terminal would act on them, or show the line in another order.
+                if PrintableText.isControl(character) {
                     line += "\\u{\(String(character.value, radix: 16))}"
                 } else {
                     line.unicodeScalars.append(character)

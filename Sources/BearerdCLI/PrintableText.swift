@@ -16,4 +16,20 @@ enum PrintableText {
         default: false
         }
     }
+
+    /// The text with each control, DEL, C1 control and bidirectional or line-separating mark
+    /// written as `\u{XX}`: for lines that quote a config's values back (`check-config`), where
+    /// the reader should see what is there, not have the terminal act on it.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: Self.isControl) else { return text }
+        var escaped = ""
+        for scalar in text.unicodeScalars {
+            if Self.isControl(scalar) {
+                escaped += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
 }

@@ -10,7 +10,8 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Show the session: state, subject, expiry, refreshes. Never a token.",
         discussion: """
             Asks the running daemon over admin.socket; with no daemon, reads the store. Exits 0 \
-            when a token can be had, 3 when logged out, 1 on an error. With --all, one line for \
+            when a token can be had, 3 when logged out, 4 while the token server fails and no \
+            valid token is left (requests get 503), 1 on an error. With --all, one line for \
             each config in /etc/bearerd (bearerd.yaml and each instance's NAME.yaml), asked over \
             its admin socket, and exits 0.
             """
@@ -44,6 +45,8 @@ struct StatusCommand: AsyncParsableCommand {
                 print(StatusText.render(status), terminator: "")
             }
             if status.state == .loggedOut { throw ExitCode(3) }
+            // Monitoring reads the exit code: no token to send is a failure, not a state.
+            if status.state == .waiting && status.tokenUsable == false { throw ExitCode(4) }
         }
     }
 }

@@ -31,11 +31,12 @@ extension TokenManager {
     }
 
     /// The fleet's store could not be had: keep the token until it really expires, retry later.
-    private func withoutLock(_ error: any Error, login: Bool) -> ExchangeResult {
+    /// `keep`: the session to serve meanwhile, when the row gave a newer one than the state's.
+    private func withoutLock(_ error: any Error, login: Bool, keep: Session?? = nil) -> ExchangeResult {
         let why = "the fleet's store is unavailable (\(error))"
         self.fleetProblem = why
         Self.count("transient")
-        let previous = self.currentSession
+        let previous = keep ?? self.currentSession
         if login {
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
             return .failed("cannot log in: \(why); try again when it is back")
@@ -69,16 +70,23 @@ extension TokenManager {
         // The version the row has now, as far as this host knows: the compare-and-set of each
         // write below.
         var expected = row.version
-        if let mark = row.inFlight, mark.host != self.fleetHost, mark.hostConnected,
-            mark.age < self.policy.inFlightLimit.seconds
-        {
-            // Another host marked a refresh in flight, is still connected, and its request may
-            // not have ended yet: holding the lock proves only that its lock is gone (a timeout
-            // of the server's, a connection lost). Its answer comes into the row; sending the same
-            // refresh token now would be the reuse the lock exists to prevent.
+        if let mark = row.inFlight, mark.host != self.fleetHost, mark.age < self.policy.inFlightLimit.seconds {
+            // Another host marked a refresh in flight, and its request may not have ended yet:
+            // holding the lock proves only that its lock is gone (a timeout of the server's, a
+            // connection lost). Whether that host is connected now does not tell either: after a
+            // PostgreSQL restart it reconnects late, with the answer in hand. Its answer comes
+            // into the row; sending the same refresh token before the in-flight limit would be
+            // the reuse the lock exists to prevent. Meanwhile the row's token serves while it is
+            // valid: a host that had not read the row yet takes it.
+            var keep: Session?? = nil
+            if row.version != self.fleetVersion {
+                self.take(row)
+                keep = .some(self.restoredState().session)
+            }
             return self.withoutLock(
-                InFlightElsewhere(host: mark.host, seconds: Int(mark.age)),
-                login: grant?.isLogin == true
+                InFlightElsewhere(host: mark.host, seconds: Int(mark.age), connected: mark.hostConnected),
+                login: grant?.isLogin == true,
+                keep: keep
             )
         }
         if let mine = self.fleetVersion, row.version < mine, previous != nil {
@@ -291,8 +299,11 @@ extension TokenManager.State {
 struct InFlightElsewhere: Error, CustomStringConvertible {
     let host: String
     let seconds: Int
+    let connected: Bool
 
     var description: String {
-        "host \(self.host) sent the refresh token \(self.seconds)s ago and is still connected; its answer comes through the fleet's row"
+        let state = self.connected ? "is still connected" : "is not connected now (it may reconnect with the answer)"
+        return
+            "host \(self.host) sent the refresh token \(self.seconds)s ago and \(state); its answer comes through the fleet's row, or the refresh is repeated once auth.request_timeout × 3 + 5 s has passed"
     }
 }

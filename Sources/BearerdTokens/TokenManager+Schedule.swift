@@ -95,38 +95,22 @@ extension TokenManager {
         return probeAt
     }
 
-    /// Whether a 401 may force a refresh now. A path that answers 401 whatever the token (a
-    /// resource the account may not use, a misrouted request) would otherwise make bearerd rotate
-    /// the refresh token every ``RefreshPolicy/forcedRefreshFloor`` for ever: once
-    /// ``RefreshPolicy/freshRejectionsBeforePause`` requests in a row were refused again with the
-    /// fresh token (``freshTokenAnswered(_:refused:)``), 401s force none for
-    /// ``RefreshPolicy/forcedRefreshPause`` (said once in the log). The proactive refresh goes on.
-    func mayForceRefresh() -> Bool {
+    /// Whether a 401 to a request for `path` may force a refresh now (``ForcedRefreshGuard``).
+    /// The proactive refresh goes on whatever it says.
+    func mayForceRefresh(path: String) -> Bool {
         // A 401 does not hurry a try the server (or a refusal) asked bearerd to hold back.
         if case .waiting = self.state, let held = self.serverRetryAt, held > self.clock.now { return false }
-        guard let until = self.forcedRefreshPausedUntil else { return true }
-        guard self.clock.now >= until else { return false }
-        self.forcedRefreshPausedUntil = nil
-        self.freshTokensRejected = 0
-        return true
+        return self.forcedRefresh.mayForce(path: path, now: self.clock.now)
     }
 
-    /// The answer to a request retried with a fresh token.
-    package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {
-        guard self.forcedRefreshPausedUntil == nil else { return }
-        guard refused else {
-            self.freshTokensRejected = 0
-            return
-        }
-        self.freshTokensRejected += 1
-        guard self.freshTokensRejected >= RefreshPolicy.freshRejectionsBeforePause else { return }
-        self.freshTokensRejected = 0
-        self.forcedRefreshPausedUntil = self.clock.now.addingTimeInterval(RefreshPolicy.forcedRefreshPause)
-        self.forcedRefreshPauses += 1
+    /// The answer to a request for `path` retried with a fresh token.
+    package func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async {
+        guard self.forcedRefresh.freshTokenAnswered(path: path, refused: refused, now: self.clock.now) else { return }
         self.logger.log(
-            level: self.forcedRefreshPauses == 1 ? .warning : .debug,
-            "the upstream refuses freshly refreshed tokens too; a 401 forces no refresh for a while",
+            level: self.forcedRefresh.pauses == 1 ? .warning : .debug,
+            "the upstream refuses freshly refreshed tokens too on this path; its 401s force no refresh for a while",
             metadata: [
+                "path_prefix": "\(ForcedRefreshGuard.key(path))",
                 "refused_in_a_row": "\(RefreshPolicy.freshRejectionsBeforePause)",
                 "pause_s": "\(Int(RefreshPolicy.forcedRefreshPause))",
                 "hint": "a path that answers 401 whatever the token: check the account's rights, or deny_paths",

@@ -87,12 +87,8 @@ package actor TokenManager: TokenProvider {
     var serverRetryAt: Date?
     /// When the last attempt at a token ended: the probe interval counts from there.
     var lastAttemptEnded: Date?
-    /// How many requests in a row the upstream refused with their token and again with the
-    /// fresh one their 401 brought; while `forcedRefreshPausedUntil` is ahead, a 401 forces no
-    /// refresh.
-    var freshTokensRejected = 0
-    var forcedRefreshPausedUntil: Date?
-    var forcedRefreshPauses = 0
+    /// Which paths' 401s may force a refresh (a path that refuses fresh tokens too pauses its own).
+    var forcedRefresh = ForcedRefreshGuard()
     var skewWarned = false
     var lastOutcome: String?
     var lastRefresh: LastRefresh?
@@ -314,11 +310,11 @@ package actor TokenManager: TokenProvider {
     /// the upstream's answer to the request, and any caller could otherwise spin the refresh
     /// token (and trip the breaker) by calling a path that always answers 401.
     /// Returns the token to retry with, if there is a new one.
-    package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
+    package func upstreamRejected(_ token: BearerToken, path: String) async -> BearerToken? {
         if let current = self.currentSession?.access, current != token {
             return self.currentToken()
         }
-        guard self.mayForceRefresh() else { return nil }
+        guard self.mayForceRefresh(path: path) else { return nil }
         if let session = self.currentSession, let receivedAt = session.receivedAt,
             self.clock.now.timeIntervalSince(receivedAt)
                 < min(RefreshPolicy.forcedRefreshFloor, 0.25 * session.expiresAt.timeIntervalSince(receivedAt))

@@ -31,6 +31,9 @@ package struct TokenStatus: Sendable, Codable, Equatable {
     package var fleet: FleetStatus?
     /// Where the client's token comes from, when it is exchanged from the platform's token.
     package var clientGrant: ClientGrantStatus?
+    /// Whether a request would be sent with a token now (the daemon's word); `false` while the
+    /// token server fails and the last token has expired: requests get 503.
+    package var tokenUsable: Bool?
 
     /// The fleet's row as this host last saw it. A host name, never a token.
     package struct FleetStatus: Sendable, Codable, Equatable {
@@ -76,6 +79,7 @@ package struct TokenStatus: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case state, session, subject, scope, detail, now, daemon, fleet
         case clientGrant = "client_grant"
+        case tokenUsable = "token_usable"
         case expiresAt = "expires_at"
         case nextRefreshAt = "next_refresh_at"
         case lastRefreshAt = "last_refresh_at"
@@ -155,6 +159,7 @@ extension TokenManager {
             )
         }
         status.clientGrant = self.source.clientGrantStatus(now: now)
+        status.tokenUsable = self.currentToken() != nil
         if let last = self.lastRefresh {
             status.lastRefreshAt = wall(last.at)
             status.lastRefreshGrant = last.grant

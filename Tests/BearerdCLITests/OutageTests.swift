@@ -72,6 +72,9 @@ struct OutageTests {
         #expect(Set(counts.keys).isSubset(of: [200, 503]), "\(counts)")
         #expect(worst < .milliseconds(600), "token_wait (500 ms) + 100 ms; slowest was \(worst)")
         #expect(retryAfters.allSatisfy { Int($0).map { $0 >= 1 && $0 <= 300 } ?? false })
+        // Monitoring reads `status`'s exit code: no token to send is not "0, fine".
+        let status = try await BearerdProcess.run(["status", "-c", config])
+        #expect(status.status == 4, "status exited \(status.status) while requests got 503: \(status.stdout)")
         bearerd.signal(SIGTERM)
         #expect(try await bearerd.wait() == 0)
         await upstream.stop()

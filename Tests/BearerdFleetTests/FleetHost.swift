@@ -35,7 +35,8 @@ struct FleetHost: Sendable {
         tls: BearerdConfiguration.Store.Postgres.TLSMode? = nil,
         caFile: String? = nil,
         source: any TokenSource = Self.source,
-        proofKey: (any ProofKey)? = nil
+        proofKey: (any ProofKey)? = nil,
+        inFlightLimit: Duration = RefreshPolicy().inFlightLimit
     ) throws {
         var handler = self.logs
         handler.logLevel = .debug
@@ -54,10 +55,13 @@ struct FleetHost: Sendable {
         self.store = try PostgresSessionStore(settings, profile: "default", key: .keyFile(keyFile), logger: logger)
         let store = self.store
         self.pool = Task { await store.run() }
+        var policy = RefreshPolicy()
+        policy.inFlightLimit = inFlightLimit
         self.manager = TokenManager(
             source: source,
             transport: endpoint,
             store: MemoryTokenStore(),
+            policy: policy,
             logger: logger,
             fleet: self.store,
             host: name,

@@ -17,6 +17,7 @@ struct FleetLockTests {
     static func withFleet(
         hosts: Int,
         lockTimeout: Duration = .seconds(10),
+        inFlightLimit: Duration = RefreshPolicy().inFlightLimit,
         directory: TemporaryDirectory? = nil,
         source: any TokenSource = FleetHost.source,
         respond: @escaping FakeTokenEndpoint.Respond,
@@ -37,7 +38,8 @@ struct FleetLockTests {
                         endpoint: endpoint,
                         keyFile: key,
                         lockTimeout: lockTimeout,
-                        source: source
+                        source: source,
+                        inFlightLimit: inFlightLimit
                     )
                 )
             }
@@ -158,8 +160,8 @@ struct FleetLockTests {
         }
     }
 
-    @Test func aRefreshMarkedInFlightIsRepeatedAtOnceByTheNextHost() async throws {
-        try await Self.withFleet(hosts: 2) { _, index in
+    @Test func aRefreshMarkedInFlightIsRepeatedByTheNextHostOnceTheInFlightLimitPassed() async throws {
+        try await Self.withFleet(hosts: 2, inFlightLimit: .seconds(3)) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 3600)
         } _: { _, fleet, endpoint, _ in
             // A host marked its refresh in flight, then died before writing the answer.
@@ -167,11 +169,16 @@ struct FleetLockTests {
             try await fleet[0].seed(marked)
             marked.refreshSentAt = Date()
             try await fleet[0].mark(marked)
+            let markedAt = ContinuousClock.now
             await fleet[0].stop()
-            // The token is still valid, but the next host refreshes at once, with the same
-            // refresh token (inside the server's grace period for it).
-            _ = try await fleet[1].manager.token()
-            try await waitUntil(.seconds(5)) { endpoint.requests.count == 1 }
+            // The token is still valid and serves; the next host repeats the refresh, with the
+            // same refresh token, once the mark is older than the in-flight limit.
+            #expect(try await fleet[1].manager.token().value == "access-old")
+            // The daemon's scheduler retries after the backoff.
+            let scheduler = Task { await fleet[1].manager.runScheduler() }
+            defer { scheduler.cancel() }
+            try await waitUntil(.seconds(15)) { endpoint.requests.count == 1 }
+            #expect(ContinuousClock.now - markedAt >= .seconds(2.5), "repeated before the in-flight limit")
             #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
             try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken()?.value == "access-new-0" }
         }

@@ -20,7 +20,7 @@ private final class SlowTokenProvider: TokenProvider {
         self.ended.withLock { $0 = true }
         return BearerToken("slow-token-0042")
     }
-    func upstreamRejected(_ token: BearerToken) async -> BearerToken? { nil }
+    func upstreamRejected(_ token: BearerToken, path: String) async -> BearerToken? { nil }
     func secondsUntilNextAttempt() -> Int? { 7 }
 }
 

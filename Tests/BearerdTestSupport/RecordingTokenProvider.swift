@@ -20,7 +20,7 @@ package final class RecordingTokenProvider: TokenProvider {
     /// upstream refused it too.
     package var freshAnswers: [(token: BearerToken, refused: Bool)] { self.fresh.withLock { $0 } }
 
-    package func freshTokenAnswered(_ token: BearerToken, refused: Bool) async {
+    package func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async {
         self.fresh.withLock { $0.append((token, refused)) }
     }
 
@@ -32,7 +32,7 @@ package final class RecordingTokenProvider: TokenProvider {
         throw error ?? .notLoggedIn()
     }
 
-    package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {
+    package func upstreamRejected(_ token: BearerToken, path: String) async -> BearerToken? {
         self.state.withLock { state in
             state.rejected.append(token)
             guard state.token == token, let replacement = state.replacement else { return nil }

@@ -51,4 +51,52 @@ struct ForcedRefreshPauseTests {
         harness.clock.advance(by: .seconds(60))
         #expect(await harness.manager.upstreamRejected(second) != nil)
     }
+
+    /// The pause is the refusing path's own: while `/admin` refuses every token, a token revoked
+    /// at the API is still replaced at its first 401 on `/api`.
+    @Test func aPausedPathDoesNotStopARevokedTokenElsewhereFromBeingReplaced() async throws {
+        let harness = TokenHarness { _, index in
+            FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)", expiresIn: 3600)
+        }
+        _ = try await harness.manager.token()
+        // Three and a half minutes of a request every 11 s, within one pause of 5 minutes.
+        for _ in 0..<20 {
+            harness.clock.advance(by: .seconds(11))
+            if let current = harness.manager.currentToken(),
+                let fresh = await harness.manager.upstreamRejected(current, path: "/admin/users?x=1")
+            {
+                await harness.manager.freshTokenAnswered(fresh, refused: true, path: "/admin/users?x=1")
+            }
+        }
+        let sent = harness.endpoint.requests.count
+        #expect(sent <= 4, "the refusing path was paused: \(sent) token requests")
+        let paused = harness.manager.currentToken()
+        #expect(await harness.manager.upstreamRejected(paused!, path: "/admin/other") == nil, "still paused there")
+        // The API revokes the token: a 401 on another path replaces it at once.
+        harness.clock.advance(by: .seconds(11))
+        let revoked = try #require(harness.manager.currentToken())
+        let replaced = await harness.manager.upstreamRejected(revoked, path: "/api/orders")
+        #expect(replaced != nil && replaced != revoked, "a revoked token on /api waited for /admin's pause")
+        #expect(harness.endpoint.requests.count == sent + 1)
+    }
+
+    @Test(arguments: [
+        ("/api/v1/x", "/api"), ("/api", "/api"), ("/api?q=1", "/api"), ("/", "/"), ("/a#f", "/a"), ("*", "*"),
+    ])
+    func aPathIsKeyedByItsFirstSegment(path: String, key: String) {
+        #expect(ForcedRefreshGuard.key(path) == key)
+    }
+
+    @Test func theTableOfPathsStaysBounded() {
+        var guarded = ForcedRefreshGuard()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        for index in 0..<1000 {
+            _ = guarded.freshTokenAnswered(
+                path: "/p\(index)/x",
+                refused: true,
+                now: start.addingTimeInterval(Double(index))
+            )
+        }
+        #expect(guarded.scopes.count <= ForcedRefreshGuard.mostScopes)
+    }
 }

@@ -51,7 +51,11 @@ extension ProxyHandler {
         if let caller = self.caller {
             metadata["caller_uid"] = .stringConvertible(caller.uid)
             if let pid = caller.pid { metadata["caller_pid"] = .stringConvertible(pid) }
-            if let executable = caller.executable { metadata["caller_exe"] = .string(executable) }
+            if let executable = caller.executable {
+                metadata["caller_exe"] = .string(executable)
+                // Read at the accept: said when that was a while ago, and it may be stale.
+                if let age = caller.executableAge(now: now) { metadata["caller_exe_age_s"] = .stringConvertible(age) }
+            }
         }
         if let traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }

@@ -16,9 +16,11 @@ extension ProxyHandler {
         let asked = self.read(exchange) { $0.heldResponse } ?? nil
         // The refresh this 401 brings links to the request's span.
         let waiter = exchange.trace?.span.context
+        // A path that refuses every token pauses the refreshes its own 401s force, not others'.
+        let path = exchange.request.uri
         context.eventLoop.makeFutureWithTask {
-            guard let waiter else { return await tokens.upstreamRejected(token) }
-            return await ServiceContext.withValue(waiter) { await tokens.upstreamRejected(token) }
+            guard let waiter else { return await tokens.upstreamRejected(token, path: path) }
+            return await ServiceContext.withValue(waiter) { await tokens.upstreamRejected(token, path: path) }
         }
         .assumeIsolated()
         .whenComplete { result in

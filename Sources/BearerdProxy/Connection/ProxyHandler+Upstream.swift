@@ -64,13 +64,17 @@ extension ProxyHandler: UpstreamConnectionOwner {
     func forwardHead(_ head: ResponseHead, _ forward: ExchangeStateMachine.Forward, of exchange: Exchange) {
         if let token = forward.reportRejection {
             let tokens = self.tokens
-            self.context?.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token) }.whenComplete { _ in
-            }
+            let path = exchange.request.uri
+            self.context?.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token, path: path) }
+                .whenComplete { _ in }
         }
         if let (token, refused) = forward.freshTokenAnswer {
             let tokens = self.tokens
-            self.context?.eventLoop.makeFutureWithTask { await tokens.freshTokenAnswered(token, refused: refused) }
-                .whenComplete { _ in }
+            let path = exchange.request.uri
+            self.context?.eventLoop.makeFutureWithTask {
+                await tokens.freshTokenAnswered(token, refused: refused, path: path)
+            }
+            .whenComplete { _ in }
         }
         // This answer goes to the client: no retry can follow, so the kept body goes.
         exchange.retryBody.drop()

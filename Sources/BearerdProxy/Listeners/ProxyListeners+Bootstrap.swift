@@ -113,7 +113,12 @@ extension ProxyListeners {
                         logger: self.logger,
                         failures: self.failures,
                         caller: caller.map {
-                            ConnectionCaller($0, metrics: self.metrics, readExecutable: settings.accessLog)
+                            ConnectionCaller(
+                                $0,
+                                metrics: self.metrics,
+                                readExecutable: settings.accessLog,
+                                now: channel.eventLoop.now
+                            )
                         }
                     )
                 )
