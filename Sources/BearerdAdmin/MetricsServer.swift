@@ -25,9 +25,9 @@ package struct MetricsServer: Service {
         self.logger = logger
     }
 
-    /// Open connections at most. A new one past it closes the oldest, so that one local user
-    /// holding every slot cannot keep the scraper out: it would have to open connections faster
-    /// than a scrape takes (a request and its answer, about a millisecond).
+    /// Open connections at most. Past it, an idle connection of the local user holding the most
+    /// goes, never one whose request is being answered (``MetricsConnections``): a user flooding
+    /// the listener closes its own connections, not the scraper's.
     static let maxConnections = 16
     /// A connection with no bytes coming for this long is closed…
     static let idleTimeout = TimeAmount.seconds(10)
@@ -36,7 +36,8 @@ package struct MetricsServer: Service {
 
     package func run() async throws {
         let server: AdminHTTP.Accepted
-        let open = NIOLockedValueBox<[(id: ObjectIdentifier, channel: any Channel)]>([])
+        let table = NIOLockedValueBox(MetricsConnections(limit: Self.maxConnections))
+        let open = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
         // Any local process can open connections at any rate: refusals are logged once, then summarised.
         let failures = ThrottledLogger(logger: self.logger, eventLoop: self.group.next())
         defer { failures.flush() }
@@ -45,30 +46,36 @@ package struct MetricsServer: Service {
                 .serverChannelOption(.backlog, value: 64)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .bind(host: self.host, port: self.port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
+                    // Who opened it: the owner of the client's socket, one netlink request.
+                    Caller.ofTCP(channel).flatMapThrowing { caller in
                         let id = ObjectIdentifier(channel)
-                        let evicted = open.withLockedValue { open -> (any Channel)? in
-                            open.append((id, channel))
-                            return open.count > Self.maxConnections ? open.removeFirst().channel : nil
+                        let evicted = table.withLockedValue { table -> (any Channel)? in
+                            open.withLockedValue { $0[id] = channel }
+                            guard let victim = table.accepted(id, uid: caller?.uid) else { return nil }
+                            table.closed(victim)
+                            return open.withLockedValue { $0.removeValue(forKey: victim) }
                         }
                         if let evicted {
                             failures.warning(
                                 kind: "metrics_connection_limit",
-                                "metrics.listen: connection limit reached; closed the oldest connection",
+                                "metrics.listen: connection limit reached; closed an idle connection of the user holding the most",
                                 metadata: ["limit": "\(Self.maxConnections)"],
                                 now: channel.eventLoop.now
                             )
                             evicted.close(promise: nil)
                         }
                         channel.closeFuture.whenComplete { _ in
-                            open.withLockedValue { open in open.removeAll { $0.id == id } }
+                            table.withLockedValue { $0.closed(id) }
+                            open.withLockedValue { _ = $0.removeValue(forKey: id) }
                         }
                         let lifetime = channel.eventLoop.scheduleTask(in: Self.lifetime) { channel.close(promise: nil) }
                         channel.closeFuture.whenComplete { _ in lifetime.cancel() }
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(IdleStateHandler(readTimeout: Self.idleTimeout))
                         try sync.addHandler(CloseOnIdle())
-                        return try AdminHTTP.prepare(channel)
+                        let prepared = try AdminHTTP.prepare(channel)
+                        try sync.addHandler(MetricsRequestMark(table: table, id: id))
+                        return prepared
                     }
                 }
         } catch {

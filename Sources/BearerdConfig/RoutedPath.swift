@@ -29,24 +29,38 @@ package enum RoutedPath {
 
     /// `forms`, and what routers that fold more than ASCII case or trim segments read them as, for
     /// the deny list only (an allow entry matches as written): Unicode case both ways (ASP.NET
-    /// matches routes case-insensitively, and `ı` uppercases to `I`), and each segment without
-    /// its trailing dots (IIS trims them: `/admin.` is `/admin`).
+    /// matches routes case-insensitively, and `ı` uppercases to `I`), and each segment as Windows
+    /// and IIS read a file name: without its trailing dots, spaces and no-break spaces, in any
+    /// order (`/admin.`, `/admin%20`, `/admin.%20` and `/admin%C2%A0` are `/admin`), and without
+    /// the default data stream's name (`/admin::$DATA`). A suffix is another name
+    /// (`/admin.json` is not `/admin`): routers that map a format suffix to a route need an entry
+    /// of their own (docs/security.md).
     package static func denyVariants(of forms: [String]) -> [String] {
         var variants = forms
         for form in forms {
             if form.utf8.contains(where: { $0 >= 0x80 }) {
                 variants += [form.uppercased(), form.lowercased()]
             }
-            if form.contains(".") {
-                let trimmed = form.split(separator: "/", omittingEmptySubsequences: false).map { segment in
-                    var segment = Substring(segment)
-                    while segment.last == "." { segment = segment.dropLast() }
-                    return segment
-                }
+            if form.contains(where: { $0 == "." || $0 == " " || $0 == "\u{A0}" || $0 == ":" }) {
+                let trimmed = form.split(separator: "/", omittingEmptySubsequences: false).map(Self.asWindowsNames)
                 variants.append(trimmed.joined(separator: "/"))
             }
         }
         return variants
+    }
+
+    /// A segment as Windows resolves a file name: `::$DATA` (any case), then trailing dots and
+    /// spaces (and no-break spaces, which some routers fold to spaces), until none is left.
+    static func asWindowsNames(_ segment: Substring) -> Substring {
+        var segment = segment
+        while true {
+            let before = segment.count
+            if segment.count >= 7, segment.suffix(7).lowercased() == "::$data" { segment = segment.dropLast(7) }
+            while let last = segment.last, last == "." || last == " " || last == "\u{A0}" {
+                segment = segment.dropLast()
+            }
+            if segment.count == before { return segment }
+        }
     }
 
     /// The forms a router acts on: every form but the canonical one when they differ.
