@@ -36,23 +36,77 @@ package final class CheckedDirectory: Sendable {
     /// Reads `path` as ``read(file:limit:)`` does, and follows a symbolic link where the kernel's
     /// `protected_symlinks` rule lets anyone follow one: in a sticky directory owned by root or
     /// this user, a link owned by the directory's owner, whom no one else can replace it for.
-    /// Kubernetes mounts a projected token so: `token -> ..data/token` in a root-owned directory
-    /// of mode 1777. At most 8 links are followed, each target checked the same way.
+    /// Kubernetes mounts a projected token so: `token -> ..data/token`, `..data -> ..2026_…` in a
+    /// root-owned directory of mode 1777.
+    ///
+    /// The directories of `path` itself are the configuration's and are opened as written. From
+    /// the first link on, the target is walked a name at a time (`openat` with `O_NOFOLLOW`):
+    /// every link on the way must pass the same rule, and a directory entered from one others
+    /// may write must belong to root, this user or that directory's owner, so a link or folder
+    /// another user planted at a missing `..data` or timestamped name is refused. At most 8
+    /// links are followed.
     package static func readFollowingOwnersLinks(
         file path: String,
         limit: Int
     ) throws(FileCheckError) -> (bytes: [UInt8], mode: mode_t)? {
-        var current = path
-        for _ in 0..<8 {
-            let (directory, name) = try CheckedDirectory.parent(of: current)
-            do throws(FileCheckError) {
-                return try directory.read(name, limit: limit)
-            } catch {
-                guard case .symlink = error, let target = directory.ownersLink(name) else { throw error }
-                current = target.hasPrefix("/") ? target : directory.pathOf(target)
+        var (directory, name) = try CheckedDirectory.parent(of: path)
+        // What follows `name` on the way, once a link's target is being walked.
+        var rest: [String] = []
+        var links = 0
+        while true {
+            let target: String
+            if rest.isEmpty {
+                do throws(FileCheckError) {
+                    return try directory.read(name, limit: limit)
+                } catch {
+                    guard case .symlink = error, let link = directory.ownersLink(name) else { throw error }
+                    target = link
+                }
+            } else {
+                var info = stat()
+                guard fstatat(directory.descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+                    if errno == ENOENT { return nil }
+                    throw .system("inspect", directory.pathOf(name), errno)
+                }
+                switch info.st_mode & S_IFMT {
+                case S_IFLNK:
+                    guard let link = directory.ownersLink(name) else { throw .symlink(directory.pathOf(name)) }
+                    target = link
+                case S_IFDIR:
+                    directory = try directory.subdirectory(name, info)
+                    name = rest.removeFirst()
+                    continue
+                default:
+                    throw .notRegular(directory.pathOf(name), FileCheckError.kindName(info.st_mode & S_IFMT))
+                }
             }
+            links += 1
+            guard links <= 8 else { throw .symlink(path) }
+            let names = target.split(separator: "/").map(String.init).filter { $0 != "." } + rest
+            guard let first = names.first else { throw .notAFile(directory.pathOf(name)) }
+            if target.hasPrefix("/") { directory = try CheckedDirectory("/") }
+            name = first
+            rest = Array(names.dropFirst())
         }
-        throw .symlink(path)
+    }
+
+    /// The directory `name` here, described by `info` (not followed), opened without following a
+    /// link put in its place meanwhile. In a directory others may write, it must belong to root,
+    /// this user or this directory's owner.
+    private func subdirectory(_ name: String, _ info: stat) throws(FileCheckError) -> CheckedDirectory {
+        if !self.isTrusted, info.st_uid != 0, info.st_uid != geteuid(), info.st_uid != self.owner {
+            throw .foreignOwner(self.pathOf(name), owner: info.st_uid)
+        }
+        let descriptor = openat(
+            self.descriptor,
+            name,
+            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY
+        )
+        guard descriptor >= 0 else { throw .system("open the directory", self.pathOf(name), errno) }
+        let opened = try CheckedDirectory(descriptor: descriptor, path: self.pathOf(name))
+        // What was opened is what was looked at (not a directory swapped in between).
+        guard opened.owner == info.st_uid else { throw .foreignOwner(opened.path, owner: opened.owner) }
+        return opened
     }
 
     /// The target of the link `name` when the kernel would let anyone follow it here: this
@@ -72,9 +126,14 @@ package final class CheckedDirectory: Sendable {
     }
 
     /// Opens `path` (symlinks in the path itself are followed: systemd's `StateDirectory=` is one).
-    package init(_ path: String) throws(FileCheckError) {
+    package convenience init(_ path: String) throws(FileCheckError) {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
         guard descriptor >= 0 else { throw .system("open the directory", path, errno) }
+        try self.init(descriptor: descriptor, path: path)
+    }
+
+    /// Takes an open directory `descriptor` (closed on failure).
+    private init(descriptor: Int32, path: String) throws(FileCheckError) {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             let code = errno

@@ -32,7 +32,9 @@ package struct PlatformTokenFile: Sendable {
         guard let contents else {
             throw .source("\(self.key): \(self.path) does not exist; is the platform's token mounted there?")
         }
-        guard contents.mode & 0o007 == 0 else {
+        // As check-config's rule (SecretFileCheck, groupMayRead): readable by the group at most,
+        // writable by the owner alone.
+        guard contents.mode & 0o037 == 0 else {
             throw .source(
                 "\(self.key): \(self.path) has mode 0\(String(contents.mode & 0o777, radix: 8)), so other users may read the token: "
                     + "make it 0600 or 0640 (on Kubernetes, the projected volume's defaultMode: 0440 with fsGroup)"

@@ -192,6 +192,58 @@ struct TokenExchangeTests {
         #expect(planted.fingerprint() == nil)
     }
 
+    /// While the kubelet swaps `..data` (or after someone removed it), another user may plant a
+    /// link or a folder at that name in the 1777 directory: every name on the way from the first
+    /// link is checked, so the planted one is refused, whichever it is. Needs root, to plant as
+    /// another uid.
+    @Test(.enabled(if: getuid() == 0), arguments: [true, false])
+    func aLinkOrFolderAnotherUserPlantedOnTheWayIsRefused(plantLink: Bool) throws {
+        let directory = try TemporaryDirectory()
+        let mount = directory.path + "/tokens"
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        chmod(mount, 0o1777)
+        symlink("..data/token", mount + "/token")
+        // The stranger's own folder, with a token of its choosing in it.
+        let elsewhere = directory.path + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try directory.write(Self.platformToken("mallory"), to: "elsewhere/token", mode: 0o600)
+        chown(elsewhere, 4242, 4242)
+        chown(elsewhere + "/token", 4242, 4242)
+        if plantLink {
+            symlink(elsewhere, mount + "/..data")
+            lchown(mount + "/..data", 4242, 4242)
+        } else {
+            try FileManager.default.createDirectory(atPath: mount + "/..data", withIntermediateDirectories: false)
+            try directory.write(Self.platformToken("mallory"), to: "tokens/..data/token", mode: 0o600)
+            chown(mount + "/..data", 4242, 4242)
+            chown(mount + "/..data/token", 4242, 4242)
+        }
+        let file = PlatformTokenFile(path: mount + "/token", key: "auth.token_exchange.subject_token_file")
+        #expect(throws: TokenEngineError.self, "the planted \(plantLink ? "link" : "folder") was followed") {
+            _ = try file.read(now: Date(timeIntervalSince1970: 1_800_000_000))
+        }
+        #expect(file.fingerprint() == nil)
+    }
+
+    /// A token file writable by its group passes neither check-config nor the engine: one rule.
+    @Test func theRuntimeModeRuleIsCheckConfigs() throws {
+        let directory = try TemporaryDirectory()
+        for mode: mode_t in [0o600, 0o640, 0o440, 0o660, 0o644, 0o604, 0o650] {
+            let path = try directory.write(
+                Self.platformToken("web-1"),
+                to: "token-\(String(mode, radix: 8))",
+                mode: Int(mode)
+            )
+            let file = PlatformTokenFile(path: path, key: "auth.token_exchange.subject_token_file")
+            let engine = (try? file.read(now: Date(timeIntervalSince1970: 1_800_000_000))) != nil
+            let checkConfig = SecretFileCheck.problem(path: path, groupMayRead: true) == nil
+            #expect(
+                engine == checkConfig,
+                "mode 0\(String(mode, radix: 8)): engine \(engine), check-config \(checkConfig)"
+            )
+        }
+    }
+
     @Test func aRefusalOfTheClientIsNotKeptOutAndAnExpOfNoTimeIsNone() async throws {
         let directory = try TemporaryDirectory()
         try directory.write(Self.platformToken("web-1"), to: "subject")
