@@ -69,7 +69,7 @@ struct ReloadCommand: AsyncParsableCommand {
                 )
             }
             print(
-                "open connections: idle ones were closed, busy ones close after their request; callers the lists no longer admit were closed"
+                "open connections: idle ones now serve the new config, busy ones close after their request; callers the lists no longer admit were closed"
             )
         } catch let failure as AdminMessages.Failure {
             await channel.close()

@@ -45,7 +45,11 @@ package final class JWTTokenVerifier: TokenVerifier {
         self.clock = clock
     }
 
-    package func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenEngineError) {
+    package func verify(
+        _ token: BearerToken,
+        transport: any TokenTransport,
+        at serverTime: Date?
+    ) async throws(TokenEngineError) {
         let header = try JOSEHeader(compact: token.value)
         let collection: JWTKeyCollection
         switch self.keys {
@@ -73,7 +77,7 @@ package final class JWTTokenVerifier: TokenVerifier {
                 "its signature does not verify with the issuer's key\(header.kid.map { " \"\(Printable.bounded($0))\"" } ?? "")"
             )
         }
-        try self.check(claims)
+        try self.check(claims, now: serverTime ?? self.clock.now)
     }
 
     /// A claim's time for a message: whole seconds when plausible; a token server's 1e300 is
@@ -82,8 +86,7 @@ package final class JWTTokenVerifier: TokenVerifier {
         abs(seconds) < 1e15 ? String(Int(seconds)) : "\(seconds)"
     }
 
-    private func check(_ claims: AccessTokenClaims) throws(TokenEngineError) {
-        let now = self.clock.now
+    private func check(_ claims: AccessTokenClaims, now: Date) throws(TokenEngineError) {
         let leeway = self.expectations.leeway
         if let issuer = self.expectations.issuer, claims.iss != issuer {
             throw TokenEngineError.verification(

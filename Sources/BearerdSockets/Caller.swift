@@ -41,20 +41,22 @@ package struct Caller: Sendable, Equatable {
         var state: UInt8 = 0
     }
 
-    /// Whether `socket_allow_uids` / `socket_allow_gids` let this caller in: its uid, or its
-    /// gid (a unix socket's peer), or any group of its uid's account (TCP).
+    /// Whether `socket_allow_uids` / `socket_allow_gids` let this caller in: its uid, its gid (a
+    /// unix socket's peer), or any group of its uid's account, on either kind of socket
+    /// (`adduser alice bearerd` counts for a unix socket too).
     package func isListed(uids: Set<UInt32>, gids: Set<UInt32>) -> Bool {
         if uids.contains(self.uid) { return true }
         guard !gids.isEmpty else { return false }
-        if let gid = self.gid { return gids.contains(gid) }
+        if let gid = self.gid, gids.contains(gid) { return true }
         // Looked up off the event loop beforehand (`needsGroups`); not found: not listed.
         return !gids.isDisjoint(with: AccountGroups.shared.cached(self.uid) ?? [])
     }
 
     /// Whether checking this caller against `gids` needs its account's groups looked up first
-    /// (a TCP caller not listed by uid, whose groups are not known yet).
+    /// (a caller listed neither by uid nor by its socket's gid, whose groups are not known yet).
     package func needsGroups(uids: Set<UInt32>, gids: Set<UInt32>) -> Bool {
-        self.gid == nil && !gids.isEmpty && !uids.contains(self.uid) && AccountGroups.shared.cached(self.uid) == nil
+        !gids.isEmpty && !uids.contains(self.uid) && !(self.gid.map(gids.contains) ?? false)
+            && AccountGroups.shared.cached(self.uid) == nil
     }
 
     /// The program the process runs (`/proc/PID/exe`), when it can be read: the process may

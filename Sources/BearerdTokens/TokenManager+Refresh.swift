@@ -385,17 +385,28 @@ extension TokenManager {
                 }
             }
         }
-        var candidates: [Date] = []
-        if let exp = JWTClaims.expiry(of: issued.accessToken.value) {
-            candidates.append(Date(timeIntervalSince1970: exp - skew - wallOffset))
+        // A time on the server's wall clock, on the engine's. Without the server's `Date` there is
+        // only this machine's wall clock to go by, and after a step either it or the engine's own
+        // (the wall clock at start) may be the wrong one. A token just issued cannot have expired
+        // already: of the two readings that leave it time, the earlier is taken.
+        let onEngine = { (serverTime: TimeInterval) -> Date in
+            let converted = Date(timeIntervalSince1970: serverTime - skew - wallOffset)
+            guard serverDate == nil, wallOffset != 0 else { return converted }
+            let readings = [converted, Date(timeIntervalSince1970: serverTime)]
+            return readings.filter { $0 > receivedAt }.min() ?? readings.max()!
         }
-        if let lifetime = issued.lifetime { candidates.append(receivedAt.addingTimeInterval(lifetime.seconds)) }
-        if let expiresAt = issued.expiresAt { candidates.append(expiresAt.addingTimeInterval(-skew - wallOffset)) }
+        var candidates: [(at: Date, onWall: Bool)] = []
+        if let exp = JWTClaims.expiry(of: issued.accessToken.value) { candidates.append((onEngine(exp), true)) }
+        if let lifetime = issued.lifetime {
+            candidates.append((receivedAt.addingTimeInterval(lifetime.seconds), false))
+        }
+        if let expiresAt = issued.expiresAt { candidates.append((onEngine(expiresAt.timeIntervalSince1970), true)) }
+        let earliest = candidates.min { $0.at < $1.at }
         let expiresAt = RefreshPolicy.plausible(
-            candidates.min() ?? receivedAt.addingTimeInterval(self.policy.defaultLifetime.seconds),
+            earliest?.at ?? receivedAt.addingTimeInterval(self.policy.defaultLifetime.seconds),
             around: receivedAt
         )
-        return Session(
+        var session = Session(
             kind: kind,
             access: issued.accessToken,
             expiresAt: expiresAt,
@@ -405,6 +416,8 @@ extension TokenManager {
             scope: issued.scope,
             receivedAt: receivedAt
         )
+        session.wallAnchored = serverDate == nil && earliest?.onWall == true
+        return session
     }
 
     /// Writes `stored`. On failure (disk full, read-only) the tokens stay in memory, serving

@@ -18,6 +18,11 @@ extension TokenManager {
         var refreshToken: Secret?
         var scope: String?
         var receivedAt: Date?
+        /// Its expiry came from a wall-clock time no server's `Date` confirmed (the store, a
+        /// fleet row, a JWT `exp` without a `Date` header): taken on this machine's wall clock,
+        /// which a later step may show was wrong. A step forward then brings it earlier by as
+        /// much (``TokenManager/clockJumped(_:)``); a step back leaves it, already the earlier.
+        var wallAnchored = false
 
         /// What the store keeps of it.
         var stored: StoredSession {
@@ -55,6 +60,7 @@ extension TokenManager {
                 scope: stored.scope,
                 receivedAt: stored.receivedAt
             )
+            self.wallAnchored = true
         }
 
         init(

@@ -11,9 +11,11 @@ extension TokenManager {
         verifier: (any TokenVerifier)?,
         transport: any TokenTransport
     ) async -> String? {
-        guard let verifier, case .issued(let issued, _) = outcome else { return nil }
+        guard let verifier, case .issued(let issued, let serverDate) = outcome else { return nil }
         do throws(TokenEngineError) {
-            try await verifier.verify(issued.accessToken, transport: transport)
+            // Judged on the server's own clock when it said it: a step of this machine's wall
+            // clock does not make its fresh tokens look expired (or not yet valid).
+            try await verifier.verify(issued.accessToken, transport: transport, at: serverDate)
             return nil
         } catch {
             return error.description

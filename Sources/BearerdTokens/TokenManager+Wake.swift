@@ -41,14 +41,37 @@ extension TokenManager {
             }
         case .wallStepped(let seconds):
             // Every deadline is on the engine's clock, which the step did not move: when the
-            // token arrived, how long it is good for, the retries. Only what is shown moves.
+            // token arrived, how long it is good for, the retries. Only what is shown moves,
+            // and an expiry taken on the wall clock alone comes earlier after a step forward
+            // (the clock may have been behind when it was read: NTP at boot).
             self.logger.notice(
                 "the wall clock was stepped; the refreshes stay on schedule",
                 metadata: ["step_s": "\(String(format: "%.0f", seconds))"]
             )
+            if seconds > 0 { self.bringWallAnchoredExpiryForward(by: seconds) }
         }
         // The scheduler plans again from the state as the clock now shows it.
         self.changes.signal()
+    }
+
+    /// The session in hand's times, earlier by `seconds`, when its expiry was read on the wall
+    /// clock alone (``Session/wallAnchored``).
+    private func bringWallAnchoredExpiryForward(by seconds: TimeInterval) {
+        func moved(_ session: Session) -> Session {
+            var session = session
+            session.expiresAt.addTimeInterval(-seconds)
+            session.usableUntil.addTimeInterval(-seconds)
+            session.refreshAt.addTimeInterval(-seconds)
+            return session
+        }
+        switch self.state {
+        case .ready(let session) where session.wallAnchored:
+            self.transition(to: .ready(moved(session)))
+        case .waiting(let session?, let retryAt, let reason) where session.wallAnchored:
+            self.transition(to: .waiting(moved(session), retryAt: retryAt, reason: reason))
+        case .ready, .waiting, .refreshing, .loggedOut:
+            break
+        }
     }
 
     /// Whether `now` is within ``wakeGrace`` of a wake.

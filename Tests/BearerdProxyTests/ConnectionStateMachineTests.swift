@@ -108,7 +108,7 @@ struct ConnectionStateMachineTests {
         _ = machine.exchangeEnded(job, now: Self.ms(100))
         let head = machine.headBytesWaiting(now: Self.ms(200))
         #expect(head == nil, "the rest of a body starts no head clock")
-        machine.discardedRequestEnded()
+        _ = machine.discardedRequestEnded()
         #expect(!machine.isBusy)
         let due = machine.timerFired(now: Self.ms(2100))
         #expect(due == .close)
@@ -162,6 +162,15 @@ struct ConnectionStateMachineTests {
             return
         }
         #expect(idle.dropsInput)
+
+        // A head half arrived is let end: it is then refused (reloaded), never cut off unanswered.
+        var arriving = Self.accepted()
+        _ = arriving.headBytesWaiting(now: Self.ms(1))
+        guard case .none = arriving.retire() else {
+            Issue.record("a request whose head was arriving was cut off")
+            return
+        }
+        #expect(!arriving.dropsInput && arriving.reloaded)
 
         var unsent = Self.accepted()
         let waiting = Self.job()

@@ -110,7 +110,7 @@ struct PipelinedExchangeMachineTests {
         let end = connection.exchangeEnded(first, now: Self.t0)
         #expect(end?.action == .keepOpen(idleUntil: Self.t0 + .seconds(5)))
         #expect(connection.isBusy, "its end is still to come: a pipelined head waits behind it")
-        connection.discardedRequestEnded()
+        _ = connection.discardedRequestEnded()
         #expect(!connection.isBusy)
         let next = Self.ref()
         connection.begin(next, Self.exchange())

@@ -28,10 +28,20 @@ struct SocketActivationTests {
         return descriptor
     }
 
-    @Test(arguments: [("0.0.0.0", false, false), ("127.0.0.1", false, true), ("0.0.0.0", true, true)])
-    func aPassedSocketMustBeLoopbackUnlessAllowRemote(host: String, allowRemote: Bool, accepted: Bool) async throws {
+    /// A passed socket on another address needs allow_remote, and socket_allow_any_user with it:
+    /// its callers on other hosts have no local uid for the lists.
+    @Test(arguments: [
+        ("0.0.0.0", false, false, false), ("127.0.0.1", false, false, true), ("0.0.0.0", true, true, true),
+        ("0.0.0.0", true, false, false),
+    ])
+    func aPassedSocketMustBeLoopbackUnlessAllowRemote(
+        host: String,
+        allowRemote: Bool,
+        anyUser: Bool,
+        accepted: Bool
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let settings = try HeaderRewriterTests.settings()
+        let settings = try HeaderRewriterTests.settings(anyUser ? "socket_allow_any_user: true\n" : "")
         let descriptor = Self.listening(on: host)
         do {
             let listeners = try await ProxyListeners.bind(
@@ -49,7 +59,7 @@ struct SocketActivationTests {
             await listeners.shutdown(grace: .zero)
         } catch {
             #expect(!accepted, "\(error)")
-            #expect("\(error)".contains("allow_remote"))
+            #expect("\(error)".contains(allowRemote ? "socket_allow_any_user" : "allow_remote"))
         }
         try await group.shutdownGracefully()
     }

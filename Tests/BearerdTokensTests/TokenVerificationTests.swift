@@ -10,7 +10,11 @@ import Testing
 struct TokenVerificationTests {
     /// Refuses every token that starts with "forged".
     struct PrefixVerifier: TokenVerifier {
-        func verify(_ token: BearerToken, transport: any TokenTransport) async throws(TokenEngineError) {
+        func verify(
+            _ token: BearerToken,
+            transport: any TokenTransport,
+            at serverTime: Date?
+        ) async throws(TokenEngineError) {
             if token.value.hasPrefix("forged") { throw TokenEngineError.verification("its signature does not verify") }
         }
     }

@@ -134,6 +134,58 @@ struct WallClockStepTests {
     }
 }
 
+extension WallClockStepTests {
+    /// bearerd started before NTP set the clock (it was 10 minutes behind) and read a token from
+    /// its store; NTP then steps the clock forward. The token ends when the server said, not 10
+    /// minutes later.
+    @Test func aStoredTokenReadOnAClockThatWasBehindEndsOnTimeAfterNTPCorrectsIt() async throws {
+        let clock = ManualTokenClock()
+        let start = clock.now
+        let behind: TimeInterval = 600
+        // Truly now is start + 600; the token expires a minute from truly now.
+        let stored = StoredTokens(
+            user: StoredSession(
+                refreshToken: Secret("refresh-0"),
+                accessToken: BearerToken("access-0"),
+                accessExpiresAt: start.addingTimeInterval(behind + 60),
+                receivedAt: start.addingTimeInterval(behind - 60)
+            )
+        )
+        let harness = TokenHarness(clock: clock, stored: stored, seed: nil) { _, index in
+            FakeTokenEndpoint.tokens(access: "access-\(index + 1)", refresh: "refresh-\(index + 1)", expiresIn: 60)
+        }
+        #expect(harness.manager.currentToken()?.value == "access-0")
+        clock.stepWall(by: behind)
+        harness.clocks.stepWall(behind)
+        await harness.manager.noticeClockJumps()
+        let status = await harness.manager.status()
+        let left = try #require(status.expiresAt).timeIntervalSince(status.now)
+        #expect(abs(left - 60) < 1, "the stored token has \(left) s left after NTP's step")
+        Self.advance(harness, 61)
+        #expect(harness.manager.currentToken()?.value != "access-0", "a token the server calls expired was handed out")
+    }
+
+    /// A server that sends a JWT `exp` and no `Date` header: after a step of this machine's
+    /// clock, whichever clock is right, the token is taken to end at the earlier reading.
+    @Test(arguments: steps)
+    func withoutADateHeaderTheEarlierReadingOfExpIsTaken(step: TimeInterval) async throws {
+        let clock = ManualTokenClock()
+        let harness = TokenHarness(clock: clock, seed: "refresh-seed") { _, index in
+            let exp = Int(clock.now.timeIntervalSince1970) + 60
+            return FakeTokenEndpoint.tokens(
+                access: jwt(#"{"sub":"alice","n":\#(index),"exp":\#(exp)}"#),
+                refresh: "refresh-\(index)",
+                expiresIn: nil
+            )
+        }
+        clock.stepWall(by: step)
+        harness.clocks.stepWall(step)
+        let token = try await harness.manager.token()
+        Self.advance(harness, 60.5)
+        #expect(harness.manager.currentToken() != token, "handed out past the server's exp after a step of \(step) s")
+    }
+}
+
 /// IMF-fixdate (RFC 9110 §5.6.7), as a token server's `Date` header writes it.
 enum HTTPDateText {
     static func format(_ date: Date) -> String {

@@ -23,6 +23,12 @@ extension ProxyHandler {
         self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
         self.machine.begin(exchange, ExchangeStateMachine(facts, timeouts: self.exchangeTimeouts))
+        if self.machine.reloaded {
+            // Its head came after a reload: the settings this connection holds are not the
+            // config in force. The client sends it again on a new connection.
+            self.fail(exchange, .reloaded)
+            return
+        }
         switch verdict {
         case .forward(let target):
             exchange.target = target

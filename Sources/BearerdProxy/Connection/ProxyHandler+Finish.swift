@@ -154,8 +154,15 @@ extension ProxyHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         let action: StateMachine.QuiesceAction
-        if event is ProxyRetireEvent {
+        if let retire = event as? ProxyRetireEvent {
             // A reload: nothing more is forwarded under the settings this connection began with.
+            // Idle, with nothing of a next request read, it is simply served with the new ones.
+            if case .idle(_, nil) = self.state, self.inbound.readableBytes == 0,
+                let successor = retire.successor(self.viaTCP, context.eventLoop)
+            {
+                self.handOver(to: successor, context: context)
+                return
+            }
             action = self.machine.retire()
         } else if event is ChannelShouldQuiesceEvent {
             // Graceful shutdown: idle connections close now, busy ones after their response.
@@ -174,6 +181,28 @@ extension ProxyHandler {
         case .none:
             // Busy: the exchange's machine now closes the connection after its response.
             break
+        }
+    }
+
+    /// Leaves the connection to `successor`, a handler of the new settings: this one's timer
+    /// stops, and reads held here go on there.
+    private func handOver(to successor: ProxyHandler, context: ChannelHandlerContext) {
+        // A response that ended in this turn waits for the turn's end to be flushed, through this
+        // handler: it goes now, before the handler leaves.
+        context.flush()
+        self.timer.cancel()
+        self.machine.closed()
+        do {
+            let pipeline = context.pipeline.syncOperations
+            try pipeline.addHandler(successor, position: .after(self))
+            if self.readPending {
+                // A read this handler held back goes out before it leaves.
+                self.readPending = false
+                context.read()
+            }
+            pipeline.removeHandler(self, promise: nil)
+        } catch {
+            self.closeClient()
         }
     }
 

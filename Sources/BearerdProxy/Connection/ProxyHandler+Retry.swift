@@ -53,6 +53,9 @@ extension ProxyHandler {
         switch action {
         case .wait:
             break
+        case .retry where self.machine.reloaded:
+            // Sent again, it would go to the upstream of the settings a reload replaced.
+            self.fail(exchange, .reloaded)
         case .retry(let token, let fresh):
             self.metrics.retried()
             // The machine holds the kept body for the next connection; its budget goes back.

@@ -80,6 +80,9 @@ extension ProxyHandler {
         private var exchange: ExchangeStateMachine?
         /// Graceful shutdown or a reload asked that the current exchange be the connection's last.
         private(set) var quiescing = false
+        /// A reload replaced the settings this connection began with: nothing more is forwarded
+        /// on it (a request that begins now gets 503 `reloaded`, a 401 is not retried).
+        private(set) var reloaded = false
         let headerTimeout: TimeAmount
         let idleTimeout: TimeAmount
         let lingerTime: TimeAmount
@@ -184,10 +187,16 @@ extension ProxyHandler {
         }
 
         /// The end of a request bearerd already answered arrived: the connection is idle again,
-        /// still since the answer.
-        mutating func discardedRequestEnded() {
-            guard case .discarding(let since) = self.state else { return }
+        /// still since the answer. Returns whether it closes now instead (a reload or a shutdown
+        /// came while the rest was being dropped).
+        mutating func discardedRequestEnded() -> Bool {
+            guard case .discarding(let since) = self.state else { return false }
+            guard !self.quiescing else {
+                self.state = .closed
+                return true
+            }
             self.state = .idle(since: since, head: nil)
+            return false
         }
 
         /// The last response went out and the output closed at `now`. Returns the deadline after
@@ -211,12 +220,23 @@ extension ProxyHandler {
         /// connection closes now (an HTTP/1.1 client sends an idempotent request again on a new
         /// connection when a kept-alive one closes); an exchange already forwarded ends, and the
         /// connection with it; one not forwarded yet is refused.
+        /// A request whose head is arriving, or whose rest is being dropped, is let end: the one
+        /// arriving is then refused (``reloaded``), the dropped one closes the connection.
         mutating func retire() -> QuiesceAction {
-            let action = self.quiesce()
-            guard case .exchanging(let exchange) = self.state, let phase = self.exchange?.phase else { return action }
-            switch phase {
-            case .waitingForToken, .connecting: return .refuse(exchange)
-            case .forwarding, .holding, .finished: return action
+            self.reloaded = true
+            self.quiescing = true
+            switch self.state {
+            case .idle(_, nil):
+                self.state = .closed
+                return .close
+            case .idle(_, _?), .discarding, .lingering, .closed:
+                return .none
+            case .exchanging(let exchange):
+                self.closeInFlightAfter(.retiring)
+                switch self.exchange?.phase {
+                case .waitingForToken?, .connecting?: return .refuse(exchange)
+                case .forwarding?, .holding?, .finished?, nil: return .none
+                }
             }
         }
 

@@ -217,7 +217,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             case .exchanging(let exchange):
                 self.perform(self.update(exchange) { $0.endArrived() } ?? .drop, for: exchange)
             case .discarding:
-                self.machine.discardedRequestEnded()
+                if self.machine.discardedRequestEnded() { self.closeClient() }
             case .idle:
                 self.closeClient()
             case .lingering, .closed:

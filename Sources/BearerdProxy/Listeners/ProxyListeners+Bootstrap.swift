@@ -48,13 +48,22 @@ extension ProxyListeners {
                     channel.close(promise: nil)
                     return channel.eventLoop.makeSucceededVoidFuture()
                 }
-                return admit.serve(channel, caller: nil, asked: false)
+                return admit.serve(channel, caller: nil, asked: [])
             }
         if tcp {
             bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
         }
         return bootstrap
+    }
+
+    /// What was asked of the kernel and the account database about a new connection's caller:
+    /// each is asked at most once, whatever came of it (a lookup that gave up decides as "not
+    /// listed"), so the decision cannot loop.
+    struct Asked: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let caller = Asked(rawValue: 1)
+        static let groups = Asked(rawValue: 2)
     }
 
     /// Admits a new connection under the generation in force, and serves it.
@@ -71,19 +80,20 @@ extension ProxyListeners {
         /// caller the lists do not admit before a byte is read; else serves it with the
         /// generation in force, which a reload during the asking may have replaced: the decision
         /// is then made again under the new one.
-        func serve(_ channel: any Channel, caller: Caller?, asked: Bool) -> EventLoopFuture<Void> {
+        func serve(_ channel: any Channel, caller: Caller?, asked: Asked) -> EventLoopFuture<Void> {
             let generation = self.state.withLockedValue { $0.generation }
             let settings = generation.settings
             let admission = settings.admission
-            if !asked && (!self.viaTCP || admission.needsCaller || settings.accessLog) {
+            if !asked.contains(.caller) && (!self.viaTCP || admission.needsCaller || settings.accessLog) {
                 // The owner of a TCP client's socket: one netlink request on this event loop.
                 let lookup = self.viaTCP ? Caller.ofTCP(channel) : PeerCredentials.caller(channel)
-                return lookup.flatMap { self.serve(channel, caller: $0, asked: true) }
+                return lookup.flatMap { self.serve(channel, caller: $0, asked: asked.union(.caller)) }
             }
-            if let caller, admission.needsGroups(caller) {
-                // Its account's groups, off the loop.
+            if !asked.contains(.groups), let caller, admission.needsGroups(caller) {
+                // Its account's groups, off the loop; once: a lookup that gave up (slow NSS, too
+                // many pending) leaves them unknown, and the caller not listed by group.
                 return CallerGroupsLookup.lookUp(caller.uid, on: channel.eventLoop).flatMap {
-                    self.serve(channel, caller: caller, asked: true)
+                    self.serve(channel, caller: caller, asked: asked.union(.groups))
                 }
             }
             guard admission.admits(caller) else {

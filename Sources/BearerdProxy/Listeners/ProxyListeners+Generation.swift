@@ -1,6 +1,8 @@
+import BearerdAuth
 import BearerdConfig
 import BearerdLogging
 import BearerdSockets
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -59,6 +61,16 @@ extension ProxyListeners {
             return true
         }
 
+        /// Takes over a connection a retired generation served and the reload let stay (busy, or
+        /// spliced): the next reload checks it again.
+        func adopt(_ connection: Connection) {
+            let id = ObjectIdentifier(connection.channel)
+            self.served.withLockedValue { $0.connections[id] = connection }
+            connection.channel.closeFuture.whenComplete { _ in
+                self.served.withLockedValue { _ = $0.connections.removeValue(forKey: id) }
+            }
+        }
+
         /// Closes the idle upstream connections and pools no more.
         func close() {
             for pool in self.pools.values { pool.eventLoop.execute { pool.close() } }
@@ -68,20 +80,61 @@ extension ProxyListeners {
         /// bound to it. A caller `next` does not admit is closed at once, upgraded (spliced)
         /// connections included; every other connection is told to retire (``ProxyRetireEvent``).
         /// Returns once every connection has been dealt with on its event loop.
-        func retire(for next: Generation, failures: ThrottledLogger, metrics: ProxyMetrics) async {
+        func retire(
+            for next: Generation,
+            tokens: any TokenProvider,
+            metrics: ProxyMetrics,
+            logger: Logger,
+            failures: ThrottledLogger
+        ) async {
             self.close()
             let connections = self.served.withLockedValue { served in
                 served.retired = true
                 return Array(served.connections.values)
             }
             let admission = next.settings.admission
+            // Lists that did not change admit whom they admitted: nobody is asked again.
+            let recheck = admission != self.settings.admission
             var done: [EventLoopFuture<Void>] = []
             for connection in connections {
                 let channel = connection.channel
                 let decided = channel.eventLoop.flatSubmit {
-                    Self.admits(connection, admission).map { admitted in
-                        if admitted {
-                            channel.pipeline.fireUserInboundEventTriggered(ProxyRetireEvent())
+                    let verdict =
+                        recheck
+                        ? Self.verdict(connection, admission)
+                        : channel.eventLoop.makeSucceededFuture((.admitted, connection.caller))
+                    return verdict.map { verdict, caller in
+                        if verdict != .refused {
+                            // Admitted, or not known for sure (a socket closing, groups that did
+                            // not come): an idle connection takes the new settings, a busy one
+                            // retires once its request in flight finished.
+                            var adopted = connection
+                            adopted.caller = caller
+                            next.adopt(adopted)
+                            let successor: @Sendable (Bool, any EventLoop) -> ProxyHandler? = { viaTCP, loop in
+                                guard verdict == .admitted, let pool = next.pools[ObjectIdentifier(loop)] else {
+                                    return nil
+                                }
+                                return ProxyHandler(
+                                    settings: next.settings,
+                                    retryBudget: next.retryBudget,
+                                    viaTCP: viaTCP,
+                                    pool: pool,
+                                    tokens: tokens,
+                                    metrics: metrics,
+                                    logger: logger,
+                                    failures: failures,
+                                    caller: caller.map {
+                                        ConnectionCaller(
+                                            $0,
+                                            metrics: metrics,
+                                            readExecutable: next.settings.accessLog,
+                                            now: loop.now
+                                        )
+                                    }
+                                )
+                            }
+                            channel.pipeline.fireUserInboundEventTriggered(ProxyRetireEvent(successor: successor))
                         } else {
                             metrics.callerRefused()
                             CallerRefusals.log(
@@ -101,11 +154,22 @@ extension ProxyListeners {
             try? await EventLoopFuture.andAllComplete(done, on: loop).get()
         }
 
+        /// What the new lists say of a connection already open.
+        enum Verdict: Equatable {
+            case admitted
+            case refused
+            /// The caller or its groups could not be had now: not a reason to cut a request.
+            case unknown
+        }
+
         /// Whether `admission` lets the connection's caller in; a caller not known yet is asked
-        /// of the kernel now (and its groups, when they matter). On the channel's event loop.
-        static func admits(_ connection: Connection, _ admission: CallerAdmission) -> EventLoopFuture<Bool> {
+        /// of the kernel now (and its groups, when they matter), once. On the channel's loop.
+        static func verdict(
+            _ connection: Connection,
+            _ admission: CallerAdmission
+        ) -> EventLoopFuture<(Verdict, Caller?)> {
             let loop = connection.channel.eventLoop
-            guard admission.needsCaller else { return loop.makeSucceededFuture(true) }
+            guard admission.needsCaller else { return loop.makeSucceededFuture((.admitted, connection.caller)) }
             let caller: EventLoopFuture<Caller?> =
                 if let known = connection.caller {
                     loop.makeSucceededFuture(known)
@@ -115,10 +179,19 @@ extension ProxyListeners {
                     loop.makeSucceededFuture(nil)
                 }
             return caller.flatMap { caller in
-                guard let caller, admission.needsGroups(caller) else {
-                    return loop.makeSucceededFuture(admission.admits(caller))
+                guard let caller else {
+                    // A peer off this host has no local owner: never admitted by the lists.
+                    let remote = connection.channel.remoteAddress.map { !$0.isLoopbackPeer } ?? false
+                    return loop.makeSucceededFuture((connection.caller == nil && !remote ? .unknown : .refused, nil))
                 }
-                return CallerGroupsLookup.lookUp(caller.uid, on: loop).map { admission.admits(caller) }
+                guard admission.needsGroups(caller) else {
+                    return loop.makeSucceededFuture((admission.admits(caller) ? .admitted : .refused, caller))
+                }
+                return CallerGroupsLookup.lookUp(caller.uid, on: loop).map {
+                    if admission.admits(caller) { return (.admitted, caller) }
+                    // Refused by uid for sure; by group only when the groups are known.
+                    return (admission.needsGroups(caller) ? .unknown : .refused, caller)
+                }
             }
         }
     }

@@ -10,9 +10,14 @@ import NIOExtras
 import NIOHTTP1
 import NIOPosix
 
-/// Tells a client connection that a reload replaced its settings: it closes now if idle, after
-/// the exchange in flight otherwise, and a request not yet forwarded gets a 503 to send again.
-struct ProxyRetireEvent: Sendable {}
+/// Tells a client connection that a reload replaced its settings. An idle one is handed over to
+/// the new settings (`successor` makes its handler: the next request meets the new config, and
+/// the client sees nothing); a busy one closes after the exchange in flight, and a request not
+/// yet forwarded gets a 503 to send again.
+struct ProxyRetireEvent: Sendable {
+    /// The handler that serves the connection under the new settings, on its event loop.
+    let successor: @Sendable (_ viaTCP: Bool, _ loop: any EventLoop) -> ProxyHandler?
+}
 
 /// The bound listening sockets of a running proxy, what new connections are served with, and
 /// their graceful shutdown. A reload swaps the settings and upstream pools, binds or closes
@@ -112,12 +117,20 @@ package final class ProxyListeners: Sendable {
                         "a socket systemd passed has no address; check bearerd.socket's ListenStream="
                     )
                 }
-                // systemd's socket unit chose the address: it gets the same check as `listen`.
-                if let ip = local.ipAddress, !allowRemote, !ListenAddress.tcp(host: ip, port: 0).isLoopback {
-                    try? await channel.close()
-                    throw ProxyError.setup(
-                        "the socket systemd passed listens on \(local.bearerdDescription), not a loopback address: anyone who can reach it could use the token; use ListenStream=127.0.0.1:PORT in bearerd.socket, or set allow_remote: true"
-                    )
+                // systemd's socket unit chose the address: it gets the same checks as `listen`.
+                if let ip = local.ipAddress, !ListenAddress.tcp(host: ip, port: 0).isLoopback {
+                    if !allowRemote {
+                        try? await channel.close()
+                        throw ProxyError.setup(
+                            "the socket systemd passed listens on \(local.bearerdDescription), not a loopback address: anyone who can reach it could use the token; use ListenStream=127.0.0.1:PORT in bearerd.socket, or set allow_remote: true"
+                        )
+                    }
+                    if !settings.admission.anyUser {
+                        try? await channel.close()
+                        throw ProxyError.setup(
+                            "the socket systemd passed listens on \(local.bearerdDescription), not a loopback address, and its callers on other hosts have no local uid for socket_allow_uids/socket_allow_gids: set socket_allow_any_user: true as well"
+                        )
+                    }
                 }
                 bound.append(Listener(address: nil, bound: local, channel: channel, quiescer: quiesce))
             }
@@ -185,7 +198,13 @@ package final class ProxyListeners: Sendable {
         }
         // The new settings are live once every open connection knows: each is closed, or will
         // close after the exchange it had begun (`bearerd reload` answers only then).
-        await old.retire(for: next, failures: self.failures, metrics: self.metrics)
+        await old.retire(
+            for: next,
+            tokens: self.tokens,
+            metrics: self.metrics,
+            logger: self.logger,
+            failures: self.failures
+        )
         self.limiter.setLimit(
             settings.proxy.limits.maxConnections,
             refuse: settings.proxy.limits.refuseAtConnectionLimit
