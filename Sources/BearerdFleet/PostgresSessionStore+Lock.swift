@@ -91,7 +91,7 @@ extension PostgresSessionStore {
                         "another host has held the fleet's refresh lock for longer than store.postgres.lock_timeout (\(self.settings.lockTimeout)); bearerd keeps its token and tries again"
                 )
             }
-            throw FleetStoreError.unavailable(error)
+            throw self.lost(error)
         }
     }
 

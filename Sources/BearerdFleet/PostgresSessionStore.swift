@@ -27,6 +27,15 @@ package final class PostgresSessionStore: SharedSessionStore {
     let settings: BearerdConfiguration.Store.Postgres
     let logger: Logger
     let prepared = Mutex(false)
+    /// When an operation last could not reach the database (a restart, a failover, the network):
+    /// a host without a connection now may not have reconnected yet since then.
+    let lostAt = Mutex<ContinuousClock.Instant?>(nil)
+
+    /// `error` as the store's "unavailable", noting when the database was lost.
+    func lost(_ error: any Error) -> FleetStoreError {
+        self.lostAt.withLock { $0 = .now }
+        return FleetStoreError.unavailable(error)
+    }
     private let running = Mutex(false)
     static let schemaVersion: Int32 = 1
 
@@ -97,21 +106,23 @@ package final class PostgresSessionStore: SharedSessionStore {
                 SELECT version, sealed, written_by, written_at, schema_version, refresh_started_by,
                   extract(epoch FROM clock_timestamp() - refresh_started_at)::float8,
                   EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.usename = current_user AND a.pid <> pg_backend_pid()
-                    AND a.application_name = 'bearerd ' || left(s.refresh_started_by, 55))
+                    AND a.application_name = 'bearerd ' || left(s.refresh_started_by, 55)),
+                  extract(epoch FROM clock_timestamp() - pg_postmaster_start_time())::float8
                 FROM \(unescaped: self.table) s WHERE profile = \(self.profile)
                 """,
                 logger: self.logger
             )
         } catch {
-            throw FleetStoreError.unavailable(error)
+            throw self.lost(error)
         }
-        typealias Row = (Int64, ByteBuffer?, String?, Date?, Int32, String?, Double?, Bool)
+        typealias Row = (Int64, ByteBuffer?, String?, Date?, Int32, String?, Double?, Bool, Double)
         // Every row is read, to the statement's end: an error after the first row still counts.
         var found: Row?
         for try await row in rows.decode(Row.self) where found == nil {
             found = row
         }
-        guard let (version, sealed, writtenBy, writtenAt, schema, markedBy, markAge, markerConnected) = found else {
+        guard let (version, sealed, writtenBy, writtenAt, schema, markedBy, markAge, markerConnected, serverUp) = found
+        else {
             return SharedSession(version: 0, tokens: nil)
         }
         guard schema <= Self.schemaVersion else {
@@ -121,7 +132,18 @@ package final class PostgresSessionStore: SharedSessionStore {
                     "the fleet's row \"\(self.profile)\" in \(self.table) was written by a newer bearerd (schema \(schema)): upgrade this host"
             )
         }
-        let mark = markedBy.map { InFlightMark(host: $0, age: markAge ?? 0, hostConnected: markerConnected) }
+        let mark = markedBy.map { host in
+            let age = markAge ?? 0
+            // The database restarted after the mark, or this host lost it since then.
+            let restarted = serverUp < age
+            let lost = self.lostAt.withLock { $0 }.map { ContinuousClock.now - $0 < .seconds(age + 1) } ?? false
+            return InFlightMark(
+                host: host,
+                age: age,
+                hostConnected: markerConnected,
+                databaseDisrupted: restarted || lost
+            )
+        }
         return SharedSession(
             version: version,
             tokens: try sealed.map { try self.open($0) },
@@ -255,7 +277,7 @@ package final class PostgresSessionStore: SharedSessionStore {
                     }
                 }
             } catch {
-                throw FleetStoreError.unavailable(error)
+                throw store.lost(error)
             }
         }
     }

@@ -9,9 +9,11 @@ import Glibc
 /// source is the connection's remote address and whose destination is its local address.
 ///
 /// One request and one answer on a netlink socket, a few microseconds, made once per accepted
-/// connection and bounded by a 100 ms receive timeout. The kernel answers any user: no
-/// capability is needed. A peer on another machine, or in another network namespace, has no
-/// such socket here: its owner is `nil`.
+/// connection and bounded by a 100 ms receive timeout. The socket is the thread's own (an event
+/// loop's), opened on its first question and kept: each question carries its own sequence number,
+/// and an answer to an earlier one that came after its timeout is read past. The kernel answers
+/// any user: no capability is needed. A peer on another machine, or in another network
+/// namespace, has no such socket here: its owner is `nil`.
 package enum SocketOwner {
     /// The owner's uid and the socket's inode (which `/proc/PID/fd` links name).
     package struct Owner: Sendable, Equatable {
@@ -33,22 +35,80 @@ package enum SocketOwner {
     /// The owner of the socket at `remote`, connected to `local` (the accepted socket's own
     /// addresses), or `nil` when the kernel knows of none here.
     package static func of(remote: SocketAddress, local: SocketAddress) -> Owner? {
-        guard let query = Self.query(remote: remote, local: local) else { return nil }
-        let descriptor = socket(
-            Self.netlinkFamily,
-            Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
-            Self.sockDiag
-        )
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let sent = query.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
-        guard sent == query.count else { return nil }
-        var answer = [UInt8](repeating: 0, count: 4096)
-        let count = answer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return nil }
-        return Self.parse(answer[..<count], asked: query)
+        guard var query = Self.query(remote: remote, local: local), let netlink = Netlink.ofThisThread() else {
+            return nil
+        }
+        netlink.sequence = netlink.sequence == UInt32.max ? 1 : netlink.sequence + 1
+        withUnsafeBytes(of: netlink.sequence.littleEndian) { query.replaceSubrange(8..<12, with: $0) }
+        let sent = query.withUnsafeBytes { send(netlink.descriptor, $0.baseAddress, $0.count, 0) }
+        guard sent == query.count else {
+            netlink.reset()
+            return nil
+        }
+        // A late answer to an earlier question is read past; at most a few.
+        for _ in 0..<4 {
+            let count = netlink.answer.withUnsafeMutableBytes { recv(netlink.descriptor, $0.baseAddress, $0.count, 0) }
+            guard count >= 16 else {
+                // A timeout: the answer may still come; the next question reads past it.
+                return nil
+            }
+            guard Self.uint32(netlink.answer, at: 8) == netlink.sequence else { continue }
+            return Self.parse(netlink.answer[..<count], asked: query)
+        }
+        return nil
+    }
+
+    /// The thread's netlink socket, kept for its life.
+    final class Netlink {
+        private(set) var descriptor: Int32
+        var sequence: UInt32 = 0
+        var answer = [UInt8](repeating: 0, count: 1024)
+
+        private init?() {
+            self.descriptor = Self.open()
+            guard self.descriptor >= 0 else { return nil }
+        }
+
+        deinit { if self.descriptor >= 0 { close(self.descriptor) } }
+
+        private static func open() -> Int32 {
+            let descriptor = socket(
+                SocketOwner.netlinkFamily,
+                Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                SocketOwner.sockDiag
+            )
+            guard descriptor >= 0 else { return -1 }
+            var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            return descriptor
+        }
+
+        /// A socket that failed to send is opened anew for the next question.
+        func reset() {
+            if self.descriptor >= 0 { close(self.descriptor) }
+            self.descriptor = Self.open()
+        }
+
+        private static let key: pthread_key_t = {
+            var key = pthread_key_t()
+            pthread_key_create(&key) { pointer in
+                guard let pointer else { return }
+                Unmanaged<Netlink>.fromOpaque(pointer).release()
+            }
+            return key
+        }()
+
+        /// This thread's, opened on first use.
+        static func ofThisThread() -> Netlink? {
+            if let pointer = pthread_getspecific(Self.key) {
+                let netlink = Unmanaged<Netlink>.fromOpaque(pointer).takeUnretainedValue()
+                if netlink.descriptor < 0 { netlink.reset() }
+                return netlink.descriptor >= 0 ? netlink : nil
+            }
+            guard let netlink = Netlink() else { return nil }
+            pthread_setspecific(Self.key, Unmanaged.passRetained(netlink).toOpaque())
+            return netlink
+        }
     }
 
     /// `nlmsghdr` and `inet_diag_req_v2` for the socket from `remote` to `local`; `nil` for an

@@ -35,11 +35,23 @@ package struct InFlightMark: Sendable, Equatable {
     package var age: TimeInterval
     /// Whether that host still has a connection to the database: a host that died has none.
     package var hostConnected: Bool
+    /// Whether the database restarted, or this host lost it, since the mark: then a host without
+    /// a connection now may only not have reconnected yet, with the answer in hand.
+    package var databaseDisrupted: Bool
 
-    package init(host: String, age: TimeInterval, hostConnected: Bool) {
+    package init(host: String, age: TimeInterval, hostConnected: Bool, databaseDisrupted: Bool = false) {
         self.host = host
         self.age = age
         self.hostConnected = hostConnected
+        self.databaseDisrupted = databaseDisrupted
+    }
+
+    /// Whether the marking host's refresh may still be in flight, so that sending the same
+    /// refresh token now could be its reuse: younger than `limit`, and its host connected, or
+    /// not connected only because the database went away meanwhile. A host that lost its own
+    /// connection while the database stayed up died: its refresh is repeated at once.
+    package func mayStillBeInFlight(limit: TimeInterval) -> Bool {
+        self.age < limit && (self.hostConnected || self.databaseDisrupted)
     }
 }
 

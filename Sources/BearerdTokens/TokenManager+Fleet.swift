@@ -70,13 +70,15 @@ extension TokenManager {
         // The version the row has now, as far as this host knows: the compare-and-set of each
         // write below.
         var expected = row.version
-        if let mark = row.inFlight, mark.host != self.fleetHost, mark.age < self.policy.inFlightLimit.seconds {
+        if let mark = row.inFlight, mark.host != self.fleetHost,
+            mark.mayStillBeInFlight(limit: self.policy.inFlightLimit.seconds)
+        {
             // Another host marked a refresh in flight, and its request may not have ended yet:
             // holding the lock proves only that its lock is gone (a timeout of the server's, a
-            // connection lost). Whether that host is connected now does not tell either: after a
-            // PostgreSQL restart it reconnects late, with the answer in hand. Its answer comes
-            // into the row; sending the same refresh token before the in-flight limit would be
-            // the reuse the lock exists to prevent. Meanwhile the row's token serves while it is
+            // connection lost). A host not connected now may only be late to reconnect, after a
+            // PostgreSQL restart or a failover, with the answer in hand. Its answer comes into
+            // the row; sending the same refresh token before the in-flight limit would be the
+            // reuse the lock exists to prevent. Meanwhile the row's token serves while it is
             // valid: a host that had not read the row yet takes it.
             var keep: Session?? = nil
             if row.version != self.fleetVersion {

@@ -148,4 +148,35 @@ struct SocketOwnerParseTests {
         }
         #expect(SocketOwner.parse(answer[...], asked: query)?.uid == 1000)
     }
+
+    /// The netlink socket is the thread's own and kept: two thousand questions on one thread
+    /// ask on one socket, and each answer is to its own question (a stranger's address, asked in
+    /// between, gets none).
+    @Test func aThreadAsksOnOneNetlinkSocketAndEachAnswerIsItsOwn() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { Task { try? await group.shutdownGracefully() } }
+        let server = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let client = try await ClientBootstrap(group: group).connect(to: server.localAddress!).get()
+        let remote = try #require(client.localAddress)
+        let local = try #require(client.remoteAddress)
+        let stranger = try SocketAddress(ipAddress: "127.0.0.1", port: 9)
+        // On one thread, as an event loop asks.
+        let (same, answers, strangers) = try await group.next().submit {
+            _ = SocketOwner.of(remote: remote, local: local)
+            let first = SocketOwner.Netlink.ofThisThread().map(ObjectIdentifier.init)
+            var answers = 0
+            var strangers = 0
+            for _ in 0..<1000 {
+                if SocketOwner.of(remote: remote, local: local)?.uid == getuid() { answers += 1 }
+                if SocketOwner.of(remote: stranger, local: local) != nil { strangers += 1 }
+            }
+            let last = SocketOwner.Netlink.ofThisThread().map(ObjectIdentifier.init)
+            return (first != nil && first == last, answers, strangers)
+        }.get()
+        #expect(same, "the thread's netlink socket was not kept")
+        #expect(answers == 1000)
+        #expect(strangers == 0)
+        try await client.close()
+        try await server.close()
+    }
 }
