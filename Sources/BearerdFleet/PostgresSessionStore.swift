@@ -107,7 +107,8 @@ package final class PostgresSessionStore: SharedSessionStore {
                   extract(epoch FROM clock_timestamp() - refresh_started_at)::float8,
                   EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.usename = current_user AND a.pid <> pg_backend_pid()
                     AND a.application_name = 'bearerd ' || left(s.refresh_started_by, 55)),
-                  extract(epoch FROM clock_timestamp() - pg_postmaster_start_time())::float8
+                  NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.usename = current_user
+                    AND a.backend_start < s.refresh_started_at)
                 FROM \(unescaped: self.table) s WHERE profile = \(self.profile)
                 """,
                 logger: self.logger
@@ -115,13 +116,13 @@ package final class PostgresSessionStore: SharedSessionStore {
         } catch {
             throw self.lost(error)
         }
-        typealias Row = (Int64, ByteBuffer?, String?, Date?, Int32, String?, Double?, Bool, Double)
+        typealias Row = (Int64, ByteBuffer?, String?, Date?, Int32, String?, Double?, Bool, Bool)
         // Every row is read, to the statement's end: an error after the first row still counts.
         var found: Row?
         for try await row in rows.decode(Row.self) where found == nil {
             found = row
         }
-        guard let (version, sealed, writtenBy, writtenAt, schema, markedBy, markAge, markerConnected, serverUp) = found
+        guard let (version, sealed, writtenBy, writtenAt, schema, markedBy, markAge, markerConnected, allNewer) = found
         else {
             return SharedSession(version: 0, tokens: nil)
         }
@@ -133,15 +134,18 @@ package final class PostgresSessionStore: SharedSessionStore {
             )
         }
         let mark = markedBy.map { host in
-            let age = markAge ?? 0
-            // The database restarted after the mark, or this host lost it since then.
-            let restarted = serverUp < age
+            // A row may hold any time ('infinity' is a timestamptz): an age that is no age is an
+            // old mark, never one waited for without end.
+            let age = markAge.map { $0.isFinite && $0 >= 0 ? min($0, 1e9) : 1e9 } ?? 0
+            // Every session of bearerd's role is younger than the mark (a restart, a crash
+            // restart or a failover came since: all reconnected), or this host lost the database
+            // since: the marking host may only not have reconnected yet.
             let lost = self.lostAt.withLock { $0 }.map { ContinuousClock.now - $0 < .seconds(age + 1) } ?? false
             return InFlightMark(
                 host: host,
                 age: age,
                 hostConnected: markerConnected,
-                databaseDisrupted: restarted || lost
+                databaseDisrupted: allNewer || lost
             )
         }
         return SharedSession(

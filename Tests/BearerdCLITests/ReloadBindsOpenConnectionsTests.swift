@@ -5,6 +5,10 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Once `bearerd reload` says the new config is live, no request is forwarded under the old one,
 /// on connections opened before it too: a held keep-alive connection is closed, so the request
 /// sent on it next reaches neither the old upstream nor anything under the old lists, and a
@@ -143,6 +147,59 @@ struct ReloadBindsOpenConnectionsTests {
             #expect(next == nil || next?.status == 403, "\(String(describing: next?.status))")
         }
         #expect(upstream.requests.map(\.head.uri) == ["/slow"])
+        await upstream.stop()
+    }
+
+    /// A WebSocket spliced before the reload: once the new lists no longer admit its caller, it
+    /// is closed too (a spliced connection carries bytes, not requests, so nothing else would).
+    @Test func aSplicedUpgradeOfACallerNoLongerAdmittedIsClosed() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        // RFC 6455 §1.3's sample key and its accept value.
+        let upstream = try await ScriptedUpstream(
+            group: group,
+            response:
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+        )
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("reload-token-4711\n", to: "token")
+        let path = try directory.write(
+            Self.config(upstream: upstream.port, directory: directory, token: token),
+            to: "b.yaml"
+        )
+        let bearerd = try BearerdProcess(["serve", "-c", path])
+        try await bearerd.waitUntilReady()
+        let port = try #require(bearerd.proxyPort)
+
+        let socket = LoopbackSocket.silentConnection(to: port)
+        defer { close(socket) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let handshake =
+            "GET /chat HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        _ = handshake.withCString { send(socket, $0, strlen($0), 0) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(socket, &buffer, buffer.count, 0)
+        let answer = String(decoding: buffer[..<max(count, 0)], as: UTF8.self)
+        try #require(answer.hasPrefix("HTTP/1.1 101 "), "\(answer)")
+
+        _ = try directory.write(
+            Self.config(
+                upstream: upstream.port,
+                directory: directory,
+                token: token,
+                extra: "socket_allow_uids: [12345]\n"
+            ),
+            to: "b.yaml"
+        )
+        let reload = try await BearerdProcess.run(["reload", "-c", path])
+        #expect(reload.status == 0, "\(reload.stderr)")
+        // The spliced connection ends: a read returns end of file (or a reset), not a timeout.
+        let after = recv(socket, &buffer, buffer.count, 0)
+        #expect(
+            after == 0 || (after < 0 && errno == ECONNRESET),
+            "read \(after) bytes (errno \(errno)) after the reload"
+        )
         await upstream.stop()
     }
 }

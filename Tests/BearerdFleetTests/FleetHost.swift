@@ -79,6 +79,12 @@ struct FleetHost: Sendable {
         await self.pool.value
     }
 
+    /// Reads the row under the lock, changing nothing: the host then has connections to the
+    /// database, as a running host does.
+    func connect() async throws {
+        _ = try await self.store.withRefreshLock { row, _ in row.version }
+    }
+
     /// Writes `session` into the fleet's row as a new version, as a host that refreshed would.
     func seed(_ session: StoredSession) async throws {
         _ = try await self.store.withRefreshLock { row, lease in

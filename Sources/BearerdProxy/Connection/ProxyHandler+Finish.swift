@@ -158,10 +158,15 @@ extension ProxyHandler {
             // A reload: nothing more is forwarded under the settings this connection began with.
             // Idle, with nothing of a next request read, it is simply served with the new ones.
             if case .idle(_, nil) = self.state, self.inbound.readableBytes == 0,
-                let successor = retire.successor(self.viaTCP, context.eventLoop)
+                let successor = retire.successor(self.viaTCP, self.caller, context.eventLoop)
             {
                 self.handOver(to: successor, context: context)
                 return
+            }
+            // Bytes of a next request already here (a pipelined one, parsed outside a read):
+            // its head is arriving, so it is let end, then refused, not cut off.
+            if self.inbound.readableBytes > 0, let deadline = self.machine.headBytesWaiting(now: self.now) {
+                self.arm(deadline)
             }
             action = self.machine.retire()
         } else if event is ChannelShouldQuiesceEvent {

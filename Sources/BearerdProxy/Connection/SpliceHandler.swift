@@ -117,6 +117,12 @@ final class SpliceHandler: ChannelDuplexHandler {
             context.close(promise: nil)
             return
         }
+        // A reload whose lists could not judge this caller now: an upgraded connection has no
+        // request boundary to retire at, so it closes (one the lists admit stays).
+        if let retire = event as? ProxyRetireEvent, !retire.admitted {
+            context.close(promise: nil)
+            return
+        }
         context.fireUserInboundEventTriggered(event)
     }
 

@@ -111,7 +111,10 @@ extension ProxyListeners {
                             var adopted = connection
                             adopted.caller = caller
                             next.adopt(adopted)
-                            let successor: @Sendable (Bool, any EventLoop) -> ProxyHandler? = { viaTCP, loop in
+                            let successor: @Sendable (Bool, ConnectionCaller?, any EventLoop) -> ProxyHandler? = {
+                                viaTCP,
+                                existing,
+                                loop in
                                 guard verdict == .admitted, let pool = next.pools[ObjectIdentifier(loop)] else {
                                     return nil
                                 }
@@ -124,17 +127,20 @@ extension ProxyListeners {
                                     metrics: metrics,
                                     logger: logger,
                                     failures: failures,
-                                    caller: caller.map {
-                                        ConnectionCaller(
-                                            $0,
-                                            metrics: metrics,
-                                            readExecutable: next.settings.accessLog,
-                                            now: loop.now
-                                        )
-                                    }
+                                    caller: existing
+                                        ?? caller.map {
+                                            ConnectionCaller(
+                                                $0,
+                                                metrics: metrics,
+                                                readExecutable: next.settings.accessLog,
+                                                now: loop.now
+                                            )
+                                        }
                                 )
                             }
-                            channel.pipeline.fireUserInboundEventTriggered(ProxyRetireEvent(successor: successor))
+                            channel.pipeline.fireUserInboundEventTriggered(
+                                ProxyRetireEvent(admitted: verdict == .admitted, successor: successor)
+                            )
                         } else {
                             metrics.callerRefused()
                             CallerRefusals.log(

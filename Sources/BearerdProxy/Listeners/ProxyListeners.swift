@@ -15,8 +15,11 @@ import NIOPosix
 /// the client sees nothing); a busy one closes after the exchange in flight, and a request not
 /// yet forwarded gets a 503 to send again.
 struct ProxyRetireEvent: Sendable {
-    /// The handler that serves the connection under the new settings, on its event loop.
-    let successor: @Sendable (_ viaTCP: Bool, _ loop: any EventLoop) -> ProxyHandler?
+    /// Whether the new lists admit the caller for sure (otherwise it could not be named now).
+    let admitted: Bool
+    /// The handler that serves the connection under the new settings, on its event loop; it
+    /// keeps the caller `existing` names (its program as read at the accept), when there is one.
+    let successor: @Sendable (_ viaTCP: Bool, _ existing: ConnectionCaller?, _ loop: any EventLoop) -> ProxyHandler?
 }
 
 /// The bound listening sockets of a running proxy, what new connections are served with, and
