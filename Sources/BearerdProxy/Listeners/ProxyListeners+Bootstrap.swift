@@ -107,31 +107,18 @@ extension ProxyListeners {
                 return self.serve(channel, caller: caller, asked: asked)
             }
             return channel.eventLoop.makeCompletedFuture {
-                guard let pool = generation.pools[ObjectIdentifier(channel.eventLoop)] else {
-                    throw ProxyError.setup("no upstream pool for this event loop")
-                }
-                // One handler: it parses the request bytes itself (RequestParser) and writes the
-                // bytes that go out (HeaderRewriter, WireFormat, ProxyFailure).
-                try channel.pipeline.syncOperations.addHandler(
-                    ProxyHandler(
-                        settings: settings,
-                        retryBudget: generation.retryBudget,
+                guard
+                    let handler = generation.handler(
                         viaTCP: self.viaTCP,
-                        pool: pool,
+                        caller: caller,
+                        on: channel.eventLoop,
                         tokens: self.tokens,
                         metrics: self.metrics,
                         logger: self.logger,
-                        failures: self.failures,
-                        caller: caller.map {
-                            ConnectionCaller(
-                                $0,
-                                metrics: self.metrics,
-                                readExecutable: settings.accessLog,
-                                now: channel.eventLoop.now
-                            )
-                        }
+                        failures: self.failures
                     )
-                )
+                else { throw ProxyError.setup("no upstream pool for this event loop") }
+                try channel.pipeline.syncOperations.addHandler(handler)
             }
         }
     }

@@ -61,6 +61,38 @@ extension ProxyListeners {
             return true
         }
 
+        /// The handler that serves a connection with this generation's settings on `loop` (`nil`:
+        /// the loop has no pool). One handler: it parses the request bytes itself (RequestParser)
+        /// and writes the bytes that go out (HeaderRewriter, WireFormat, ProxyFailure). `existing`:
+        /// the caller as named when the connection was accepted (its program read then), kept
+        /// across a reload; otherwise `caller` is named now.
+        func handler(
+            viaTCP: Bool,
+            caller: Caller?,
+            existing: ConnectionCaller? = nil,
+            on loop: any EventLoop,
+            tokens: any TokenProvider,
+            metrics: ProxyMetrics,
+            logger: Logger,
+            failures: ThrottledLogger
+        ) -> ProxyHandler? {
+            guard let pool = self.pools[ObjectIdentifier(loop)] else { return nil }
+            return ProxyHandler(
+                settings: self.settings,
+                retryBudget: self.retryBudget,
+                viaTCP: viaTCP,
+                pool: pool,
+                tokens: tokens,
+                metrics: metrics,
+                logger: logger,
+                failures: failures,
+                caller: existing
+                    ?? caller.map {
+                        ConnectionCaller($0, metrics: metrics, readExecutable: self.settings.accessLog, now: loop.now)
+                    }
+            )
+        }
+
         /// Takes over a connection a retired generation served and the reload let stay (busy, or
         /// spliced): the next reload checks it again.
         func adopt(_ connection: Connection) {
@@ -115,27 +147,16 @@ extension ProxyListeners {
                                 viaTCP,
                                 existing,
                                 loop in
-                                guard verdict == .admitted, let pool = next.pools[ObjectIdentifier(loop)] else {
-                                    return nil
-                                }
-                                return ProxyHandler(
-                                    settings: next.settings,
-                                    retryBudget: next.retryBudget,
+                                guard verdict == .admitted else { return nil }
+                                return next.handler(
                                     viaTCP: viaTCP,
-                                    pool: pool,
+                                    caller: caller,
+                                    existing: existing,
+                                    on: loop,
                                     tokens: tokens,
                                     metrics: metrics,
                                     logger: logger,
-                                    failures: failures,
-                                    caller: existing
-                                        ?? caller.map {
-                                            ConnectionCaller(
-                                                $0,
-                                                metrics: metrics,
-                                                readExecutable: next.settings.accessLog,
-                                                now: loop.now
-                                            )
-                                        }
+                                    failures: failures
                                 )
                             }
                             channel.pipeline.fireUserInboundEventTriggered(
