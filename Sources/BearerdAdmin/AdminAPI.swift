@@ -74,10 +74,11 @@ package struct AdminAPI: Sendable {
         case (.GET, "/v1/status"): return .init(status: .ok, body: AdminMessages.encode(await self.status()))
         case (.GET, "/v1/token"): return await self.token()
         case (.POST, "/v1/login"): return await self.login(body)
+        case (.POST, "/v1/login/authorize"): return await self.authorize(body)
         case (.POST, "/v1/logout"): return await self.logout()
         case (.POST, "/v1/reload"): return await self.reloadConfig()
         case (_, "/v1/status"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"), (_, "/v1/login/device"),
-            (_, "/v1/reload"):
+            (_, "/v1/login/authorize"), (_, "/v1/reload"):
             return Self.failure(
                 .methodNotAllowed,
                 "method_not_allowed",
@@ -87,7 +88,7 @@ package struct AdminAPI: Sendable {
             return Self.failure(
                 .notFound,
                 "not_found",
-                "no such admin route: use /v1/status, /v1/token, /v1/login, /v1/login/device, /v1/logout or /v1/reload"
+                "no such admin route: use /v1/status, /v1/token, /v1/login, /v1/login/authorize, /v1/login/device, /v1/logout or /v1/reload"
             )
         }
     }
@@ -173,6 +174,13 @@ package struct AdminAPI: Sendable {
                     return Self.failure(.badRequest, "bad_request", "an import needs refresh_token")
                 }
                 try await manager.logIn(refreshToken: Secret(token))
+            case .authorizationCode:
+                guard let code = login.code, !code.isEmpty, let state = login.state, !state.isEmpty,
+                    code.utf8.count <= 4096, state.utf8.count <= 512, (login.issuer?.utf8.count ?? 0) <= 2048
+                else {
+                    return Self.failure(.badRequest, "bad_request", "a browser login needs code and state")
+                }
+                try await manager.logIn(authorizationCode: Secret(code), state: state, issuer: login.issuer)
             }
         } catch {
             self.logger.warning(
@@ -183,6 +191,29 @@ package struct AdminAPI: Sendable {
         }
         self.logger.notice("logged in", metadata: ["method": "\(login.method.rawValue)"])
         return .init(status: .ok, body: AdminMessages.encode(await manager.status()))
+    }
+
+    /// `POST /v1/login/authorize`: begins a browser login; the answer is the URL to open.
+    private func authorize(_ body: Data) async -> Response {
+        guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
+        guard let request = try? JSONDecoder().decode(AdminMessages.Authorize.self, from: body) else {
+            return Self.failure(
+                .badRequest,
+                "bad_request",
+                "the body must be {\"redirect_uri\":\"http://127.0.0.1:PORT/callback\"}"
+            )
+        }
+        do {
+            let prompt = try await manager.beginAuthorization(redirectURI: request.redirectURI)
+            return .init(status: .ok, body: AdminMessages.encode(prompt))
+        } catch {
+            // A config without a browser login (another way may be used) or an issuer that
+            // did not answer (try again).
+            if (error.underlying as? TokenEngineError)?.code == .source {
+                return Self.failure(.unprocessableEntity, "no_browser_login", error.message)
+            }
+            return Self.failure(.serviceUnavailable, "login_failed", error.message)
+        }
     }
 
     private func logout() async -> Response {

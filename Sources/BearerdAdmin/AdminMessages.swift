@@ -3,29 +3,58 @@ import Foundation
 
 /// The bodies the admin socket reads and writes: JSON, shared by the daemon and the CLI.
 package enum AdminMessages {
-    /// `POST /v1/login`: a password login (or a JSON API's sign-in), or an imported refresh
-    /// token.
+    /// `POST /v1/login`: a password login (or a JSON API's sign-in), an imported refresh
+    /// token, or the end of a browser login (the redirect's code, state and iss).
     package struct Login: Codable, Sendable {
         package var method: Method
         package var username: String?
         package var password: String?
         package var refreshToken: String?
+        package var code: String?
+        package var state: String?
+        package var issuer: String?
 
         package enum Method: String, Codable, Sendable {
             case password
             case refreshToken = "refresh_token"
+            case authorizationCode = "authorization_code"
         }
 
-        package init(method: Method, username: String? = nil, password: String? = nil, refreshToken: String? = nil) {
+        package init(
+            method: Method,
+            username: String? = nil,
+            password: String? = nil,
+            refreshToken: String? = nil,
+            code: String? = nil,
+            state: String? = nil,
+            issuer: String? = nil
+        ) {
             self.method = method
             self.username = username
             self.password = password
             self.refreshToken = refreshToken
+            self.code = code
+            self.state = state
+            self.issuer = issuer
         }
 
         enum CodingKeys: String, CodingKey {
-            case method, username, password
+            case method, username, password, code, state
             case refreshToken = "refresh_token"
+            case issuer = "iss"
+        }
+    }
+
+    /// `POST /v1/login/authorize`: begin a browser login whose redirect comes to `redirect_uri`.
+    package struct Authorize: Codable, Sendable {
+        package var redirectURI: String
+
+        package init(redirectURI: String) {
+            self.redirectURI = redirectURI
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case redirectURI = "redirect_uri"
         }
     }
 

@@ -5,19 +5,24 @@ import Foundation
 import NIOHTTP1
 import Synchronization
 
-/// `bearerd login`: a password (or a JSON API's sign-in), an imported refresh token, or the
-/// device grant; through the running daemon.
+/// `bearerd login`: in a browser (the authorization code grant with PKCE), a password (or a JSON
+/// API's sign-in), an imported refresh token, or the device grant; through the running daemon.
 struct LoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
         abstract: "Log in, so that bearerd has a session to keep fresh.",
         discussion: """
-            By default asks for a user name and a password (the password without echo) and \
-            sends them once to the token endpoint (the password grant, or auth.json.login_url). \
-            --device uses the OAuth 2.0 device grant (RFC 8628) for headless hosts: it prints a \
-            URL and a code to enter in a browser anywhere. --refresh-token-stdin imports a \
-            refresh token obtained elsewhere. The login goes through the running daemon; with no \
-            daemon, it is written to the store directly.
+            By default logs in in a browser when the token server has an authorization endpoint \
+            (auth.authorization_url, or auth.issuer's metadata): the authorization code grant \
+            with PKCE (RFC 7636), the browser coming back to a port on 127.0.0.1 (RFC 8252). \
+            --no-browser prints the URL instead, for a host without one: open it anywhere and \
+            paste back the address the browser ends on, or forward the port. Otherwise, or \
+            with --username or --password-stdin, asks for a user name and a password (the \
+            password without echo) and sends them once to the token endpoint (the password \
+            grant, or auth.json.login_url). --device uses the OAuth 2.0 device grant (RFC 8628): \
+            it prints a URL and a code to enter in a browser anywhere. --refresh-token-stdin \
+            imports a refresh token obtained elsewhere. The login goes through the running \
+            daemon; with no daemon, it is written to the store directly.
             """
     )
 
@@ -27,18 +32,44 @@ struct LoginCommand: AsyncParsableCommand {
     @Flag(help: "Read a refresh token from the first line of standard input and import it.")
     var refreshTokenStdin = false
     @Flag(help: "Log in with the device grant (RFC 8628): approve in a browser elsewhere.") var device = false
+    @Flag(help: "Log in in a browser (the default when the token server offers it).") var browser = false
+    @Flag(help: "Log in in a browser elsewhere: print the URL, and paste back where it ends.") var noBrowser = false
 
     func validate() throws {
-        if [self.passwordStdin || self.username != nil, self.refreshTokenStdin, self.device].filter({ $0 }).count > 1 {
-            throw ValidationError("choose one of a password login, --refresh-token-stdin and --device")
+        let ways = [
+            self.passwordStdin || self.username != nil, self.refreshTokenStdin, self.device,
+            self.browser || self.noBrowser,
+        ]
+        if ways.filter({ $0 }).count > 1 {
+            throw ValidationError(
+                "choose one of a browser login, a password login, --refresh-token-stdin and --device"
+            )
         }
+        if self.browser && self.noBrowser { throw ValidationError("choose --browser or --no-browser") }
     }
 
     func run() async throws {
-        try await SessionCommand.run(self.options) { channel in
+        try await SessionCommand.run(self.options) { channel, configuration in
             if self.device {
                 try await Self.device(channel)
                 return
+            }
+            let passwordAsked = self.passwordStdin || self.username != nil
+            if !passwordAsked && !self.refreshTokenStdin {
+                let login = BrowserLogin(
+                    channel: channel,
+                    configuration: configuration,
+                    mode: self.noBrowser ? .printOnly : .openBrowser,
+                    environment: ProcessInfo.processInfo.environment
+                )
+                do {
+                    let status = try await login.run()
+                    print("logged in" + Self.summary(status))
+                    return
+                } catch let unavailable as BrowserLogin.Unavailable {
+                    // Asked for by name: say why not. Otherwise a password login is the other way.
+                    if self.browser || self.noBrowser { throw CommandError(unavailable.message) }
+                }
             }
             let login: AdminMessages.Login
             if self.refreshTokenStdin {
@@ -82,7 +113,7 @@ struct LoginCommand: AsyncParsableCommand {
         }
     }
 
-    private static func summary(_ status: TokenStatus) -> String {
+    static func summary(_ status: TokenStatus) -> String {
         var parts: [String] = []
         if let subject = status.subject { parts.append("as \(PrintableText.of(subject))") }
         if let expiresAt = status.expiresAt {

@@ -16,7 +16,7 @@ import Glibc
 /// Picks how a CLI verb reaches the engine: the daemon when one answers on `admin.socket`,
 /// otherwise the store directly, under the same lock a daemon takes.
 enum SessionAccess {
-    static func open(_ options: ConfigOption) async throws -> any AdminChannel {
+    static func open(_ options: ConfigOption) async throws -> (any AdminChannel, BearerdConfiguration) {
         let logger = Self.quietLogger
         let prepared: Prepared
         switch Startup.prepare(configPath: options.path, logger: logger, environment: options.environment) {
@@ -25,9 +25,9 @@ enum SessionAccess {
         }
         let configuration = prepared.configuration
         if let daemon = try Self.daemon(socket: configuration.admin.socket, storePath: configuration.store.path) {
-            return daemon
+            return (daemon, configuration)
         }
-        return try await Self.inProcess(prepared, logger: logger)
+        return (try await Self.inProcess(prepared, logger: logger), configuration)
     }
 
     /// Errors only: what a verb did or why it failed is its own output.

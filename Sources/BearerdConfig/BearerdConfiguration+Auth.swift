@@ -146,6 +146,12 @@ extension BearerdConfiguration {
             self.maxRefreshesPerMinute = max(1, builder.count(Keys.Engine.maxRefreshesPerMinute))
         }
 
+        /// The OAuth 2.0 client, when that is the source.
+        package var oauth2: OAuth2? {
+            if case .oauth2(let client) = self.source { return client }
+            return nil
+        }
+
         /// The static token file, when that is the source.
         package var staticTokenFile: String? {
             if case .staticFile(let path) = self.source { return path }
@@ -210,6 +216,9 @@ extension ConfigKeys {
                 .key(clientAssertionFile),
                 .key(scopes), .key(extraParams), .key(clientCredentials), .key(revocationURL),
                 .key(deviceAuthorizationURL), .key(refreshTokenFile),
+                .heading("Logging in with a browser (the authorization code grant with PKCE)"),
+                .key(Authorization.url), .key(Authorization.redirectPort), .key(Authorization.timeout),
+                .key(Authorization.resource), .key(Authorization.parameters),
                 .heading("Token exchange (RFC 8693): the platform's token for the API's (off by default)"),
                 .section(TokenExchange.section),
                 .heading("A custom JSON token API (instead of token_url/issuer)"),

@@ -38,6 +38,8 @@ extension BearerdConfiguration.Auth {
         package var deviceAuthorizationURL: String?
         /// `auth.token_exchange.*`: the client's token comes from RFC 8693 token exchange.
         package var tokenExchange: TokenExchange?
+        /// The browser login's keys (`auth.authorization_url`, `auth.resource`, ...).
+        package var authorization = Authorization()
 
         /// Whether the client may get a token of its own: client_credentials or token exchange.
         package var hasClientGrant: Bool { self.clientCredentials || self.tokenExchange != nil }
@@ -125,6 +127,7 @@ extension BearerdConfiguration.Auth {
             self.clientCredentials = builder.bool(Keys.clientCredentials)
             self.revocationURL = revocationURL
             self.deviceAuthorizationURL = deviceURL
+            self.authorization = Authorization(reading: &builder)
             let clientCredentials = self.clientCredentials
             self.tokenExchange = builder.section("token_exchange") {
                 TokenExchange.reading(&$0, clientCredentials: clientCredentials)

@@ -9,6 +9,14 @@ struct ServerMetadata: Sendable, Equatable {
     var deviceAuthorizationEndpoint: String?
     /// The issuer's signing keys (`jwks_uri`), for `auth.verify.jwks_uri: discover`.
     var jwksURI: String?
+    /// Where a browser logs in (`bearerd login`, the authorization code grant).
+    var authorizationEndpoint: String?
+    /// RFC 7591 dynamic client registration.
+    var registrationEndpoint: String?
+    /// RFC 9207: the server names itself in `iss` on every authorization response.
+    var issuesIssInAuthorizationResponses = false
+    /// `code_challenge_methods_supported`; `nil` when the server does not say.
+    var codeChallengeMethods: [String]?
     /// `endpoint name → document URL` for each endpoint found.
     var sources: [String: String] = [:]
 }
@@ -83,7 +91,10 @@ enum Discovery {
             )
         }
         var metadata = ServerMetadata(tokenEndpoint: "")
-        for name in ["token_endpoint", "revocation_endpoint", "device_authorization_endpoint", "jwks_uri"] {
+        for name in [
+            "token_endpoint", "revocation_endpoint", "device_authorization_endpoint", "jwks_uri",
+            "authorization_endpoint", "registration_endpoint",
+        ] {
             guard
                 let (url, endpoint) = documents.lazy.compactMap({ entry in
                     entry.document[name]?.stringValue.map { (entry.url, $0) }
@@ -95,8 +106,18 @@ enum Discovery {
             case "token_endpoint": metadata.tokenEndpoint = endpoint
             case "revocation_endpoint": metadata.revocationEndpoint = endpoint
             case "jwks_uri": metadata.jwksURI = endpoint
+            case "authorization_endpoint": metadata.authorizationEndpoint = endpoint
+            case "registration_endpoint": metadata.registrationEndpoint = endpoint
             default: metadata.deviceAuthorizationEndpoint = endpoint
             }
+        }
+        metadata.issuesIssInAuthorizationResponses = documents.contains { entry in
+            entry.document["authorization_response_iss_parameter_supported"] == .bool(true)
+        }
+        if let methods = documents.lazy.compactMap({ $0.document["code_challenge_methods_supported"]?.arrayValue })
+            .first
+        {
+            metadata.codeChallengeMethods = methods.compactMap(\.stringValue)
         }
         guard !metadata.tokenEndpoint.isEmpty else {
             throw TokenEngineError.source(

@@ -61,4 +61,9 @@ package enum JSONValue: Sendable, Equatable, Decodable {
         if case .string(let value) = self { return value }
         return nil
     }
+
+    package var arrayValue: [JSONValue]? {
+        if case .array(let value) = self { return value }
+        return nil
+    }
 }

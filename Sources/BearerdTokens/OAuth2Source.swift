@@ -141,10 +141,14 @@ package final class OAuth2Source: TokenSource {
     }
 
     /// A form POST to `url` with the client's authentication.
-    private func request(_ url: String, _ grant: [(String, String)], withScope: Bool) async throws -> TokenHTTPRequest {
+    func request(_ url: String, _ grant: [(String, String)], withScope: Bool) async throws -> TokenHTTPRequest {
         var fields = grant
         if withScope, !self.settings.client.scopes.isEmpty {
             fields.append(("scope", self.settings.client.scopes.joined(separator: " ")))
+        }
+        // RFC 8707: where the tokens are for, unless the grant names it (a token exchange).
+        if withScope, !fields.contains(where: { $0.0 == "resource" }) {
+            fields += self.settings.client.authorization.resources.map { ("resource", $0) }
         }
         fields += self.settings.client.extraParameters.map { ($0.name, $0.value) }
         var headers = [
@@ -236,7 +240,7 @@ package final class OAuth2Source: TokenSource {
     }
 
     /// The issuer's metadata, discovered once.
-    private func metadata(_ issuer: String, _ transport: any TokenTransport) async throws -> ServerMetadata {
+    func metadata(_ issuer: String, _ transport: any TokenTransport) async throws -> ServerMetadata {
         if let metadata = self.discovered.withLock({ $0 }) { return metadata }
         let metadata = try await Discovery.metadata(
             issuer: issuer,

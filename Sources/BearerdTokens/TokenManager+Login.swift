@@ -22,16 +22,16 @@ extension TokenManager {
     /// Logs in with the password grant (or a JSON API's sign-in), through the same critical
     /// section as refreshes. A refusal keeps the session in hand.
     package func logIn(username: String, password: Secret) async throws(TokenEngineError) {
-        try await self.logIn(.password(username: username, password: password))
+        try await self.logInWith(.password(username: username, password: password))
     }
 
     /// Logs in with a refresh token from elsewhere (`--refresh-token-stdin`): it is exchanged at
     /// once, so a bad one is refused now and the one stored is the server's fresh answer.
     package func logIn(refreshToken: Secret) async throws(TokenEngineError) {
-        try await self.logIn(.importedRefreshToken(refreshToken))
+        try await self.logInWith(.importedRefreshToken(refreshToken))
     }
 
-    private func logIn(_ grant: Grant) async throws(TokenEngineError) {
+    func logInWith(_ grant: Grant) async throws(TokenEngineError) {
         while case .refreshing(_, let task) = self.state { _ = await task.value }
         guard let task = self.start(grant, previous: self.currentSession, reason: "login") else {
             throw TokenEngineError.login(

@@ -118,11 +118,18 @@ extension TokenManager {
             case .clientCredentials: request = try await source.clientCredentialsRequest(transport: transport)
             case .password(let username, let password):
                 request = try await source.passwordRequest(username: username, password: password, transport: transport)
+            case .authorizationCode(let code, let verifier, let redirectURI):
+                request = try await source.authorizationCodeRequest(
+                    code: code,
+                    verifier: verifier,
+                    redirectURI: redirectURI,
+                    transport: transport
+                )
             }
             let response = try await transport.send(request)
             switch grant {
             // `now` reads an HTTP-date Retry-After: a wall-clock time.
-            case .password:
+            case .password, .authorizationCode:
                 return TokenResponseClassifier.classify(response, now: clock.wallNow, parse: source.parseLogin)
             case .clientCredentials:
                 return TokenResponseClassifier.classify(response, now: clock.wallNow, parse: source.parseClientGrant)
@@ -149,7 +156,7 @@ extension TokenManager {
             if refreshToken == nil {
                 switch grant {
                 case .refreshToken(let old), .importedRefreshToken(let old): refreshToken = old
-                case .clientCredentials, .password: break
+                case .clientCredentials, .password, .authorizationCode: break
                 }
             }
             let kind: Session.Kind = if case .clientCredentials = grant { .client } else { .user }
@@ -301,7 +308,7 @@ extension TokenManager {
                 to: self.fallback(reason: "the token server rejected the session (\(code)): run `bearerd login`")
             )
             return .failed(why)
-        case .password, .importedRefreshToken:
+        case .password, .importedRefreshToken, .authorizationCode:
             let what = grant.refusal(code: code, credentialKeys: self.source.credentialKeys)
             let why = "the token server refused \(what)"
             self.lastOutcome = why

@@ -14,6 +14,10 @@ extension TokenManager.Grant {
             return grantRefused
                 ? "the login (\(code)): check the user name and password"
                 : "the login (\(code)): check \(credentialKeys); then the user name and password"
+        case .authorizationCode:
+            return grantRefused
+                ? "the authorization code (\(code)): it expired, was used already, or the client's redirect URI or PKCE does not match; run `bearerd login` again"
+                : "the authorization code (\(code)): check \(credentialKeys)"
         case .importedRefreshToken, .refreshToken, .clientCredentials:
             return grantRefused
                 ? "this refresh token (\(code)): it is expired, revoked or for another client"

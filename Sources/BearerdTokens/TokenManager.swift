@@ -35,6 +35,8 @@ package actor TokenManager: TokenProvider {
         /// `bearerd login --refresh-token-stdin`: sent like a refresh, judged like a login (a
         /// refusal keeps the session in hand).
         case importedRefreshToken(Secret)
+        /// `bearerd login` in a browser: the code the redirect brought, with its PKCE verifier.
+        case authorizationCode(code: Secret, verifier: Secret, redirectURI: String)
 
         var name: String {
             switch self {
@@ -42,12 +44,13 @@ package actor TokenManager: TokenProvider {
             case .clientCredentials: "client_credentials"
             case .password: "password"
             case .importedRefreshToken: "imported_refresh_token"
+            case .authorizationCode: "authorization_code"
             }
         }
 
         var isLogin: Bool {
             switch self {
-            case .password, .importedRefreshToken: true
+            case .password, .importedRefreshToken, .authorizationCode: true
             case .refreshToken, .clientCredentials: false
             }
         }
@@ -89,6 +92,8 @@ package actor TokenManager: TokenProvider {
     var lastAttemptEnded: Date?
     /// Which paths' 401s may force a refresh (a path that refuses fresh tokens too pauses its own).
     var forcedRefresh = ForcedRefreshGuard()
+    /// Browser logins begun (`bearerd login`), waiting for their code.
+    var authorizations = PendingAuthorizations()
     var skewWarned = false
     var lastOutcome: String?
     var lastRefresh: LastRefresh?

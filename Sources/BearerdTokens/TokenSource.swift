@@ -67,6 +67,29 @@ package protocol TokenSource: Sendable {
 
     /// Polls the token endpoint for a device authorization's tokens.
     func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
+
+    /// Where a browser logs in (`bearerd login`): configured or discovered.
+    /// - Throws: ``TokenEngineError`` `source` when there is none, naming the key to set.
+    func authorizationServer(transport: any TokenTransport) async throws -> AuthorizationServer
+
+    /// The URL the browser opens: RFC 6749 §4.1.1 with RFC 7636's S256 challenge.
+    func authorizationURL(
+        _ server: AuthorizationServer,
+        state: String,
+        challenge: String,
+        redirectURI: String
+    ) -> String
+
+    /// Redeems an authorization code with its PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5).
+    func authorizationCodeRequest(
+        code: Secret,
+        verifier: Secret,
+        redirectURI: String,
+        transport: any TokenTransport
+    ) async throws -> TokenHTTPRequest
+
+    /// How long the daemon keeps a browser login open (`auth.login_timeout`).
+    var authorizationTimeout: Duration { get }
 }
 
 extension TokenSource {
@@ -87,6 +110,31 @@ extension TokenSource {
     package var credentialKeys: String { "auth.client_id, auth.client_secret_file and auth.client_auth" }
 
     package func parseLogin(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
+
+    package func authorizationServer(transport: any TokenTransport) async throws -> AuthorizationServer {
+        throw TokenEngineError.source(
+            "this token source has no browser login (it needs an OAuth 2.0 auth.issuer or auth.authorization_url): log in with a user name and password"
+        )
+    }
+
+    package func authorizationURL(
+        _ server: AuthorizationServer,
+        state: String,
+        challenge: String,
+        redirectURI: String
+    ) -> String { server.endpoint }
+
+    package func authorizationCodeRequest(
+        code: Secret,
+        verifier: Secret,
+        redirectURI: String,
+        transport: any TokenTransport
+    ) async throws -> TokenHTTPRequest {
+        _ = try await self.authorizationServer(transport: transport)
+        throw TokenEngineError.source("this token source has no browser login")
+    }
+
+    package var authorizationTimeout: Duration { .seconds(300) }
 }
 
 /// Where a client token comes from, for `status`: the source, and the platform token it is

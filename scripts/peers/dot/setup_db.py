@@ -11,3 +11,8 @@ for cid, secret, grant in [("pw-client", "pw-secret", A.GRANT_PASSWORD),
         A.objects.create(client_id=cid, client_secret=secret, name=cid, user=alice,
                          client_type=A.CLIENT_CONFIDENTIAL, authorization_grant_type=grant,
                          algorithm=A.RS256_ALGORITHM)
+# The browser login's public client: the authorization code grant, a loopback redirect (any port).
+if not A.objects.filter(client_id="code-client").exists():
+    A.objects.create(client_id="code-client", name="code-client", user=alice, client_type=A.CLIENT_PUBLIC,
+                     authorization_grant_type=A.GRANT_AUTHORIZATION_CODE,
+                     redirect_uris="http://127.0.0.1/callback", algorithm=A.RS256_ALGORITHM)

@@ -8,8 +8,16 @@ MODE = os.environ.get("DOT_MODE", "opaque")  # "opaque" or "jwt" access tokens
 SECRET_KEY = "bearerd-test-peer-only"
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
-INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "oauth2_provider"]
+INSTALLED_APPS = ["django.contrib.auth", "django.contrib.contenttypes", "django.contrib.sessions", "oauth2_provider"]
 MIDDLEWARE = ["dotpeer.slowtoken.SlowTokenMiddleware"] if os.environ.get("DOT_TOKEN_DELAY_MS") or os.environ.get("DOT_TOKEN_MARKS") else []
+# The browser login (authorization code): a session, a login page and the consent page.
+MIDDLEWARE += ["django.contrib.sessions.middleware.SessionMiddleware",
+               "django.contrib.auth.middleware.AuthenticationMiddleware"]
+TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates",
+              "DIRS": [Path(__file__).parent / "templates"], "APP_DIRS": True,
+              "OPTIONS": {"context_processors": ["django.template.context_processors.request"]}}]
+LOGIN_URL = "/accounts/login/"
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 ROOT_URLCONF = "dotpeer.urls"
 USE_TZ = True
 DATABASES = {"default": {
@@ -32,7 +40,16 @@ OAUTH2_PROVIDER = {
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": int(os.environ.get("DOT_GRACE", "0")),
     "SCOPES": {"read": "read", "write": "write"},
     "DEFAULT_SCOPES": ["read", "write"],
-    "PKCE_REQUIRED": False,
+    # The strict server of the browser login: PKCE required with S256 only, redirect URIs matched
+    # exactly (but for a loopback's port, RFC 8252 §7.3), RFC 9207's iss on every response.
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "OIDC_ISS_ENDPOINT": "http://127.0.0.1:%s/o" % os.environ.get("DOT_PORT", "9111"),
+    # RFC 7591, open: a client registers itself (as MCP clients do).
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
 }
 if MODE == "jwt":
     from oauthlib import common

@@ -1,3 +1,4 @@
+from django.contrib.auth.views import LoginView
 from django.http import JsonResponse
 from django.urls import include, path
 from oauth2_provider.views.generic import ProtectedResourceMetadataView
@@ -15,5 +16,6 @@ class Hello(ProtectedResourceMetadataView):
 
 urlpatterns = [
     path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
+    path("accounts/login/", LoginView.as_view()),
     path("api/hello", Hello.as_view()),
 ]
