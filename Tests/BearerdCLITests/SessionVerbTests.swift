@@ -5,6 +5,10 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `login`, `logout`, `status` and `token`, run as the real binary against an in-process OAuth
 /// server: once on the store directly (no daemon), once through a running daemon.
 @Suite("Session verbs", .serialized, .timeLimit(.minutes(2)))

@@ -18,9 +18,21 @@ package final class BearerdProcess: Sendable {
         return testBinary.deletingLastPathComponent().appendingPathComponent("bearerd").path
     }
 
-    /// Starts `bearerd` with `arguments`; `input`, when given, is its standard input.
-    package convenience init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
-        try self.init(program: Self.executable, arguments, environment: environment, input: input)
+    /// Starts `bearerd` with `arguments`; `input`, when given, is its standard input, or
+    /// `inputPipe`, written to as the test goes.
+    package convenience init(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        input: String? = nil,
+        inputPipe: Pipe? = nil
+    ) throws {
+        try self.init(
+            program: Self.executable,
+            arguments,
+            environment: environment,
+            input: input,
+            inputPipe: inputPipe
+        )
     }
 
     /// Starts `program`, which runs `bearerd` in some way of its own (a launcher that passes it
@@ -29,7 +41,8 @@ package final class BearerdProcess: Sendable {
         program: String,
         _ arguments: [String],
         environment: [String: String] = [:],
-        input: String? = nil
+        input: String? = nil,
+        inputPipe: Pipe? = nil
     ) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
@@ -53,7 +66,7 @@ package final class BearerdProcess: Sendable {
         process.standardOutput = stdout
         process.standardError = stderr
         let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
+        process.standardInput = inputPipe ?? (input == nil ? FileHandle.nullDevice : stdin)
         let output = self.output
         self.process = process
         try process.run()

@@ -101,11 +101,17 @@ def main():
         if delivered and path == "/callback":
             note("page: " + " ".join(body.split())[:300])
             if args.twice:
+                note("again: " + urllib.parse.urlsplit(delivered[-1]).netloc)
                 try:
                     again = opener.open(delivered[-1], timeout=30)
                     note("again %s" % again.status)
                 except urllib.error.HTTPError as error:
                     note("again %s" % error.code)
+                except (urllib.error.URLError, ConnectionError):
+                    # Nothing listens any more, or the listener closed as it connected.
+                    note("again refused")
+                except Exception as error:  # noqa: BLE001 - for whoever reads the log
+                    note("again failed: %r" % error)
             return 0
         forms = Forms()
         forms.feed(body)

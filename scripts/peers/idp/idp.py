@@ -57,6 +57,7 @@ from authlib.oauth2.rfc6749 import (ClientMixin, InvalidClientError, InvalidRequ
                                     OAuth2Error, UnauthorizedClientError, grants)
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
 from authlib.oauth2.rfc7523.client import ASSERTION_TYPE
+from authlib.oauth2.rfc7636 import CodeChallenge
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from flask import Flask, g, jsonify, request
@@ -103,7 +104,8 @@ class Client(ClientMixin):
         return scope or ""
 
     def check_redirect_uri(self, redirect_uri):
-        return False
+        # The browser login's client: a loopback /callback on any port (RFC 8252 §7.3).
+        return "authorization_code" in self.grant_types and bool(LOOPBACK_REDIRECT.fullmatch(redirect_uri or ""))
 
     def check_client_secret(self, client_secret):
         return self.secret is not None and secrets.compare_digest(client_secret, self.secret)
@@ -112,7 +114,7 @@ class Client(ClientMixin):
         return method == self.method
 
     def check_response_type(self, response_type):
-        return False
+        return response_type == "code" and "authorization_code" in self.grant_types
 
     def check_grant_type(self, grant_type):
         return grant_type in self.grant_types
@@ -126,7 +128,11 @@ CLIENTS = {
     "exchange-public": Client("exchange-public", "none", grant_types=(TOKEN_EXCHANGE,)),
     "noexchange-client": Client("noexchange-client", "client_secret_basic", "noexchange-pass",
                                 grant_types=("client_credentials",)),
+    # The browser login: public, the authorization code (PKCE optional: this server is lenient).
+    "browser-client": Client("browser-client", "none", grant_types=("authorization_code", "refresh_token")),
 }
+LOOPBACK_REDIRECT = re.compile(r"http://(127\.0\.0\.1|\[::1\]):[0-9]{1,5}/callback")
+codes = {}  # authorization code -> AuthorizationCode
 USERS = {"alice": "alice-pass"}
 access_tokens = {}  # token -> (client_id, user, expires_at)
 refresh_tokens = {}  # token -> (client_id, user, revoked)
@@ -420,8 +426,46 @@ class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
         return None
 
 
+class AuthorizationCode:
+    def __init__(self, code, client_id, redirect_uri, scope, user, challenge, method):
+        self.code, self.client_id, self.redirect_uri, self.scope, self.user = code, client_id, redirect_uri, scope, user
+        self.code_challenge, self.code_challenge_method = challenge, method
+        self.expires_at = time.time() + 60
+
+    def get_redirect_uri(self):
+        return self.redirect_uri
+
+    def get_scope(self):
+        return self.scope
+
+    def is_expired(self):
+        return time.time() > self.expires_at
+
+
+class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = ["none"]
+
+    def save_authorization_code(self, code, req):
+        data = req.payload.data
+        with lock:
+            codes[code] = AuthorizationCode(code, req.client.client_id, req.payload.redirect_uri, req.scope,
+                                            req.user, data.get("code_challenge"), data.get("code_challenge_method"))
+
+    def query_authorization_code(self, code, client):
+        with lock:
+            found = codes.get(code)
+        return found if found and found.client_id == client.client_id and not found.is_expired() else None
+
+    def delete_authorization_code(self, authorization_code):
+        with lock:
+            codes.pop(authorization_code.code, None)
+
+    def authenticate_user(self, authorization_code):
+        return authorization_code.user
+
+
 class RefreshGrant(grants.RefreshTokenGrant):
-    TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic"]
+    TOKEN_ENDPOINT_AUTH_METHODS = ["private_key_jwt", "tls_client_auth", "client_secret_basic", "none"]
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token):
@@ -618,7 +662,8 @@ app = Flask(__name__)
 if JWT_MODE:
     app.config["OAUTH2_ACCESS_TOKEN_GENERATOR"] = jwt_access_token
 app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = True
-app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"password": TTL, "refresh_token": TTL, "client_credentials": TTL, TOKEN_EXCHANGE: TTL}
+app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {"password": TTL, "refresh_token": TTL, "client_credentials": TTL, TOKEN_EXCHANGE: TTL,
+                                      "authorization_code": TTL}
 server = AuthorizationServer(app, query_client=query_client, save_token=save_token)
 server.register_client_auth_method(PrivateKeyJWT.CLIENT_AUTH_METHOD, PrivateKeyJWT())
 server.register_client_auth_method("tls_client_auth", tls_client_auth)
@@ -628,6 +673,7 @@ server.register_grant(PasswordGrant)
 server.register_grant(RefreshGrant)
 server.register_grant(ClientCredentialsGrant)
 server.register_grant(TokenExchangeGrant)
+server.register_grant(AuthorizationCodeGrant, [CodeChallenge(required=False)])
 
 
 DPOP = os.environ.get("IDP_DPOP") == "1"
@@ -819,7 +865,26 @@ def jwks():
 
 @app.get("/.well-known/openid-configuration")
 def discovery():
-    return jsonify(issuer=BASE, token_endpoint=TOKEN_URL, jwks_uri=BASE + "/jwks")
+    return jsonify(issuer=BASE, token_endpoint=TOKEN_URL, jwks_uri=BASE + "/jwks",
+                   authorization_endpoint=BASE + "/oauth/authorize")
+
+
+CONSENT = """<!doctype html><html><body><form method="post" action="">
+<p>Let browser-client act for alice?</p>
+<input type="submit" name="allow" value="Allow"> <input type="submit" name="deny" value="Deny">
+</form></body></html>"""
+
+
+@app.route("/oauth/authorize", methods=["GET", "POST"])
+def authorize():
+    """The browser login's page: alice is always the person; a consent form, then the redirect."""
+    if request.method == "GET":
+        try:
+            server.get_consent_grant(end_user="alice")
+        except OAuth2Error as error:
+            return jsonify(error=error.error, error_description=error.description), 400
+        return CONSENT
+    return server.create_authorization_response(grant_user="alice" if request.form.get("allow") else None)
 
 
 @app.post("/test/forge")
