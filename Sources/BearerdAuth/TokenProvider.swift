@@ -24,11 +24,22 @@ package protocol TokenProvider: Sendable {
     /// answered: 401 (`refused`) or anything else. A path that refuses fresh tokens too is not
     /// the token's fault.
     func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async
+
+    /// The upstream answered 403 asking for more than `token` has (RFC 6750 §3.1
+    /// `insufficient_scope`, RFC 9470) to a request for `path`. The provider records it, and
+    /// returns a token to retry with when it got one that has what was asked (`nil`: pass the
+    /// 403 on).
+    func upstreamAskedForMore(_ challenge: ScopeChallenge, token: BearerToken, path: String) async -> BearerToken?
 }
 
 extension TokenProvider {
     package func secondsUntilNextAttempt() -> Int? { nil }
     package func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async {}
+    package func upstreamAskedForMore(
+        _ challenge: ScopeChallenge,
+        token: BearerToken,
+        path: String
+    ) async -> BearerToken? { nil }
 
     /// ``upstreamRejected(_:path:)`` for a request to `/`.
     package func upstreamRejected(_ token: BearerToken) async -> BearerToken? {

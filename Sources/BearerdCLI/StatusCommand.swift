@@ -76,6 +76,17 @@ enum StatusText {
                 lines.append(("subject expires", Self.time(expiresAt, now: status.now) + who))
             }
         }
+        if let asks = status.apiAsks {
+            var what = [asks.scope.map { "scope \($0)" }, asks.acrValues.map { "acr_values \($0)" }]
+                .compactMap { $0 }
+            if let maxAge = asks.maxAge { what.append("max_age \(maxAge)") }
+            lines.append(
+                (
+                    "api asks",
+                    "\(what.joined(separator: ", ")) (\(asks.error) on \(asks.path), \(Self.time(asks.at, now: status.now))): \(asks.action)"
+                )
+            )
+        }
         lines.append(("failures", "\(status.failuresInARow) in a row"))
         if status.storeBehind {
             lines.append(("store", "the last change is not on disk yet; bearerd retries the write"))

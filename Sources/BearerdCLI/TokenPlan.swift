@@ -47,6 +47,8 @@ enum TokenPlan {
         policy.defaultLifetime = auth.defaultLifetime
         policy.maxRefreshesPerMinute = auth.maxRefreshesPerMinute
         policy.inFlightLimit = auth.requestTimeout * 3 + .seconds(5)
+        policy.scopeStepUp = auth.scopeStepUp.enabled
+        policy.scopeStepUpAllowed = Set(auth.scopeStepUp.allowed)
         return policy
     }
 

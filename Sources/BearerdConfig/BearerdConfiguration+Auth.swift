@@ -51,6 +51,8 @@ extension BearerdConfiguration {
         package var refreshMargin: Duration
         package var defaultLifetime: Duration
         package var maxRefreshesPerMinute: Int
+        /// `auth.scope_step_up*`.
+        package var scopeStepUp: ScopeStepUp
 
         /// Reads and checks every `auth.*` key: which source, its keys, and the engine's.
         init(reading builder: inout ConfigBuilder) {
@@ -144,6 +146,7 @@ extension BearerdConfiguration {
             self.refreshMargin = builder.duration(Keys.Engine.refreshMargin)
             self.defaultLifetime = builder.duration(Keys.Engine.defaultLifetime)
             self.maxRefreshesPerMinute = max(1, builder.count(Keys.Engine.maxRefreshesPerMinute))
+            self.scopeStepUp = ScopeStepUp(reading: &builder, source: source)
         }
 
         /// The OAuth 2.0 client, when that is the source.
@@ -225,6 +228,8 @@ extension ConfigKeys {
                 .section(JSON.section),
                 .heading("A static token (instead of the above)"),
                 .key(staticTokenFile),
+                .heading("More scope when the API asks for it (RFC 6750 §3.1; off by default)"),
+                .key(ScopeStepUp.enabled), .key(ScopeStepUp.allow),
                 .heading("Verified access tokens (off by default)"),
                 .section(Verify.section),
                 .heading("DPoP-bound tokens (off by default)"),

@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import Foundation
+import Synchronization
 
 extension OAuth2Source {
     package var authorizationTimeout: Duration { self.settings.client.authorization.timeout }
@@ -44,7 +45,12 @@ extension OAuth2Source {
             ("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", redirectURI),
             ("state", state), ("code_challenge", challenge), ("code_challenge_method", "S256"),
         ]
-        if !client.scopes.isEmpty { fields.append(("scope", client.scopes.joined(separator: " "))) }
+        let scopes = self.loginScopes
+        if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
+        // RFC 9470 §4: what the API asked of the person's login.
+        let asks = self.loginAsks.withLock { $0 }
+        if !asks.acrValues.isEmpty { fields.append(("acr_values", asks.acrValues.joined(separator: " "))) }
+        if let maxAge = asks.maxAge { fields.append(("max_age", String(maxAge))) }
         fields += client.authorization.resources.map { ("resource", $0) }
         fields += client.authorization.parameters.map { ($0.name, $0.value) }
         let query = String(decoding: FormEncoding.encode(fields), as: UTF8.self)

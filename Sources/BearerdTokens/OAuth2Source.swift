@@ -19,6 +19,8 @@ package final class OAuth2Source: TokenSource {
 
     let settings: Settings
     private let discovered = Mutex<ServerMetadata?>(nil)
+    /// What the next login asks for beyond `auth.scopes` (``askAtLogin(scopes:acrValues:maxAge:)``).
+    let loginAsks = Mutex<(scopes: [String], acrValues: [String], maxAge: Int?)>(([], [], nil))
 
     package init(settings: Settings) {
         self.settings = settings
@@ -56,10 +58,37 @@ package final class OAuth2Source: TokenSource {
     }
 
     package func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
+        try await self.clientCredentialsRequest(transport: transport, addingScopes: [])
+    }
+
+    package func clientCredentialsRequest(
+        transport: any TokenTransport,
+        addingScopes: [String]
+    ) async throws -> TokenHTTPRequest {
+        let scopes = ScopeRequests.union(self.settings.client.scopes, addingScopes)
         guard let exchange = self.settings.client.tokenExchange else {
-            return try await self.request([("grant_type", "client_credentials")], transport)
+            return try await self.request(
+                try await self.tokenURL(transport),
+                [("grant_type", "client_credentials")],
+                withScope: true,
+                scopes: scopes
+            )
         }
-        return try await self.request(try self.exchangeFields(exchange), transport)
+        return try await self.request(
+            try await self.tokenURL(transport),
+            try self.exchangeFields(exchange),
+            withScope: true,
+            scopes: scopes
+        )
+    }
+
+    package func askAtLogin(scopes: [String], acrValues: [String], maxAge: Int?) {
+        self.loginAsks.withLock { $0 = (scopes, acrValues, maxAge) }
+    }
+
+    /// The scopes a login asks for: `auth.scopes` and what the engine added.
+    var loginScopes: [String] {
+        ScopeRequests.union(self.settings.client.scopes, self.loginAsks.withLock { $0.scopes })
     }
 
     package func parseClientGrant(_ body: [UInt8]) throws -> IssuedTokens {
@@ -79,8 +108,10 @@ package final class OAuth2Source: TokenSource {
         -> TokenHTTPRequest
     {
         try await self.request(
+            try await self.tokenURL(transport),
             [("grant_type", "password"), ("username", username), ("password", password.value)],
-            transport
+            withScope: true,
+            scopes: self.loginScopes
         )
     }
 
@@ -120,7 +151,7 @@ package final class OAuth2Source: TokenSource {
                 "the token server names no device authorization endpoint: set auth.device_authorization_url, or log in with a user name and password"
             )
         }
-        return try await self.request(url, [], withScope: true)
+        return try await self.request(url, [], withScope: true, scopes: self.loginScopes)
     }
 
     package func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
@@ -140,11 +171,18 @@ package final class OAuth2Source: TokenSource {
         try await self.request(try await self.tokenURL(transport), grant, withScope: true)
     }
 
-    /// A form POST to `url` with the client's authentication.
-    func request(_ url: String, _ grant: [(String, String)], withScope: Bool) async throws -> TokenHTTPRequest {
+    /// A form POST to `url` with the client's authentication; `scopes`: what to ask for instead
+    /// of `auth.scopes`.
+    func request(
+        _ url: String,
+        _ grant: [(String, String)],
+        withScope: Bool,
+        scopes: [String]? = nil
+    ) async throws -> TokenHTTPRequest {
         var fields = grant
-        if withScope, !self.settings.client.scopes.isEmpty {
-            fields.append(("scope", self.settings.client.scopes.joined(separator: " ")))
+        let scopes = scopes ?? self.settings.client.scopes
+        if withScope, !scopes.isEmpty {
+            fields.append(("scope", scopes.joined(separator: " ")))
         }
         // RFC 8707: where the tokens are for, unless the grant names it (a token exchange).
         if withScope, !fields.contains(where: { $0.0 == "resource" }) {

@@ -26,6 +26,11 @@ package struct RefreshPolicy: Sendable {
     /// A token server clock further off than this corrects JWT `exp` (and warns once).
     package var skewTolerance: Duration = .seconds(5)
 
+    /// `auth.scope_step_up`: a client token gets the scopes the API asks for, when allowed.
+    package var scopeStepUp = false
+    /// `auth.scope_step_up_allow`.
+    package var scopeStepUpAllowed: Set<String> = []
+
     package init() {}
 
     /// When to refresh a token that expires at `expiresAt` and was received at `receivedAt`;

@@ -18,6 +18,7 @@ extension TokenManager {
         } catch {
             throw TokenEngineError.login("cannot start a browser login: \(error)", underlying: error)
         }
+        self.askAtNextLogin()
         let verifier = Secret(PKCE.randomText())
         let state = PKCE.randomText()
         let timeout = self.source.authorizationTimeout

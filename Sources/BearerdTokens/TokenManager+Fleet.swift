@@ -131,7 +131,7 @@ extension TokenManager {
         } else if let refreshToken = previous?.refreshToken {
             chosen = .refreshToken(refreshToken)
         } else if self.source.hasClientGrant {
-            chosen = .clientCredentials
+            chosen = .clientCredentials(adding: [])
         } else if var session = previous, session.access != nil, now < session.expiresAt {
             session.refreshAt = session.expiresAt
             session.usableUntil = session.expiresAt

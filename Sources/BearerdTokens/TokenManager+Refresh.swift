@@ -21,7 +21,7 @@ extension TokenManager {
         if let refreshToken = session?.refreshToken {
             grant = .refreshToken(refreshToken)
         } else if self.source.hasClientGrant {
-            grant = .clientCredentials
+            grant = .clientCredentials(adding: self.scopeRequests.clientAdded)
         } else if var session, session.access != nil, self.clock.now < session.expiresAt {
             // A source that issues no refresh token (auth.json.refresh_token: none): the token
             // serves until it expires, and then a login is needed.
@@ -115,7 +115,8 @@ extension TokenManager {
             switch grant {
             case .refreshToken(let token), .importedRefreshToken(let token):
                 request = try await source.refreshRequest(token, transport: transport)
-            case .clientCredentials: request = try await source.clientCredentialsRequest(transport: transport)
+            case .clientCredentials(let added):
+                request = try await source.clientCredentialsRequest(transport: transport, addingScopes: added)
             case .password(let username, let password):
                 request = try await source.passwordRequest(username: username, password: password, transport: transport)
             case .authorizationCode(let code, let verifier, let redirectURI):
@@ -319,6 +320,21 @@ extension TokenManager {
             )
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
             return .failed(why)
+        case .clientCredentials(let added) where !added.isEmpty && previous?.kind == .client:
+            // The scopes a step-up added were refused (invalid_scope, or the client may not have
+            // them): the token in hand serves on, and they are not asked for a while.
+            self.scopeRequests.refused(added, now: self.clock.now)
+            self.logger.warning(
+                "the token server refused the scope the API asked for; the client token serves on",
+                metadata: ["status": "\(status)", "error": "\(code)", "scope": "\(added.joined(separator: " "))"]
+            )
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token"))
+            return .failed("the token server refused it (\(code))")
         case .clientCredentials:
             // Nothing stored to wipe; back off so a disabled client is not hammered.
             self.consecutiveFailures += 1

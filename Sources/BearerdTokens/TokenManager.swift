@@ -30,7 +30,9 @@ package actor TokenManager: TokenProvider {
 
     enum Grant {
         case refreshToken(Secret)
-        case clientCredentials
+        /// The client's own token; `adding`: scopes beyond `auth.scopes` the API asked for
+        /// (`auth.scope_step_up`).
+        case clientCredentials(adding: [String])
         case password(username: String, password: Secret)
         /// `bearerd login --refresh-token-stdin`: sent like a refresh, judged like a login (a
         /// refusal keeps the session in hand).
@@ -94,6 +96,8 @@ package actor TokenManager: TokenProvider {
     var forcedRefresh = ForcedRefreshGuard()
     /// Browser logins begun (`bearerd login`), waiting for their code.
     var authorizations = PendingAuthorizations()
+    /// What the API asked for beyond the token (403 `insufficient_scope`).
+    var scopeRequests = ScopeRequests()
     var skewWarned = false
     var lastOutcome: String?
     var lastRefresh: LastRefresh?

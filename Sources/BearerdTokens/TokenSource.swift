@@ -14,6 +14,17 @@ package protocol TokenSource: Sendable {
     /// token exchange of the platform's token.
     func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
 
+    /// The client grant, asking for `addingScopes` beyond the configured ones (a step-up).
+    func clientCredentialsRequest(
+        transport: any TokenTransport,
+        addingScopes: [String]
+    ) async throws
+        -> TokenHTTPRequest
+
+    /// Scopes, beyond the configured ones, that the next login asks for (what the API asked for,
+    /// and what the session has): set by the engine before a login.
+    func askAtLogin(scopes: [String], acrValues: [String], maxAge: Int?)
+
     /// The client grant's name, for logs, metrics and `status`: `client_credentials` or
     /// `token_exchange`.
     var clientGrantName: String { get }
@@ -135,6 +146,15 @@ extension TokenSource {
     }
 
     package var authorizationTimeout: Duration { .seconds(300) }
+
+    package func clientCredentialsRequest(
+        transport: any TokenTransport,
+        addingScopes: [String]
+    ) async throws -> TokenHTTPRequest {
+        try await self.clientCredentialsRequest(transport: transport)
+    }
+
+    package func askAtLogin(scopes: [String], acrValues: [String], maxAge: Int?) {}
 }
 
 /// Where a client token comes from, for `status`: the source, and the platform token it is

@@ -34,6 +34,8 @@ package struct TokenStatus: Sendable, Codable, Equatable {
     /// Whether a request would be sent with a token now (the daemon's word); `false` while the
     /// token server fails and the last token has expired: requests get 503.
     package var tokenUsable: Bool?
+    /// What the API last asked for beyond the token (403 `insufficient_scope`, RFC 9470).
+    package var apiAsks: APIAsks?
 
     /// The fleet's row as this host last saw it. A host name, never a token.
     package struct FleetStatus: Sendable, Codable, Equatable {
@@ -80,6 +82,7 @@ package struct TokenStatus: Sendable, Codable, Equatable {
         case state, session, subject, scope, detail, now, daemon, fleet
         case clientGrant = "client_grant"
         case tokenUsable = "token_usable"
+        case apiAsks = "api_asks"
         case expiresAt = "expires_at"
         case nextRefreshAt = "next_refresh_at"
         case lastRefreshAt = "last_refresh_at"
@@ -160,6 +163,14 @@ extension TokenManager {
         }
         status.clientGrant = self.source.clientGrantStatus(now: now)
         status.tokenUsable = self.currentToken() != nil
+        status.apiAsks = self.scopeRequests.last
+        if var asks = status.apiAsks, let asked = asks.scope, let scope = self.currentSession?.scope {
+            let has = Set(scope.split(separator: " "))
+            if asked.split(separator: " ").allSatisfy(has.contains), !asks.action.hasPrefix("granted") {
+                asks.action = "granted: the session has it now"
+                status.apiAsks = asks
+            }
+        }
         if let last = self.lastRefresh {
             status.lastRefreshAt = wall(last.at)
             status.lastRefreshGrant = last.grant

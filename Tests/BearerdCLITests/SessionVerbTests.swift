@@ -6,6 +6,7 @@ import NIOPosix
 import Testing
 
 #if canImport(Glibc)
+import CoreFoundation
 import Glibc
 #endif
 

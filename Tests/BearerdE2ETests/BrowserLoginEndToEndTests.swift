@@ -24,9 +24,16 @@ struct BrowserLoginEndToEndTests {
         let process: BearerdProcess
         let port: Int
 
-        static func start(issuer: String, upstream: String, clientID: String, extra: String = "") async throws -> Daemon
-        {
+        static func start(
+            issuer: String,
+            upstream: String,
+            clientID: String,
+            secret: String? = nil,
+            extra: String = ""
+        ) async throws -> Daemon {
             let directory = try TemporaryDirectory()
+            let secretLine =
+                try secret.map { "  client_secret_file: " + (try directory.write($0 + "\n", to: "secret")) } ?? ""
             let keygen = try await BearerdProcess.run(["keygen", "--out", directory.path + "/store.key"])
             #expect(keygen.status == 0, "\(keygen.stderr)")
             let config = try directory.write(
@@ -37,6 +44,7 @@ struct BrowserLoginEndToEndTests {
                 auth:
                   issuer: \(issuer)
                   client_id: \(clientID)
+                \(secretLine)
                   login_timeout: 10s
                 \(extra)
                 store:

@@ -7,6 +7,29 @@ package final class RecordingTokenProvider: TokenProvider {
     private let state:
         Mutex<(token: BearerToken?, error: TokenUnavailableError?, rejected: [BearerToken], replacement: BearerToken?)>
     private let fresh = Mutex<[(BearerToken, Bool)]>([])
+    private let asked = Mutex<(challenges: [ScopeChallenge], grant: BearerToken?)>(([], nil))
+
+    /// What the proxy reported of 403s that asked for more.
+    package var challenges: [ScopeChallenge] { self.asked.withLock { $0.challenges } }
+
+    /// The token the next 403 that asks for more is answered with (a step-up), once.
+    package func grantOnStepUp(_ token: String) {
+        self.asked.withLock { $0.grant = BearerToken(token) }
+    }
+
+    package func upstreamAskedForMore(
+        _ challenge: ScopeChallenge,
+        token: BearerToken,
+        path: String
+    ) async
+        -> BearerToken?
+    {
+        self.asked.withLock { state in
+            state.challenges.append(challenge)
+            defer { state.grant = nil }
+            return state.grant
+        }
+    }
 
     /// A provider with `token`, or failing with `error` when the token is `nil`.
     package init(token: String?, error: TokenUnavailableError? = nil, replacement: String? = nil) {

@@ -60,7 +60,7 @@ extension ProxyHandler {
         if let traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }
         if ended.replayed { metadata["retried"] = "stale_connection" }
-        if ended.authRetry.retried { metadata["retried"] = "upstream_401" }
+        if ended.authRetry.retried { metadata["retried"] = ended.heldForScope ? "upstream_403_scope" : "upstream_401" }
         self.logger.info("request", metadata: metadata)
     }
 

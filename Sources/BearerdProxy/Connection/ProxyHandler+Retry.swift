@@ -18,9 +18,14 @@ extension ProxyHandler {
         let waiter = exchange.trace?.span.context
         // A path that refuses every token pauses the refreshes its own 401s force, not others'.
         let path = exchange.request.uri
+        let challenge = asked?.challenge
         context.eventLoop.makeFutureWithTask {
-            guard let waiter else { return await tokens.upstreamRejected(token, path: path) }
-            return await ServiceContext.withValue(waiter) { await tokens.upstreamRejected(token, path: path) }
+            let ask: @Sendable () async -> BearerToken? = {
+                if let challenge { return await tokens.upstreamAskedForMore(challenge, token: token, path: path) }
+                return await tokens.upstreamRejected(token, path: path)
+            }
+            guard let waiter else { return await ask() }
+            return await ServiceContext.withValue(waiter) { await ask() }
         }
         .assumeIsolated()
         .whenComplete { result in

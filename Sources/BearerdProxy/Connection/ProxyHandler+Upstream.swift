@@ -25,6 +25,10 @@ extension ProxyHandler: UpstreamConnectionOwner {
             let token = exchange.token
             let bodyKept = exchange.retryBody.isKept
             let asksForNewNonce = self.settings.dpop != nil && self.takeNonce(head, of: exchange)
+            // Read only for a 403 to a token bearerd added: the rare answer that asks for more.
+            let challenge =
+                head.status == 403 && token != nil
+                ? ScopeChallenge.parse(head.values(of: "www-authenticate")) : nil
             let now = self.now
             let action = self.update(exchange) {
                 $0.headArrived(
@@ -33,6 +37,7 @@ extension ProxyHandler: UpstreamConnectionOwner {
                     bodyKept: bodyKept,
                     asksForNewNonce: asksForNewNonce,
                     framing: framing,
+                    challenge: challenge,
                     now: now
                 )
             }
@@ -67,6 +72,14 @@ extension ProxyHandler: UpstreamConnectionOwner {
             let path = exchange.request.uri
             self.context?.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token, path: path) }
                 .whenComplete { _ in }
+        }
+        if let (challenge, token) = forward.reportChallenge {
+            let tokens = self.tokens
+            let path = exchange.request.uri
+            self.context?.eventLoop.makeFutureWithTask {
+                _ = await tokens.upstreamAskedForMore(challenge, token: token, path: path)
+            }
+            .whenComplete { _ in }
         }
         if let (token, refused) = forward.freshTokenAnswer {
             let tokens = self.tokens

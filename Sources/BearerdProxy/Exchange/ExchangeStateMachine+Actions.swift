@@ -83,6 +83,9 @@ extension ExchangeStateMachine {
         var reportRejection: BearerToken?
         /// Tell the provider whether the token fresh from a forced refresh was taken.
         var freshTokenAnswer: (token: BearerToken, refused: Bool)?
+        /// Tell the provider the upstream asked for more than this token has (a 403 that is not
+        /// retried), for `status` and the next login.
+        var reportChallenge: (challenge: ScopeChallenge, token: BearerToken)?
         /// When the response's progress is first checked.
         var progressCheck: NIODeadline
     }

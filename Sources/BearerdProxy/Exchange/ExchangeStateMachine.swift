@@ -28,6 +28,8 @@ struct ExchangeStateMachine {
     /// Sent once more on a fresh connection after a pooled one turned out closed.
     private(set) var replayed = false
     private(set) var authRetry = AuthRetry.none
+    /// The held answer was a 403 asking for more scope, not a 401.
+    private(set) var heldForScope = false
     private(set) var closeReason: CloseReason?
     /// What the machine needs of the request head.
     let request: RequestFacts
@@ -143,6 +145,7 @@ struct ExchangeStateMachine {
         bodyKept: Bool,
         asksForNewNonce: Bool,
         framing: ResponseFraming,
+        challenge: ScopeChallenge? = nil,
         now: NIODeadline
     ) -> HeadAction {
         self.deadlines.stopWaitingForResponseHead()
@@ -152,9 +155,15 @@ struct ExchangeStateMachine {
             sentWithToken: token != nil,
             rejectionReported: self.authRetry.rejectionReported,
             mayRetry: !self.authRetry.retried && self.requestEnded && bodyKept,
-            asksForNewNonce: asksForNewNonce
+            asksForNewNonce: asksForNewNonce,
+            asksForMore: challenge != nil
         )
         switch (answer.action, token) {
+        case (.holdForStepUp, let token?):
+            self.phase = .holding(HeldResponse(head: head, sentWith: token, challenge: challenge), framing: framing)
+            self.authRetry = .reported
+            self.heldForScope = true
+            return .askProvider(refused: token)
         case (.holdForNonce, let token?):
             self.phase = .holding(HeldResponse(head: head, nonceRetryWith: token), framing: framing)
             return .hold
@@ -168,6 +177,7 @@ struct ExchangeStateMachine {
                 forward.reportRejection = token
                 if self.authRetry == .none { self.authRetry = .reported }
             }
+            if let challenge, let token { forward.reportChallenge = (challenge, token) }
             if case .withFreshToken(answerReported: false) = self.authRetry, let token {
                 // Once per retry: whether the token fresh from the refresh a 401 forced was
                 // taken, so a path that refuses every token stops forcing refreshes.
@@ -175,7 +185,7 @@ struct ExchangeStateMachine {
                 forward.freshTokenAnswer = (token, head.status == 401 && !asksForNewNonce)
             }
             return .forward(forward)
-        case (.holdForNonce, nil), (.holdForRefresh, nil):
+        case (.holdForNonce, nil), (.holdForRefresh, nil), (.holdForStepUp, nil):
             return .forward(self.forward(head, framing: framing, now: now))
         }
     }

@@ -2,8 +2,8 @@ import BearerdAuth
 import BearerdWire
 import NIOCore
 
-/// A 401 held back from the client while the token provider decides whether the request is
-/// sent again with a new token. Its events return what happens next, so the rule (retry only
+/// A 401 (or a 403 asking for more scope) held back from the client while the token provider
+/// decides whether the request is sent again with a new token. Its events return what happens next, so the rule (retry only
 /// with a token other than the one the upstream refused, or with the same one for a new DPoP
 /// nonce, and only once the 401 is complete) lives here, apart from the channel. A class: the
 /// data path asks "is one held?" for every response part, and that must be a pointer check,
@@ -34,12 +34,16 @@ final class HeldResponse {
     private var decision: BearerToken??
     /// The upstream asked for a DPoP nonce: the retry goes with the same token.
     let forNonce: Bool
+    /// A 403 that asks for more (RFC 6750 §3.1, RFC 9470): what it asks for.
+    let challenge: ScopeChallenge?
 
-    /// A 401 to a request sent with `sentWith`, held while the provider decides.
-    init(head: ResponseHead, sentWith: BearerToken) {
+    /// A 401 to a request sent with `sentWith` (or a 403 with `challenge`), held while the
+    /// provider decides.
+    init(head: ResponseHead, sentWith: BearerToken, challenge: ScopeChallenge? = nil) {
         self.head = head
         self.sentWith = sentWith
         self.forNonce = false
+        self.challenge = challenge
     }
 
     /// A 401 asking for the DPoP nonce it carried: retried with the same token, no refresh.
@@ -48,6 +52,7 @@ final class HeldResponse {
         self.sentWith = token
         self.decision = .some(token)
         self.forNonce = true
+        self.challenge = nil
     }
 
     /// A piece of the 401's body came; too large a body is not held.

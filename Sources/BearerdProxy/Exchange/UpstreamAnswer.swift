@@ -1,5 +1,5 @@
 /// What bearerd does with a response head from the upstream before any of it reaches the
-/// client: pass it on, or hold a 401 for one more try. A value and a rule, apart from the
+/// client: pass it on, or hold a 401 (or a 403 asking for more scope) for one more try. A value and a rule, apart from the
 /// channel: the handler gathers the facts, asks ``action`` and carries it out
 /// (`ProxyHandler.upstreamReceived`); ``HeldResponse`` then decides when a held 401 is retried
 /// or released.
@@ -14,6 +14,10 @@ struct UpstreamAnswer: Equatable {
         case holdForNonce
         /// A 401 to a token bearerd added: ask the provider for a new token and try once more.
         case holdForRefresh
+        /// A 403 asking for more than the token bearerd added has (RFC 6750 §3.1
+        /// `insufficient_scope`, RFC 9470): ask the provider for a token that has it, and try
+        /// once more with it if there is one.
+        case holdForStepUp
     }
 
     /// The response's status code.
@@ -26,8 +30,13 @@ struct UpstreamAnswer: Equatable {
     var mayRetry: Bool
     /// The 401 asks for a DPoP nonce (`use_dpop_nonce`) other than the one the request carried.
     var asksForNewNonce: Bool
+    /// The 403 asks for more scope or a stronger login (``ScopeChallenge``).
+    var asksForMore = false
 
     var action: Action {
+        if self.status == 403, self.sentWithToken, self.asksForMore {
+            return self.mayRetry && !self.rejectionReported ? .holdForStepUp : .forward(reportRejection: false)
+        }
         guard self.status == 401, self.sentWithToken else { return .forward(reportRejection: false) }
         if self.asksForNewNonce && self.mayRetry { return .holdForNonce }
         if self.rejectionReported { return .forward(reportRejection: false) }

@@ -38,7 +38,7 @@ OAUTH2_PROVIDER = {
     # period, as Auth0, Okta and DOT deployments do, so a client that died before it received a
     # rotated token may resend the previous one once.
     "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": int(os.environ.get("DOT_GRACE", "0")),
-    "SCOPES": {"read": "read", "write": "write"},
+    "SCOPES": {"read": "read", "write": "write", "admin": "admin"},
     "DEFAULT_SCOPES": ["read", "write"],
     # The strict server of the browser login: PKCE required with S256 only, redirect URIs matched
     # exactly (but for a loopback's port, RFC 8252 §7.3), RFC 9207's iss on every response.

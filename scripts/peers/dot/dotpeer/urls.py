@@ -1,7 +1,7 @@
 from django.contrib.auth.views import LoginView
 from django.http import JsonResponse
 from django.urls import include, path
-from oauth2_provider.views.generic import ProtectedResourceMetadataView
+from oauth2_provider.views.generic import ProtectedResourceMetadataView, ScopedProtectedResourceMetadataView
 
 
 class Hello(ProtectedResourceMetadataView):
@@ -14,8 +14,28 @@ class Hello(ProtectedResourceMetadataView):
     post = get
 
 
+class Admin(ScopedProtectedResourceMetadataView):
+    # A resource that needs the admin scope: 403 with WWW-Authenticate: Bearer
+    # error="insufficient_scope" (RFC 6750 §3.1) to a token without it.
+    required_scopes = ["admin"]
+
+    def unauthenticated_response(self, request, oauthlib_request=None):
+        # RFC 6750 §3.1: the resource may name the scope it needs; this one does (DOT's own
+        # challenge leaves it out).
+        response = super().unauthenticated_response(request, oauthlib_request)
+        if response.status_code == 403:
+            response["WWW-Authenticate"] += ',scope="admin"'
+        return response
+
+    def get(self, request, *args, **kwargs):
+        return JsonResponse({"ok": True, "admin": True})
+
+    post = get
+
+
 urlpatterns = [
     path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
     path("accounts/login/", LoginView.as_view()),
     path("api/hello", Hello.as_view()),
+    path("api/admin", Admin.as_view()),
 ]
