@@ -19,6 +19,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case response
     /// The data path's parser of client requests, against llhttp on the same bytes.
     case request
+    /// The reader of a 403's `WWW-Authenticate` challenges (insufficient_scope, RFC 9470).
+    case challenge
 
     /// Runs the target on one input; says how the input was taken (`issued`, `refused`…), so
     /// that a seed can be checked to reach what it was written for.
@@ -32,6 +34,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .target: TargetTarget.run(bytes)
         case .response: ResponseTarget.run(bytes)
         case .request: RequestTarget.run(bytes)
+        case .challenge: ChallengeTarget.run(bytes)
         }
     }
 }

@@ -42,6 +42,8 @@ struct FuzzCorpusTests {
             (.response, "upgrade-refused", "ended"),
             (.response, "continue-204", "ended"), (.request, "pipelined-length", "ended"),
             (.request, "chunked", "ended"), (.request, "smuggle-cl-te", "refused"), (.request, "upgrade", "ended"),
+            (.challenge, "rfc6750-scope", "insufficient_scope"), (.challenge, "dot", "insufficient_scope"),
+            (.challenge, "rfc9470-acr", "insufficient_user_authentication"), (.challenge, "invalid-token", "none"),
         ]
     )
     func seedReachesItsPath(target: FuzzTarget, seed: String, outcome: String) throws {
