@@ -81,6 +81,17 @@ package struct ScopeChallenge: Sendable, Equatable {
     }
 }
 
+/// RFC 7235 §4.1's `WWW-Authenticate` field, read strictly.
+package enum WWWAuthenticate {
+    /// The value's challenges: each lowercased scheme with its parameters (names lowercased);
+    /// `nil` when the value does not follow the grammar or is too long.
+    package static func challenges(_ value: String) -> [(scheme: String, parameters: [(String, String)])]? {
+        guard value.utf8.count <= ScopeChallenge.maxValueBytes else { return nil }
+        var parser = ChallengeParser(Array(value.utf8))
+        return parser.challenges()?.map { (scheme: $0.0, parameters: $0.1) }
+    }
+}
+
 /// RFC 7235 §4.1's `WWW-Authenticate` grammar, strictly: `1#challenge`, each a scheme and
 /// `auth-param`s (`token68` is read and ignored). Bytes, not characters.
 private struct ChallengeParser {

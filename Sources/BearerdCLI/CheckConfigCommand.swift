@@ -58,10 +58,11 @@ struct CheckConfigCommand: AsyncParsableCommand {
             switch try await Startup.discover(prepared, logger: Logger(label: "bearerd.check-config")) {
             case .notNeeded: break
             case .found(let endpoints):
+                let key = prepared.configuration.auth.oauth2?.discover == true ? "auth.discover" : "auth.issuer"
                 for endpoint in endpoints {
                     print(
                         PrintableText.escaped(
-                            "auth.issuer: \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))"
+                            "\(key): \(endpoint.endpoint) \(endpoint.url) (from \(endpoint.document))"
                         )
                     )
                 }

@@ -76,6 +76,15 @@ enum StatusText {
                 lines.append(("subject expires", Self.time(expiresAt, now: status.now) + who))
             }
         }
+        if let found = status.discovered {
+            var text =
+                "from \(found.resource) (RFC 9728): "
+                + (found.issuer.map { "authorization server \($0)" } ?? "not asked yet (at `bearerd login`)")
+            if let client = found.clientID {
+                text += found.registered ? ", client \(client) registered by bearerd (RFC 7591)" : ", client \(client)"
+            }
+            lines.append(("discovered", text))
+        }
         if let asks = status.apiAsks {
             var what = [asks.scope.map { "scope \($0)" }, asks.acrValues.map { "acr_values \($0)" }]
                 .compactMap { $0 }

@@ -58,7 +58,9 @@ extension BearerdConfiguration {
         init(reading builder: inout ConfigBuilder) {
             typealias Keys = ConfigKeys.Auth
             let staticFile = builder.string(Keys.staticTokenFile)
-            let oauth2 = builder.string(Keys.tokenURL) != nil || builder.string(Keys.issuer) != nil
+            let oauth2 =
+                builder.string(Keys.tokenURL) != nil || builder.string(Keys.issuer) != nil
+                || builder.bool(Keys.discover)
             let json = builder.string(Keys.JSON.refreshURL) != nil
             let source: Source
             switch (staticFile, oauth2, json) {
@@ -75,7 +77,7 @@ extension BearerdConfiguration {
             case (nil, false, false):
                 builder.issue(
                     "auth",
-                    "required: a token source: auth.token_url or auth.issuer (OAuth 2.0), auth.json.refresh_url (a JSON API) or auth.static_token_file"
+                    "required: a token source: auth.token_url, auth.issuer or auth.discover (OAuth 2.0), auth.json.refresh_url (a JSON API) or auth.static_token_file"
                 )
                 source = .staticFile("")
             default:
@@ -214,7 +216,7 @@ extension ConfigKeys {
                     """
                 ),
                 .heading("OAuth 2.0 (RFC 6749)"),
-                .key(tokenURL), .key(issuer), .key(clientID), .key(clientSecretFile), .key(clientAuth),
+                .key(tokenURL), .key(issuer), .key(discover), .key(clientID), .key(clientSecretFile), .key(clientAuth),
                 .key(clientKeyFile), .key(clientKeyID), .key(clientAssertionAlg), .key(clientAssertionAudience),
                 .key(clientAssertionFile),
                 .key(scopes), .key(extraParams), .key(clientCredentials), .key(revocationURL),

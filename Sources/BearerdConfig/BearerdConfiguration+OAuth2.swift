@@ -40,6 +40,11 @@ extension BearerdConfiguration.Auth {
         package var tokenExchange: TokenExchange?
         /// The browser login's keys (`auth.authorization_url`, `auth.resource`, ...).
         package var authorization = Authorization()
+        /// `auth.discover`: the authorization server is found from the API (RFC 9728), and a
+        /// client registered (RFC 7591) when `auth.client_id` is not set.
+        package var discover = false
+        /// With `discover`: the API's URL (`upstream.url`), the resource whose metadata is read.
+        package var resourceURL: String?
 
         /// Whether the client may get a token of its own: client_credentials or token exchange.
         package var hasClientGrant: Bool { self.clientCredentials || self.tokenExchange != nil }
@@ -84,8 +89,20 @@ extension BearerdConfiguration.Auth {
                     builder.issue(key, refusal)
                 }
             }
+            let discover = builder.bool(Keys.discover)
+            if discover && (tokenURL != nil || issuer != nil) {
+                builder.issue(
+                    "auth.discover",
+                    "finds the token server from the API (RFC 9728): leave out auth.token_url and auth.issuer, or set auth.discover: false"
+                )
+            }
             let clientID = builder.string(Keys.clientID)
-            if clientID == nil { builder.issue("auth.client_id", "required with auth.token_url or auth.issuer") }
+            if clientID == nil && !discover {
+                builder.issue(
+                    "auth.client_id",
+                    "required with auth.token_url or auth.issuer (with auth.discover: true, a client is registered when it is not set)"
+                )
+            }
             let secretFile = builder.string(Keys.clientSecretFile).map(builder.resolve)
             if let secretFile, let problem = SecretFileCheck.problem(path: secretFile) {
                 builder.issue("auth.client_secret_file", problem)
@@ -128,6 +145,7 @@ extension BearerdConfiguration.Auth {
             self.revocationURL = revocationURL
             self.deviceAuthorizationURL = deviceURL
             self.authorization = Authorization(reading: &builder)
+            self.discover = discover
             let clientCredentials = self.clientCredentials
             self.tokenExchange = builder.section("token_exchange") {
                 TokenExchange.reading(&$0, clientCredentials: clientCredentials)
@@ -155,6 +173,20 @@ extension ConfigKeys.Auth {
         reload: .newSession,
         sample: .commented("https://auth.example.com"),
         doc: ""
+    )
+    static let discover = ConfigKeyDescriptor.bool(
+        "auth.discover",
+        default: false,
+        reload: .newSession,
+        sample: .commented("false"),
+        doc: """
+            true, instead of token_url or issuer: `bearerd login` asks the API itself (upstream.url) for its
+            protected-resource metadata (RFC 9728: its well-known document, or the resource_metadata of its
+            401), takes the authorization server it names, reads that server's metadata, registers a public
+            client there (RFC 7591) when client_id is not set, and logs in in a browser, sending `resource`
+            (RFC 8707). The registration is kept in the store, sealed like the tokens. What was found is
+            shown by `status` and `check-config`. Every URL found is held to the rules of issuer discovery.
+            """
     )
     static let clientID = ConfigKeyDescriptor.text(
         "auth.client_id",

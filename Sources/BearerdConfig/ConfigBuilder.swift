@@ -53,12 +53,23 @@ struct ConfigBuilder {
         let threads = self.count(ConfigKeys.General.threads)
         let shutdownGrace = self.duration(ConfigKeys.General.shutdownGrace)
         let proxy = self.section("proxy") { BearerdConfiguration.Proxy(reading: &$0) }
-        let auth = self.section("auth") { BearerdConfiguration.Auth(reading: &$0) }
+        var auth = self.section("auth") { BearerdConfiguration.Auth(reading: &$0) }
         let store = self.section("store") { BearerdConfiguration.Store(reading: &$0) }
         let admin = self.section("admin") { BearerdConfiguration.Admin(reading: &$0) }
         let log = self.section("log") { BearerdConfiguration.Log(reading: &$0) }
         let tracing = self.section("tracing") { BearerdConfiguration.Tracing(reading: &$0) }
         guard let upstream, let socketMode else { return nil }
+        if case .oauth2(var client) = auth.source, client.discover {
+            // The API itself names its authorization server (RFC 9728).
+            client.resourceURL = upstream.target.description
+            auth.source = .oauth2(client)
+            if store.postgres != nil {
+                self.issue(
+                    "auth.discover",
+                    "not with store.backend: postgres: a fleet shares one client, so set auth.issuer and auth.client_id"
+                )
+            }
+        }
         var configuration = BearerdConfiguration(
             listen: listen,
             allowRemote: allowRemote,

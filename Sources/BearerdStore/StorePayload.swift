@@ -9,6 +9,8 @@ struct StorePayload: Codable {
     var client: Session?
     /// The DPoP private key (`auth.dpop`), as its holder exported it.
     var dpopKey: String?
+    /// The client bearerd registered (`auth.discover`).
+    var registration: Registration?
 
     /// The plaintext for `tokens`.
     static func encode(_ tokens: StoredTokens) throws -> [UInt8] {
@@ -24,6 +26,7 @@ struct StorePayload: Codable {
         self.user = tokens.user.map(Session.init)
         self.client = tokens.client.map(Session.init)
         self.dpopKey = tokens.dpopKey?.value
+        self.registration = tokens.registration.map(Registration.init)
     }
 
     init(from decoder: any Decoder) throws {
@@ -31,6 +34,8 @@ struct StorePayload: Codable {
         self.user = try container.decodeIfPresent(Session.self, forKey: .user)
         self.client = try container.decodeIfPresent(Session.self, forKey: .client)
         self.dpopKey = try container.decodeIfPresent(String.self, forKey: .dpopKey)
+        // A registration that cannot be read is dropped, not the tokens: login registers again.
+        self.registration = try? container.decodeIfPresent(Registration.self, forKey: .registration)
         if self.user == nil, self.client == nil, let legacy = try? Session(from: decoder),
             legacy.refreshToken != nil || legacy.accessToken != nil
         {
@@ -39,7 +44,39 @@ struct StorePayload: Codable {
     }
 
     var tokens: StoredTokens {
-        StoredTokens(user: self.user?.stored, client: self.client?.stored, dpopKey: self.dpopKey.map(Secret.init))
+        StoredTokens(
+            user: self.user?.stored,
+            client: self.client?.stored,
+            dpopKey: self.dpopKey.map(Secret.init),
+            registration: self.registration?.registration
+        )
+    }
+
+    /// A registered client, as JSON.
+    struct Registration: Codable {
+        var issuer: String
+        var clientID: String
+        var clientSecret: String?
+        var authMethod: String
+        var resource: String
+
+        init(_ registration: ClientRegistration) {
+            self.issuer = registration.issuer
+            self.clientID = registration.clientID
+            self.clientSecret = registration.clientSecret?.value
+            self.authMethod = registration.authMethod
+            self.resource = registration.resource
+        }
+
+        var registration: ClientRegistration {
+            ClientRegistration(
+                issuer: self.issuer,
+                clientID: self.clientID,
+                clientSecret: self.clientSecret.map(Secret.init),
+                authMethod: self.authMethod,
+                resource: self.resource
+            )
+        }
     }
 }
 

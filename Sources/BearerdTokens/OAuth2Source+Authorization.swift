@@ -8,7 +8,7 @@ extension OAuth2Source {
 
     package func authorizationServer(transport: any TokenTransport) async throws -> AuthorizationServer {
         let configured = self.settings.client.authorization.url
-        guard case .issuer(let issuer) = self.settings.endpoint else {
+        guard let issuer = try await self.issuer(transport) else {
             guard let configured else {
                 throw TokenEngineError.source(
                     "no browser login is configured: set auth.authorization_url (or auth.issuer, whose metadata names it), or use `bearerd login --device` or a password"
@@ -42,7 +42,7 @@ extension OAuth2Source {
     ) -> String {
         let client = self.settings.client
         var fields = [
-            ("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", redirectURI),
+            ("response_type", "code"), ("client_id", self.client.id), ("redirect_uri", redirectURI),
             ("state", state), ("code_challenge", challenge), ("code_challenge_method", "S256"),
         ]
         let scopes = self.loginScopes
@@ -51,7 +51,7 @@ extension OAuth2Source {
         let asks = self.loginAsks.withLock { $0 }
         if !asks.acrValues.isEmpty { fields.append(("acr_values", asks.acrValues.joined(separator: " "))) }
         if let maxAge = asks.maxAge { fields.append(("max_age", String(maxAge))) }
-        fields += client.authorization.resources.map { ("resource", $0) }
+        fields += self.resources.map { ("resource", $0) }
         fields += client.authorization.parameters.map { ($0.name, $0.value) }
         let query = String(decoding: FormEncoding.encode(fields), as: UTF8.self)
         // RFC 6749 §3.1: a query the endpoint already has is kept.
@@ -69,7 +69,7 @@ extension OAuth2Source {
             [
                 ("grant_type", "authorization_code"), ("code", code.value), ("redirect_uri", redirectURI),
                 ("code_verifier", verifier.value),
-            ] + self.settings.client.authorization.resources.map { ("resource", $0) },
+            ] + self.resources.map { ("resource", $0) },
             withScope: false
         )
     }

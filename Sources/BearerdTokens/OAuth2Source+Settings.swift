@@ -53,9 +53,11 @@ extension OAuth2Source {
         ) {
             var tokenURL: String?
             var issuer: String?
+            var resource: String?
             switch endpoint {
             case .tokenURL(let url): tokenURL = url
             case .issuer(let url): issuer = url
+            case .resource(let url): resource = url
             }
             let audience: String =
                 switch assertionAudience {
@@ -71,6 +73,8 @@ extension OAuth2Source {
             client.clientCredentials = clientCredentials
             client.revocationURL = revocationURL
             client.deviceAuthorizationURL = deviceAuthorizationURL
+            client.discover = resource != nil
+            client.resourceURL = resource
             self.init(
                 client: client,
                 clientSecret: clientSecret,
@@ -83,7 +87,9 @@ extension OAuth2Source {
 
         /// Where tokens are asked for: `auth.token_url`, or discovered from `auth.issuer`.
         var endpoint: Endpoint {
-            if let url = self.client.tokenURL { .tokenURL(url) } else { .issuer(self.client.issuer ?? "") }
+            if let url = self.client.tokenURL { return .tokenURL(url) }
+            if self.client.discover, let resource = self.client.resourceURL { return .resource(resource) }
+            return .issuer(self.client.issuer ?? "")
         }
 
         /// `auth.client_assertion_audience`, checked by the config.

@@ -12,13 +12,18 @@ package final class OAuth2Source: TokenSource {
         case tokenURL(String)
         /// Found by discovery (OpenID Connect Discovery or RFC 8414) on first use.
         case issuer(String)
+        /// `auth.discover`: the issuer is found from this API's metadata (RFC 9728), and the
+        /// client may be one bearerd registered (RFC 7591).
+        case resource(String)
     }
 
     /// `auth.client_auth` (``BearerdAuth/ClientAuthentication``).
     package typealias ClientAuthentication = BearerdAuth.ClientAuthentication
 
     let settings: Settings
-    private let discovered = Mutex<ServerMetadata?>(nil)
+    private let serverMetadata = Mutex<ServerMetadata?>(nil)
+    /// With ``Endpoint/resource(_:)``: the issuer found, where, and the client registered there.
+    let found = Mutex<(issuer: String?, document: String?, registration: ClientRegistration?)>((nil, nil, nil))
     /// What the next login asks for beyond `auth.scopes` (``askAtLogin(scopes:acrValues:maxAge:)``).
     let loginAsks = Mutex<(scopes: [String], acrValues: [String], maxAge: Int?)>(([], [], nil))
 
@@ -134,7 +139,7 @@ package final class OAuth2Source: TokenSource {
             return nil
         }
         var url = self.settings.client.revocationURL
-        if url == nil, case .issuer(let issuer) = self.settings.endpoint {
+        if url == nil, let issuer = try await self.issuer(transport) {
             url = try await self.metadata(issuer, transport).revocationEndpoint
         }
         guard let url else { return nil }
@@ -143,7 +148,7 @@ package final class OAuth2Source: TokenSource {
 
     package func deviceAuthorizationRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest {
         var url = self.settings.client.deviceAuthorizationURL
-        if url == nil, case .issuer(let issuer) = self.settings.endpoint {
+        if url == nil, let issuer = try await self.issuer(transport) {
             url = try await self.metadata(issuer, transport).deviceAuthorizationEndpoint
         }
         guard let url else {
@@ -186,23 +191,22 @@ package final class OAuth2Source: TokenSource {
         }
         // RFC 8707: where the tokens are for, unless the grant names it (a token exchange).
         if withScope, !fields.contains(where: { $0.0 == "resource" }) {
-            fields += self.settings.client.authorization.resources.map { ("resource", $0) }
+            fields += self.resources.map { ("resource", $0) }
         }
         fields += self.settings.client.extraParameters.map { ($0.name, $0.value) }
         var headers = [
             ("content-type", "application/x-www-form-urlencoded"),
             ("accept", "application/json"),
         ]
-        switch self.settings.client.clientAuthentication {
+        let client = self.client
+        switch client.authentication {
         case .clientSecretBasic:
             // RFC 6749 §2.3.1: both parts form-encoded before base64.
-            let pair =
-                FormEncoding.escape(self.settings.client.clientID) + ":"
-                + FormEncoding.escape(self.settings.clientSecret?.value ?? "")
+            let pair = FormEncoding.escape(client.id) + ":" + FormEncoding.escape(client.secret?.value ?? "")
             headers.append(("authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
         case .clientSecretPost:
-            fields.append(("client_id", self.settings.client.clientID))
-            fields.append(("client_secret", self.settings.clientSecret?.value ?? ""))
+            fields.append(("client_id", client.id))
+            fields.append(("client_secret", client.secret?.value ?? ""))
         case .privateKeyJWT:
             guard let signer = self.settings.assertionSigner else {
                 throw TokenEngineError.source("auth.client_auth: private_key_jwt needs auth.client_key_file")
@@ -215,14 +219,14 @@ package final class OAuth2Source: TokenSource {
             fields.append(("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"))
             fields.append(("client_assertion", assertion.value))
         case .tlsClientAuth, .none:
-            fields.append(("client_id", self.settings.client.clientID))
+            fields.append(("client_id", client.id))
         }
         return TokenHTTPRequest(url: url, headers: headers, body: FormEncoding.encode(fields))
     }
 
     /// The issuer's JWKS, as its metadata names it (`auth.verify.jwks_uri: discover`).
     package func discoveredJWKSURI(transport: any TokenTransport) async throws -> String {
-        guard case .issuer(let issuer) = self.settings.endpoint else {
+        guard let issuer = try await self.issuer(transport) else {
             throw TokenEngineError.source("auth.verify.jwks_uri: discover needs auth.issuer")
         }
         guard let url = try await self.metadata(issuer, transport).jwksURI else {
@@ -241,7 +245,7 @@ package final class OAuth2Source: TokenSource {
         case .fixed(let audience):
             return audience
         case .issuer:
-            guard case .issuer(let issuer) = self.settings.endpoint else {
+            guard let issuer = self.knownIssuer else {
                 throw TokenEngineError.source("auth.client_assertion_audience: issuer needs auth.issuer")
             }
             return issuer
@@ -257,35 +261,43 @@ package final class OAuth2Source: TokenSource {
     ) async throws -> [(
         endpoint: String, url: String, document: String
     )] {
-        guard case .issuer(let issuer) = self.settings.endpoint else { return [] }
+        guard let issuer = try await self.issuer(transport) else { return [] }
         let metadata = try await self.metadata(issuer, transport)
         let urls = [
             "token_endpoint": metadata.tokenEndpoint, "revocation_endpoint": metadata.revocationEndpoint,
             "device_authorization_endpoint": metadata.deviceAuthorizationEndpoint, "jwks_uri": metadata.jwksURI,
+            "authorization_endpoint": metadata.authorizationEndpoint,
+            "registration_endpoint": metadata.registrationEndpoint,
         ]
-        return metadata.sources.keys.sorted().compactMap { name in
-            guard let url = urls[name] ?? nil, let document = metadata.sources[name] else { return nil }
-            return (name, url, document)
+        var found: [(endpoint: String, url: String, document: String)] = []
+        if let document = self.found.withLock({ $0.document }) {
+            found.append(("authorization_server (RFC 9728)", issuer, document))
         }
+        return found
+            + metadata.sources.keys.sorted().compactMap { name in
+                guard let url = urls[name] ?? nil, let document = metadata.sources[name] else { return nil }
+                return (name, url, document)
+            }
     }
 
     /// The token endpoint, discovered once when only the issuer is configured.
     func tokenURL(_ transport: any TokenTransport) async throws -> String {
         switch self.settings.endpoint {
         case .tokenURL(let url): url
-        case .issuer(let issuer): try await self.metadata(issuer, transport).tokenEndpoint
+        case .issuer, .resource:
+            try await self.metadata(try await self.issuer(transport) ?? "", transport).tokenEndpoint
         }
     }
 
     /// The issuer's metadata, discovered once.
     func metadata(_ issuer: String, _ transport: any TokenTransport) async throws -> ServerMetadata {
-        if let metadata = self.discovered.withLock({ $0 }) { return metadata }
+        if let metadata = self.serverMetadata.withLock({ $0 }) { return metadata }
         let metadata = try await Discovery.metadata(
             issuer: issuer,
             allowInsecureHTTP: self.settings.allowInsecureHTTP,
             transport: transport
         )
-        self.discovered.withLock { $0 = metadata }
+        self.serverMetadata.withLock { $0 = metadata }
         return metadata
     }
 }

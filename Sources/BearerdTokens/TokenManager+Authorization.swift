@@ -1,5 +1,6 @@
 import BearerdAuth
 import Foundation
+import Logging
 
 extension TokenManager {
     /// Begins a browser login (`bearerd login`): makes a `state` and a PKCE verifier, keeps them
@@ -14,6 +15,14 @@ extension TokenManager {
         }
         let server: AuthorizationServer
         do {
+            if let registration = try await self.source.registerIfNeeded(transport: self.transport) {
+                self.stored.registration = registration
+                self.persist()
+                self.logger.notice(
+                    "registered a client at the API's authorization server (RFC 7591)",
+                    metadata: ["issuer": "\(registration.issuer)", "client_id": "\(registration.clientID)"]
+                )
+            }
             server = try await self.source.authorizationServer(transport: self.transport)
         } catch {
             throw TokenEngineError.login("cannot start a browser login: \(error)", underlying: error)

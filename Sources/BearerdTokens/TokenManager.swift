@@ -190,6 +190,10 @@ package actor TokenManager: TokenProvider {
             // the answer that brings the first tokens bound to it.
             stored.dpopKey = Self.proofKey(proofKey, from: stored, logger: logger)
         }
+        if stored.registration != nil, !source.adopt(stored.registration) {
+            // Registered for another API or client (the config changed): login registers anew.
+            stored.registration = nil
+        }
         self.stored = stored
         let now = clock.now
         if let sent = (stored.user ?? stored.client)?.refreshSentAt {

@@ -101,6 +101,19 @@ package protocol TokenSource: Sendable {
 
     /// How long the daemon keeps a browser login open (`auth.login_timeout`).
     var authorizationTimeout: Duration { get }
+
+    /// `auth.discover` without `auth.client_id`: registers a client (RFC 7591) unless one is;
+    /// returns a new registration for the store, `nil` when none was made.
+    func registerIfNeeded(transport: any TokenTransport) async throws -> ClientRegistration?
+
+    /// Takes the registration the store kept; `false` when it is not for this config.
+    func adopt(_ registration: ClientRegistration?) -> Bool
+
+    /// The client registered and in use.
+    var registration: ClientRegistration? { get }
+
+    /// What `auth.discover` found, for `status`; `nil` without it.
+    var discovered: TokenStatus.Discovered? { get }
 }
 
 extension TokenSource {
@@ -155,6 +168,14 @@ extension TokenSource {
     }
 
     package func askAtLogin(scopes: [String], acrValues: [String], maxAge: Int?) {}
+
+    package func registerIfNeeded(transport: any TokenTransport) async throws -> ClientRegistration? { nil }
+
+    package func adopt(_ registration: ClientRegistration?) -> Bool { false }
+
+    package var registration: ClientRegistration? { nil }
+
+    package var discovered: TokenStatus.Discovered? { nil }
 }
 
 /// Where a client token comes from, for `status`: the source, and the platform token it is

@@ -36,6 +36,29 @@ package struct TokenStatus: Sendable, Codable, Equatable {
     package var tokenUsable: Bool?
     /// What the API last asked for beyond the token (403 `insufficient_scope`, RFC 9470).
     package var apiAsks: APIAsks?
+    /// `auth.discover`: the authorization server found from the API, and the client registered.
+    package var discovered: Discovered?
+
+    /// What `auth.discover` found. A client id, never a secret.
+    package struct Discovered: Sendable, Codable, Equatable {
+        package var resource: String
+        package var issuer: String?
+        package var clientID: String?
+        /// Whether bearerd registered the client itself (RFC 7591).
+        package var registered: Bool
+
+        package init(resource: String, issuer: String?, clientID: String?, registered: Bool) {
+            self.resource = resource
+            self.issuer = issuer
+            self.clientID = clientID
+            self.registered = registered
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case resource, issuer, registered
+            case clientID = "client_id"
+        }
+    }
 
     /// The fleet's row as this host last saw it. A host name, never a token.
     package struct FleetStatus: Sendable, Codable, Equatable {
@@ -83,6 +106,7 @@ package struct TokenStatus: Sendable, Codable, Equatable {
         case clientGrant = "client_grant"
         case tokenUsable = "token_usable"
         case apiAsks = "api_asks"
+        case discovered
         case expiresAt = "expires_at"
         case nextRefreshAt = "next_refresh_at"
         case lastRefreshAt = "last_refresh_at"
@@ -164,6 +188,7 @@ extension TokenManager {
         status.clientGrant = self.source.clientGrantStatus(now: now)
         status.tokenUsable = self.currentToken() != nil
         status.apiAsks = self.scopeRequests.last
+        status.discovered = self.source.discovered
         if var asks = status.apiAsks, let asked = asks.scope, let scope = self.currentSession?.scope {
             let has = Set(scope.split(separator: " "))
             if asked.split(separator: " ").allSatisfy(has.contains), !asks.action.hasPrefix("granted") {

@@ -54,11 +54,19 @@ package struct StoredTokens: Sendable, Equatable {
     package var client: StoredSession?
     /// The DPoP key (`auth.dpop`) the sessions' tokens are bound to; it outlives a logout.
     package var dpopKey: Secret?
+    /// The client bearerd registered (`auth.discover`, RFC 7591); it outlives a logout.
+    package var registration: ClientRegistration?
 
-    package init(user: StoredSession? = nil, client: StoredSession? = nil, dpopKey: Secret? = nil) {
+    package init(
+        user: StoredSession? = nil,
+        client: StoredSession? = nil,
+        dpopKey: Secret? = nil,
+        registration: ClientRegistration? = nil
+    ) {
         self.user = user
         self.client = client
         self.dpopKey = dpopKey
+        self.registration = registration
     }
 
     /// The same tokens with every time moved by `seconds` (``StoredSession/shifted(by:)``).
@@ -66,7 +74,8 @@ package struct StoredTokens: Sendable, Equatable {
         StoredTokens(
             user: self.user?.shifted(by: seconds),
             client: self.client?.shifted(by: seconds),
-            dpopKey: self.dpopKey
+            dpopKey: self.dpopKey,
+            registration: self.registration
         )
     }
 

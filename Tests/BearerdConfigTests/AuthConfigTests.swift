@@ -119,6 +119,25 @@ struct AuthConfigTests {
         ("json:\n  refresh_url: https://a/r\n  access_token: session.token", "auth.json.access_token", "JSON pointer"),
         ("json:\n  refresh_url: https://a/r\n  headers: [X-A]", "auth.json.headers", "must look like"),
         ("json:\n  refresh_url: https://a/r\n  bogus: 1", "auth.json.bogus", "unknown key"),
+        ("discover: true\nissuer: https://a", "auth.discover", "leave out auth.token_url and auth.issuer"),
+        ("token_url: https://a/t", "auth.client_id", "auth.discover: true, a client is registered"),
+        ("token_url: https://a/t\nclient_id: a\nauthorization_url: ftp://x", "auth.authorization_url", "http or https"),
+        ("token_url: https://a/t\nclient_id: a\nresource: [relative/path]", "auth.resource", "absolute URI"),
+        (
+            "token_url: https://a/t\nclient_id: a\nauthorization_params: [state=x]", "auth.authorization_params",
+            "set by bearerd"
+        ),
+        ("token_url: https://a/t\nclient_id: a\nredirect_port: 70000", "auth.redirect_port", "from 0 to 65535"),
+        ("token_url: https://a/t\nclient_id: a\nscope_step_up: true", "auth.scope_step_up_allow", "required"),
+        (
+            "token_url: https://a/t\nclient_id: a\nscope_step_up: true\nscope_step_up_allow: [admin]",
+            "auth.scope_step_up",
+            "applies to a client token"
+        ),
+        (
+            "token_url: https://a/t\nclient_id: a\nscope_step_up_allow: [\"a b\"]", "auth.scope_step_up_allow",
+            "one scope"
+        ),
     ])
     func badAuthValueNamesItsKey(lines: String, key: String, message: String) {
         do {
@@ -130,6 +149,15 @@ struct AuthConfigTests {
                 "expected \(key): …\(message)… in \(error.issues)"
             )
         }
+    }
+
+    @Test func discoveryNeedsOnlyTheUpstream() throws {
+        let config = try self.load(auth: "discover: true")
+        guard case .oauth2(let client) = config.auth.source else {
+            Issue.record("not oauth2")
+            return
+        }
+        #expect(client.discover && client.resourceURL == "https://api.example.com" && client.clientID.isEmpty)
     }
 
     /// A bad refresh_body is one problem, not also one of a logout_body nobody wrote.

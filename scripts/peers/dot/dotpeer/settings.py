@@ -47,6 +47,9 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
     "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "OIDC_ISS_ENDPOINT": "http://127.0.0.1:%s/o" % os.environ.get("DOT_PORT", "9111"),
+    # RFC 9728: the API (this server's /api/*) names its authorization server.
+    "OAUTH2_PROTECTED_RESOURCE_IDENTIFIER": "http://127.0.0.1:%s" % os.environ.get("DOT_PORT", "9111"),
+    "OAUTH2_PROTECTED_RESOURCE_AUTHORIZATION_SERVERS": ["http://127.0.0.1:%s/o" % os.environ.get("DOT_PORT", "9111")],
     # RFC 7591, open: a client registers itself (as MCP clients do).
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),

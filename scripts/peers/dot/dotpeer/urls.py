@@ -1,6 +1,7 @@
 from django.contrib.auth.views import LoginView
 from django.http import JsonResponse
 from django.urls import include, path
+from oauth2_provider.views import OAuthProtectedResourceMetadataView
 from oauth2_provider.views.generic import ProtectedResourceMetadataView, ScopedProtectedResourceMetadataView
 
 
@@ -36,6 +37,8 @@ class Admin(ScopedProtectedResourceMetadataView):
 urlpatterns = [
     path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
     path("accounts/login/", LoginView.as_view()),
+    # RFC 9728 §3.1: the API's metadata at its origin's well-known URI.
+    path(".well-known/oauth-protected-resource", OAuthProtectedResourceMetadataView.as_view()),
     path("api/hello", Hello.as_view()),
     path("api/admin", Admin.as_view()),
 ]
