@@ -172,9 +172,14 @@ struct BrowserLoginEndToEndTests {
             #expect(daemon.browserLog(log).contains(trial.page), "\(trial.flags): \(daemon.browserLog(log))")
             #expect(try await daemon.status().contains("logged out"), "\(trial.flags)")
         }
-        // A browser that never comes back: auth.login_timeout (10 s).
-        let timedOut = try await daemon.login(browser: "true")
+        // A browser that cannot be started, so never comes back: the URL is printed, and
+        // auth.login_timeout (10 s) ends the wait.
+        let timedOut = try await daemon.login(browser: "/nonexistent/browser")
         #expect(timedOut.status != 0)
+        #expect(timedOut.stderr.contains(server.baseURL + "/o/authorize/?response_type=code"), "\(timedOut.stderr)")
+        if !FileManager.default.fileExists(atPath: "/usr/bin/xdg-open") {
+            #expect(timedOut.stderr.contains("no browser could be started"), "\(timedOut.stderr)")
+        }
         #expect(
             timedOut.stderr.contains("no answer from the browser within 10s (auth.login_timeout)"),
             "\(timedOut.stderr)"

@@ -127,6 +127,30 @@ struct AuthorizationCodeTests {
         #expect((try harness.store.load())?.user == nil)
     }
 
+    /// A code the server will not redeem for this client (issued to another, or expired): the
+    /// refusal is said, and nothing is stored.
+    @Test func aCodeTheServerRefusesStoresNothing() async throws {
+        let harness = Self.harness()
+        harness.endpoint.answer { request, _ in
+            if request.url.contains("/.well-known/oauth-authorization-server") {
+                return FakeTokenEndpoint.json(
+                    #"{"issuer":"\#(Self.issuer)","token_endpoint":"\#(Self.issuer)/token","authorization_endpoint":"\#(Self.issuer)/authorize"}"#
+                )
+            }
+            if request.url.contains("/.well-known/") { return TokenHTTPResponse(status: 404) }
+            return FakeTokenEndpoint.json(#"{"error":"invalid_grant"}"#, status: 400)
+        }
+        let prompt = try await harness.manager.beginAuthorization(redirectURI: "http://127.0.0.1:8400/callback")
+        do {
+            try await harness.manager.logIn(authorizationCode: Secret("someone-elses"), state: prompt.state, issuer: nil)
+            Issue.record("a refused code logged in")
+        } catch {
+            #expect(error.message.contains("the authorization code (invalid_grant)"), "\(error.message)")
+            #expect(!error.message.contains("someone-elses"))
+        }
+        #expect((try harness.store.load())?.user == nil)
+    }
+
     @Test func aLoginPastItsTimeIsOverAndTheOldestOfManyGoesFirst() async throws {
         let harness = Self.harness()
         let redirect = "http://127.0.0.1:8400/callback"
