@@ -142,7 +142,11 @@ struct AuthorizationCodeTests {
         }
         let prompt = try await harness.manager.beginAuthorization(redirectURI: "http://127.0.0.1:8400/callback")
         do {
-            try await harness.manager.logIn(authorizationCode: Secret("someone-elses"), state: prompt.state, issuer: nil)
+            try await harness.manager.logIn(
+                authorizationCode: Secret("someone-elses"),
+                state: prompt.state,
+                issuer: nil
+            )
             Issue.record("a refused code logged in")
         } catch {
             #expect(error.message.contains("the authorization code (invalid_grant)"), "\(error.message)")
