@@ -59,12 +59,15 @@ struct BrowserLogin {
         } catch let failure as AdminMessages.Failure where failure.error == "no_browser_login" {
             throw Unavailable(message: failure.message)
         }
+        listener.expect(state: prompt.state, authorizationURL: prompt.authorizationURL)
         let url = PrintableText.of(prompt.authorizationURL)
         let wait = StatusText.span(Int(timeout.components.seconds))
         switch self.mode {
         case .openBrowser:
             StandardError.emit("Opening a browser to log in. If none opens, open this URL:\n\n    \(url)\n")
-            if let problem = BrowserLauncher.open(prompt.authorizationURL, environment: self.environment) {
+            // The browser gets the listener's one-time start address: a program's arguments are
+            // visible to every local user, and the authorization URL's state must not be.
+            if let problem = BrowserLauncher.open(listener.startURL, environment: self.environment) {
                 StandardError.emit("(no browser could be started: \(PrintableText.of(problem)))")
             }
             StandardError.emit("Waiting for the browser (at most \(wait))…")
@@ -81,7 +84,14 @@ struct BrowserLogin {
                 """
             )
         }
-        guard let answer = await self.answer(listener, timeout: timeout) else {
+        let answer: Answer
+        switch await self.answer(listener, timeout: timeout) {
+        case .answer(let parameters, let arrival): answer = (parameters, arrival)
+        case .openedTwice:
+            throw CommandError(
+                "the login's start address was opened twice, so someone else on this host may be trying to take the login: it was stopped and nothing was stored; run `bearerd login --no-browser` and open the URL yourself"
+            )
+        case .ended, .timedOut:
             throw CommandError(
                 "no answer from the browser within \(wait) (auth.login_timeout): nothing was stored; run `bearerd login` again"
             )
@@ -96,10 +106,12 @@ struct BrowserLogin {
                 )
             )
             return status
-        } catch let failure as CommandError {
-            let sentence = failure.message.hasSuffix(".") ? failure.message : failure.message + "."
+        } catch {
+            // Whatever went wrong, the browser is told, and not left waiting.
+            let message = (error as? CommandError)?.message ?? "\(error)"
+            let sentence = message.hasSuffix(".") ? message : message + "."
             await answer.arrival?.show(RedirectPage(title: "Login failed", message: sentence + " Close this tab."))
-            throw failure
+            throw error
         }
     }
 
@@ -111,16 +123,24 @@ struct BrowserLogin {
         /// One way of answering ended without an answer (standard input closed).
         case ended
         case timedOut
+        /// The start address was opened a second time: the login is stopped.
+        case openedTwice
     }
 
-    /// The redirect's parameters, from the listener or (with `--no-browser`) pasted; `nil` on
-    /// timeout.
-    private func answer(_ listener: LoopbackRedirect, timeout: Duration) async -> Answer? {
+    /// The redirect's parameters, from the listener or (with `--no-browser`) pasted, or why
+    /// there are none.
+    private func answer(_ listener: LoopbackRedirect, timeout: Duration) async -> Wait {
         let pasted = self.mode == .printOnly ? Self.pastedLines() : nil
         return await withTaskGroup(of: Wait.self) { group in
             group.addTask {
-                guard let arrival = await listener.next() else { return .ended }
-                return .answer(arrival.parameters, arrival)
+                for await event in listener.seen {
+                    switch event {
+                    case .arrival(let arrival): return .answer(arrival.parameters, arrival)
+                    case .openedTwice: return .openedTwice
+                    case .refused(let why): StandardError.emit("bearerd: \(why); still waiting")
+                    }
+                }
+                return .ended
             }
             if let pasted {
                 group.addTask {
@@ -144,13 +164,12 @@ struct BrowserLogin {
                 try? await Task.sleep(for: timeout)
                 return .timedOut
             }
-            var result: Answer?
+            var result = Wait.timedOut
             waiting: for await wait in group {
                 switch wait {
-                case .answer(let parameters, let arrival):
-                    result = (parameters, arrival)
+                case .answer, .openedTwice, .timedOut:
+                    result = wait
                     break waiting
-                case .timedOut: break waiting
                 case .ended: continue
                 }
             }
@@ -161,8 +180,11 @@ struct BrowserLogin {
 
     /// Checks the redirect and has the daemon redeem its code.
     private func finish(_ parameters: [String: String], prompt: AuthorizationPrompt) async throws -> TokenStatus {
-        let state = parameters["state"]
-        if let state, !Self.sameText(state, prompt.state) {
+        // The state first: a redirect that is not this login's says nothing about it.
+        guard let state = parameters["state"] else {
+            throw CommandError("the redirect has no state: nothing was stored; run `bearerd login` again")
+        }
+        if !LoopbackRedirect.sameText(state, prompt.state) {
             throw CommandError(
                 "the redirect's state is not this login's (a stale or forged redirect): nothing was stored; run `bearerd login` again"
             )
@@ -184,9 +206,6 @@ struct BrowserLogin {
                 }
             throw CommandError("\(what)\(description); nothing was stored")
         }
-        guard state != nil else {
-            throw CommandError("the redirect has no state: nothing was stored; run `bearerd login` again")
-        }
         guard let code = parameters["code"], !code.isEmpty else {
             throw CommandError("the redirect has no code: nothing was stored; run `bearerd login` again")
         }
@@ -205,13 +224,6 @@ struct BrowserLogin {
         } catch let failure as AdminMessages.Failure {
             throw CommandError(failure.message)
         }
-    }
-
-    private static func sameText(_ left: String, _ right: String) -> Bool {
-        let a = Array(left.utf8)
-        let b = Array(right.utf8)
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
     /// Standard input's lines, read on a thread of their own (a read cannot be cancelled).

@@ -4,10 +4,17 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// Where a browser login comes back (RFC 8252 §7.3): `bearerd login` listens on 127.0.0.1 (and
-/// `[::1]` on the same port, when it can) for `GET /callback?…`. The first such request is the
-/// answer: its parameters go to ``next()``, and the page the browser shows waits for
-/// ``finish(_:)``, which says whether the login worked. Any later one is told the login is over.
+/// Where a browser login starts and comes back (RFC 8252 §7.3): `bearerd login` listens on
+/// 127.0.0.1 (and `[::1]` on the same port, when it can).
+///
+/// - `GET /start?k=KEY` sends the browser on to the authorization URL, once. The browser is
+///   given this address rather than the authorization URL, whose `state` and PKCE challenge a
+///   program's arguments would show every local user. A second opening ends the login
+///   (``Event/openedTwice``): someone else on the host got there first.
+/// - `GET /callback?…` with the login's `state` is the answer (``Event/arrival(_:)``), once; its
+///   page waits for ``Arrival/show(_:)``. One with another state is refused and the wait goes on
+///   (``Event/refused(_:)``), so that nobody who can reach the port can end a login.
+/// - A `Host` other than this listener's (DNS rebinding) is refused.
 final class LoopbackRedirect: Sendable {
     /// A redirect's parameters, and the page the browser waits for.
     struct Arrival: Sendable {
@@ -23,19 +30,31 @@ final class LoopbackRedirect: Sendable {
         }
     }
 
+    /// What the listener saw.
+    enum Event: Sendable {
+        /// The redirect with the login's state.
+        case arrival(Arrival)
+        /// A redirect with another state or none, refused; the login goes on.
+        case refused(String)
+        /// The start address was opened a second time.
+        case openedTwice
+    }
+
     let port: Int
     private let channels: [any Channel]
-    private let arrivals: AsyncStream<Arrival>
+    private let events: AsyncStream<Event>
+    private let gate: RedirectGate
 
-    private init(port: Int, channels: [any Channel], arrivals: AsyncStream<Arrival>) {
+    private init(port: Int, channels: [any Channel], events: AsyncStream<Event>, gate: RedirectGate) {
         self.port = port
         self.channels = channels
-        self.arrivals = arrivals
+        self.events = events
+        self.gate = gate
     }
 
     /// Listens on `port` (`auth.redirect_port`; 0 for any free one).
     static func listen(port: Int, group: any EventLoopGroup) async throws -> LoopbackRedirect {
-        let (arrivals, continuation) = AsyncStream<Arrival>.makeStream(bufferingPolicy: .bufferingOldest(1))
+        let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(16))
         let gate = RedirectGate(continuation: continuation)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -55,22 +74,29 @@ final class LoopbackRedirect: Sendable {
             )
         }
         let bound = first.localAddress?.port ?? port
+        gate.listening(on: bound)
         var channels = [first]
         // A browser that resolves "localhost" to ::1 after a port forward still finds it.
         if let second = try? await bootstrap.bind(host: "::1", port: bound).get() { channels.append(second) }
-        return LoopbackRedirect(port: bound, channels: channels, arrivals: arrivals)
+        return LoopbackRedirect(port: bound, channels: channels, events: events, gate: gate)
     }
 
     var redirectURI: String { "http://127.0.0.1:\(self.port)/callback" }
 
-    /// The first redirect; `nil` once closed.
-    func next() async -> Arrival? {
-        var iterator = self.arrivals.makeAsyncIterator()
-        return await iterator.next()
+    /// The address the browser is given: it sends it on to the authorization URL, once.
+    var startURL: String { "http://127.0.0.1:\(self.port)/start?k=\(self.gate.startKey)" }
+
+    /// The login under way: its state, and where `/start` sends the browser.
+    func expect(state: String, authorizationURL: String) {
+        self.gate.expect(state: state, authorizationURL: authorizationURL)
     }
+
+    /// What the listener sees, as it sees it; ends once closed.
+    var seen: AsyncStream<Event> { self.events }
 
     func close() async {
         for channel in self.channels { try? await channel.close() }
+        self.gate.close()
     }
 
     /// A query's parameters (`+` is a space); `nil` when one is repeated or cannot be decoded,
@@ -88,27 +114,102 @@ final class LoopbackRedirect: Sendable {
         }
         return result
     }
+
+    /// Compares in time that does not depend on where the texts differ.
+    static func sameText(_ left: String, _ right: String) -> Bool {
+        let a = Array(left.utf8)
+        let b = Array(right.utf8)
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
 }
 
-/// Lets the first redirect through, once.
-private final class RedirectGate: Sendable {
-    let continuation: AsyncStream<LoopbackRedirect.Arrival>.Continuation
-    private let used = Mutex(false)
+/// The listener's state: what it expects, and what it has let through.
+final class RedirectGate: Sendable {
+    private struct State {
+        var port = 0
+        var state: String?
+        var authorizationURL: String?
+        var started = false
+        var done = false
+    }
 
-    init(continuation: AsyncStream<LoopbackRedirect.Arrival>.Continuation) {
+    let continuation: AsyncStream<LoopbackRedirect.Event>.Continuation
+    let startKey = RedirectGate.randomKey()
+    private let current = Mutex(State())
+
+    init(continuation: AsyncStream<LoopbackRedirect.Event>.Continuation) {
         self.continuation = continuation
     }
 
-    /// Whether this is the first; the stream ends with it.
-    func admit(_ arrival: LoopbackRedirect.Arrival) -> Bool {
-        let first = self.used.withLock { used in
-            defer { used = true }
-            return !used
+    func listening(on port: Int) { self.current.withLock { $0.port = port } }
+
+    func expect(state: String, authorizationURL: String) {
+        self.current.withLock {
+            $0.state = state
+            $0.authorizationURL = authorizationURL
         }
-        guard first else { return false }
-        self.continuation.yield(arrival)
+    }
+
+    func close() {
+        self.current.withLock { $0.done = true }
         self.continuation.finish()
-        return true
+    }
+
+    /// Whether `host` (the request's `Host`) names this listener.
+    func isOwnHost(_ host: String?) -> Bool {
+        let port = self.current.withLock { $0.port }
+        guard let host else { return false }
+        return ["127.0.0.1:\(port)", "[::1]:\(port)", "localhost:\(port)"].contains(host.lowercased())
+    }
+
+    /// Where `/start` with `key` sends the browser: the authorization URL the first time; `nil`
+    /// for a wrong key, before the login began, or (reported) a second time.
+    func start(key: String?) -> (url: String?, again: Bool) {
+        guard let key, LoopbackRedirect.sameText(key, self.startKey) else { return (nil, false) }
+        let (url, again) = self.current.withLock { state -> (String?, Bool) in
+            guard let url = state.authorizationURL, !state.done else { return (nil, false) }
+            defer { state.started = true }
+            return state.started ? (nil, true) : (url, false)
+        }
+        if again { self.continuation.yield(.openedTwice) }
+        return (url, again)
+    }
+
+    enum Admission {
+        case admitted
+        case wrongState
+        case over
+    }
+
+    /// Lets the redirect with the login's state through, once.
+    func admit(_ arrival: LoopbackRedirect.Arrival) -> Admission {
+        let admission = self.current.withLock { state -> Admission in
+            guard !state.done else { return .over }
+            guard let expected = state.state, let given = arrival.parameters["state"],
+                LoopbackRedirect.sameText(given, expected)
+            else { return .wrongState }
+            state.done = true
+            return .admitted
+        }
+        switch admission {
+        case .admitted:
+            self.continuation.yield(.arrival(arrival))
+        case .wrongState:
+            self.continuation.yield(
+                .refused(
+                    "a redirect came with another state than this login's (the redirect's state is not this login's: a stale or forged one); it was refused and nothing was stored"
+                )
+            )
+        case .over:
+            break
+        }
+        return admission
+    }
+
+    static func randomKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 }
 
@@ -126,26 +227,80 @@ private final class RedirectHandler: ChannelInboundHandler, Sendable {
         guard case .head(let head) = self.unwrapInboundIn(data) else { return }
         let target = head.uri
         let path = target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? target
-        guard head.method == .GET, path == "/callback" else {
+        let query = target.firstIndex(of: "?").map { target[target.index(after: $0)...] } ?? ""
+        guard self.gate.isOwnHost(head.headers["host"].first) else {
+            Self.write(
+                .badRequest,
+                RedirectPage(title: "Refused", message: "This is bearerd's login listener."),
+                context
+            )
+            return
+        }
+        guard head.method == .GET, let parameters = LoopbackRedirect.parameters(query: query) else {
+            Self.write(
+                .badRequest,
+                RedirectPage(title: "Login failed", message: "The request could not be read. Close this tab."),
+                context
+            )
+            return
+        }
+        switch path {
+        case "/start":
+            let (url, again) = self.gate.start(key: parameters["k"])
+            if let url {
+                Self.redirect(to: url, context)
+            } else if again {
+                Self.write(
+                    .conflict,
+                    RedirectPage(
+                        title: "Login stopped",
+                        message: "This login was opened twice, so it was stopped. Run bearerd login again."
+                    ),
+                    context
+                )
+            } else {
+                Self.write(
+                    .notFound,
+                    RedirectPage(title: "Not found", message: "This is bearerd's login listener."),
+                    context
+                )
+            }
+        case "/callback":
+            self.callback(parameters, context: context)
+        default:
             Self.write(
                 .notFound,
                 RedirectPage(title: "Not found", message: "This is bearerd's login listener."),
                 context
             )
-            return
         }
-        let query = target.firstIndex(of: "?").map { target[target.index(after: $0)...] } ?? ""
-        guard let parameters = LoopbackRedirect.parameters(query: query) else {
-            Self.write(
-                .badRequest,
-                RedirectPage(title: "Login failed", message: "The redirect could not be read. Close this tab."),
-                context
-            )
-            return
-        }
+    }
+
+    private func callback(_ parameters: [String: String], context: ChannelHandlerContext) {
         let page = context.eventLoop.makePromise(of: RedirectPage.self)
         let sent = context.eventLoop.makePromise(of: Void.self)
-        guard self.gate.admit(LoopbackRedirect.Arrival(parameters: parameters, page: page, sent: sent)) else {
+        switch self.gate.admit(LoopbackRedirect.Arrival(parameters: parameters, page: page, sent: sent)) {
+        case .admitted:
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            page.futureResult.whenComplete { result in
+                let shown =
+                    (try? result.get())
+                    ?? RedirectPage(title: "Login failed", message: "bearerd stopped waiting. Close this tab.")
+                Self.write(shown.worked ? .ok : .badRequest, shown, bound.value, sent: sent)
+            }
+        case .wrongState:
+            page.fail(ChannelError.alreadyClosed)
+            sent.succeed()
+            Self.write(
+                .badRequest,
+                RedirectPage(
+                    title: "Login refused",
+                    message:
+                        "This redirect is not for the login under way (its state differs). Nothing was stored. Close this tab."
+                ),
+                context
+            )
+        case .over:
             page.fail(ChannelError.alreadyClosed)
             sent.succeed()
             Self.write(
@@ -153,19 +308,24 @@ private final class RedirectHandler: ChannelInboundHandler, Sendable {
                 RedirectPage(title: "Already finished", message: "This login is already over. Close this tab."),
                 context
             )
-            return
-        }
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        page.futureResult.whenComplete { result in
-            let shown =
-                (try? result.get())
-                ?? RedirectPage(title: "Login failed", message: "bearerd stopped waiting. Close this tab.")
-            Self.write(shown.worked ? .ok : .badRequest, shown, bound.value, sent: sent)
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        context.fireChannelInactive()
+    private static func redirect(to url: String, _ context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "location", value: url)
+        headers.add(name: "content-length", value: "0")
+        headers.add(name: "cache-control", value: "no-store")
+        headers.add(name: "referrer-policy", value: "no-referrer")
+        headers.add(name: "connection", value: "close")
+        let handler = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.write(
+            NIOAny(HTTPServerResponsePart.head(.init(version: .http1_1, status: .found, headers: headers))),
+            promise: nil
+        )
+        context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil))).whenComplete { _ in
+            handler.value.close(promise: nil)
+        }
     }
 
     private static func write(

@@ -24,17 +24,30 @@ struct LoopbackRedirectTests {
         #expect(page.html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;more&#39;"))
     }
 
-    /// The first `/callback` is the answer and waits for its page; another path is 404; a
-    /// second redirect is told the login is over.
-    @Test func theFirstRedirectIsTheAnswerAndASecondIsToldItIsOver() async throws {
+    /// The redirect with the login's state is the answer and waits for its page; one with
+    /// another state is refused and the wait goes on; a later one is told the login is over;
+    /// another path is 404.
+    @Test func onlyTheLoginsStateIsTheAnswerAndOnlyOnce() async throws {
         let listener = try await LoopbackRedirect.listen(port: 0, group: MultiThreadedEventLoopGroup.singleton)
         #expect(listener.redirectURI == "http://127.0.0.1:\(listener.port)/callback")
-        async let favicon = Self.get(listener.port, "/favicon.ico")
-        #expect(try await favicon.hasPrefix("HTTP/1.1 404"))
+        listener.expect(state: "s1", authorizationURL: "https://idp.example/authorize?x=1")
+        var events = listener.seen.makeAsyncIterator()
+        #expect(try await Self.get(listener.port, "/favicon.ico").hasPrefix("HTTP/1.1 404"))
+        let forged = try await Self.get(listener.port, "/callback?error=access_denied&state=other")
+        #expect(forged.hasPrefix("HTTP/1.1 400") && forged.contains("state differs"), "\(forged)")
+        let stateless = try await Self.get(listener.port, "/callback?error=access_denied")
+        #expect(stateless.hasPrefix("HTTP/1.1 400"))
+        guard case .refused = await events.next(), case .refused = await events.next() else {
+            Issue.record("the forged redirects were not reported")
+            return
+        }
         async let first = Self.get(listener.port, "/callback?code=c1&state=s1")
-        let arrival = try #require(await listener.next())
+        guard case .arrival(let arrival) = await events.next() else {
+            Issue.record("no arrival")
+            return
+        }
         #expect(arrival.parameters == ["code": "c1", "state": "s1"])
-        let second = try await Self.get(listener.port, "/callback?code=c2&state=s2")
+        let second = try await Self.get(listener.port, "/callback?code=c2&state=s1")
         #expect(second.hasPrefix("HTTP/1.1 409"), "\(second)")
         await arrival.show(RedirectPage(title: "Logged in", message: "You can close this tab.", worked: true))
         let page = try await first
@@ -43,8 +56,43 @@ struct LoopbackRedirectTests {
         await listener.close()
     }
 
+    /// DNS rebinding: a page on another name that resolves to 127.0.0.1 gets nothing.
+    @Test func anotherHostIsRefused() async throws {
+        let listener = try await LoopbackRedirect.listen(port: 0, group: MultiThreadedEventLoopGroup.singleton)
+        listener.expect(state: "s1", authorizationURL: "https://idp.example/authorize")
+        let rebound = try await Self.get(
+            listener.port,
+            "/callback?code=c&state=s1",
+            host: "evil.example:\(listener.port)"
+        )
+        #expect(rebound.hasPrefix("HTTP/1.1 400"))
+        let start = try await Self.get(listener.port, "/start?k=x", host: "evil.example")
+        #expect(start.hasPrefix("HTTP/1.1 400"))
+        await listener.close()
+    }
+
+    /// The browser is given the start address; it goes on to the authorization URL once, and a
+    /// second opening (someone else on the host) stops the login.
+    @Test func theStartAddressWorksOnceAndASecondOpeningIsReported() async throws {
+        let listener = try await LoopbackRedirect.listen(port: 0, group: MultiThreadedEventLoopGroup.singleton)
+        let start = String(listener.startURL.dropFirst("http://127.0.0.1:\(listener.port)".count))
+        #expect(try await Self.get(listener.port, start).hasPrefix("HTTP/1.1 404"), "not before the login began")
+        listener.expect(state: "s1", authorizationURL: "https://idp.example/authorize?state=s1")
+        #expect(try await Self.get(listener.port, "/start?k=wrong").hasPrefix("HTTP/1.1 404"))
+        let first = try await Self.get(listener.port, start)
+        #expect(first.hasPrefix("HTTP/1.1 302") && first.contains("location: https://idp.example/authorize?state=s1"))
+        let again = try await Self.get(listener.port, start)
+        #expect(again.hasPrefix("HTTP/1.1 409"), "\(again)")
+        var events = listener.seen.makeAsyncIterator()
+        guard case .openedTwice = await events.next() else {
+            Issue.record("a second opening was not reported")
+            return
+        }
+        await listener.close()
+    }
+
     /// A plain HTTP/1.1 GET over a socket; the whole answer as text.
-    static func get(_ port: Int, _ target: String) async throws -> String {
+    static func get(_ port: Int, _ target: String, host: String? = nil) async throws -> String {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -52,7 +100,8 @@ struct LoopbackRedirectTests {
                 }
             }
         return try await channel.executeThenClose { inbound, outbound in
-            try await outbound.write(ByteBuffer(string: "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
+            let name = host ?? "127.0.0.1:\(port)"
+            try await outbound.write(ByteBuffer(string: "GET \(target) HTTP/1.1\r\nHost: \(name)\r\n\r\n"))
             var text = ""
             for try await buffer in inbound { text += String(buffer: buffer) }
             return text
