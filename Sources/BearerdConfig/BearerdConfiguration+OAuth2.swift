@@ -146,6 +146,13 @@ extension BearerdConfiguration.Auth {
             self.deviceAuthorizationURL = deviceURL
             self.authorization = Authorization(reading: &builder)
             self.discover = discover
+            if discover && (secretFile != nil || authentication != .none) {
+                // The API names the token server: a secret or a key goes only to one the config names.
+                builder.issue(
+                    "auth.discover",
+                    "works with a public client only (no auth.client_secret_file, auth.client_auth: none): a credential goes only to a token server the config names, so set auth.issuer"
+                )
+            }
             let clientCredentials = self.clientCredentials
             self.tokenExchange = builder.section("token_exchange") {
                 TokenExchange.reading(&$0, clientCredentials: clientCredentials)

@@ -22,12 +22,20 @@ package struct ClientRegistration: Sendable, Equatable {
         self.resource = resource
     }
 
+    /// The `authMethod` of a pin: not a registration, the issuer first found for a configured
+    /// client (`auth.discover` with `auth.client_id`).
+    static let pinMethod = "configured"
+
+    /// Whether this is a pin rather than a client bearerd registered.
+    package var isPin: Bool { self.authMethod == Self.pinMethod }
+
     /// The RFC 7591 §2 metadata bearerd registers with: a native public client that logs in
     /// with the authorization code grant at a loopback redirect (RFC 8252 §7.3).
-    static func request(scopes: [String], clientName: String) -> [UInt8] {
+    static func request(scopes: [String], clientName: String, redirectPort: Int) -> [UInt8] {
+        let redirect = redirectPort == 0 ? "http://127.0.0.1/callback" : "http://127.0.0.1:\(redirectPort)/callback"
         var body: [String: Any] = [
             "client_name": clientName,
-            "redirect_uris": ["http://127.0.0.1/callback"],
+            "redirect_uris": [redirect],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",

@@ -100,7 +100,17 @@ enum Discovery {
                     entry.document[name]?.stringValue.map { (entry.url, $0) }
                 }).first
             else { continue }
-            try Self.check(endpoint, name: name, issuer: issuer, allowInsecureHTTP: allowInsecureHTTP)
+            if name == "authorization_endpoint" || name == "registration_endpoint" {
+                // Used only by the browser login: an odd one is left out (the login says it has
+                // none) rather than breaking the refreshes of a session that never uses it.
+                guard
+                    (try? Self.check(endpoint, name: name, issuer: issuer, allowInsecureHTTP: allowInsecureHTTP))
+                        != nil,
+                    !endpoint.contains("#")
+                else { continue }
+            } else {
+                try Self.check(endpoint, name: name, issuer: issuer, allowInsecureHTTP: allowInsecureHTTP)
+            }
             metadata.sources[name] = url
             switch name {
             case "token_endpoint": metadata.tokenEndpoint = endpoint

@@ -45,7 +45,7 @@ extension OAuth2Source {
             ("response_type", "code"), ("client_id", self.client.id), ("redirect_uri", redirectURI),
             ("state", state), ("code_challenge", challenge), ("code_challenge_method", "S256"),
         ]
-        let scopes = self.loginScopes
+        let scopes = self.loginScopes(withAsked: true)
         if !scopes.isEmpty { fields.append(("scope", scopes.joined(separator: " "))) }
         // RFC 9470 §4: what the API asked of the person's login.
         let asks = self.loginAsks.withLock { $0 }

@@ -54,6 +54,8 @@ extension OAuth2Source {
 
     package var registration: ClientRegistration? { self.found.withLock { $0.registration } }
 
+    package var configuredScopes: [String] { self.settings.client.scopes }
+
     package var discovered: TokenStatus.Discovered? {
         guard case .resource(let resource) = self.settings.endpoint else { return nil }
         let found = self.found.withLock { $0 }
@@ -67,11 +69,20 @@ extension OAuth2Source {
     }
 
     /// Takes the registration the store kept, when it is for this API and no client is
-    /// configured: the client, and the issuer it is registered at, are known from then on.
+    /// configured (or the pin of the configured client's issuer): the client, and the issuer it
+    /// is registered at, are known from then on.
     package func adopt(_ registration: ClientRegistration?) -> Bool {
         guard let registration, case .resource(let resource) = self.settings.endpoint,
-            self.settings.client.clientID.isEmpty, ResourceDiscovery.sameResource(registration.resource, resource)
+            ResourceDiscovery.sameResource(registration.resource, resource)
         else { return false }
+        let configured = self.settings.client.clientID
+        if registration.isPin {
+            // The issuer first found for the configured client: kept, whatever the API says later.
+            guard registration.clientID == configured, !configured.isEmpty else { return false }
+            self.found.withLock { $0.issuer = registration.issuer }
+            return true
+        }
+        guard configured.isEmpty else { return false }
         self.found.withLock { state in
             state.issuer = registration.issuer
             state.registration = registration
@@ -83,24 +94,34 @@ extension OAuth2Source {
     /// server's `registration_endpoint` (RFC 7591) unless one is registered; returns the new
     /// registration, for the store. `nil` when nothing was registered.
     package func registerIfNeeded(transport: any TokenTransport) async throws -> ClientRegistration? {
-        guard case .resource(let resource) = self.settings.endpoint, self.settings.client.clientID.isEmpty,
-            self.registration == nil
-        else { return nil }
+        guard case .resource(let resource) = self.settings.endpoint, self.registration == nil else { return nil }
         guard let issuer = try await self.issuer(transport) else { return nil }
+        let configured = self.settings.client.clientID
+        if !configured.isEmpty {
+            // A configured client: nothing to register, but the issuer found is kept (a pin), so
+            // that an API that later names another server does not send the session there.
+            return ClientRegistration(
+                issuer: issuer,
+                clientID: configured,
+                clientSecret: nil,
+                authMethod: ClientRegistration.pinMethod,
+                resource: resource
+            )
+        }
         let metadata = try await self.metadata(issuer, transport)
         guard let endpoint = metadata.registrationEndpoint else {
             throw TokenEngineError.source(
                 "the authorization server \(issuer) offers no client registration (no registration_endpoint): register bearerd there and set auth.client_id"
             )
         }
-        let host = ProcessInfo.processInfo.hostName.prefix(64)
         let response = try await transport.send(
             TokenHTTPRequest(
                 url: endpoint,
                 headers: [("content-type", "application/json"), ("accept", "application/json")],
                 body: ClientRegistration.request(
                     scopes: self.settings.client.scopes,
-                    clientName: "bearerd on \(host)"
+                    clientName: "bearerd",
+                    redirectPort: self.settings.client.authorization.redirectPort
                 )
             )
         )
@@ -113,5 +134,17 @@ extension OAuth2Source {
         let registration = try ClientRegistration.parse(response.body, issuer: issuer, resource: resource)
         self.found.withLock { $0.registration = registration }
         return registration
+    }
+}
+
+extension OAuth2Source {
+    /// The token server refused the registered client (`invalid_client`): it was deleted or
+    /// expired there. It is forgotten, and the next login registers anew.
+    package func forgetRegistration() -> Bool {
+        self.found.withLock { state in
+            guard state.registration != nil else { return false }
+            state.registration = nil
+            return true
+        }
     }
 }

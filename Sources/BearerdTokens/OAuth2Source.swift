@@ -24,8 +24,8 @@ package final class OAuth2Source: TokenSource {
     private let serverMetadata = Mutex<ServerMetadata?>(nil)
     /// With ``Endpoint/resource(_:)``: the issuer found, where, and the client registered there.
     let found = Mutex<(issuer: String?, document: String?, registration: ClientRegistration?)>((nil, nil, nil))
-    /// What the next login asks for beyond `auth.scopes` (``askAtLogin(scopes:acrValues:maxAge:)``).
-    let loginAsks = Mutex<(scopes: [String], acrValues: [String], maxAge: Int?)>(([], [], nil))
+    /// What the next login asks for beyond `auth.scopes` (``askAtLogin(granted:asked:acrValues:maxAge:)``).
+    let loginAsks = Mutex<(granted: [String], asked: [String], acrValues: [String], maxAge: Int?)>(([], [], [], nil))
 
     package init(settings: Settings) {
         self.settings = settings
@@ -87,13 +87,18 @@ package final class OAuth2Source: TokenSource {
         )
     }
 
-    package func askAtLogin(scopes: [String], acrValues: [String], maxAge: Int?) {
-        self.loginAsks.withLock { $0 = (scopes, acrValues, maxAge) }
+    package func askAtLogin(granted: [String], asked: [String], acrValues: [String], maxAge: Int?) {
+        self.loginAsks.withLock { $0 = (granted, asked, acrValues, maxAge) }
     }
 
-    /// The scopes a login asks for: `auth.scopes` and what the engine added.
-    var loginScopes: [String] {
-        ScopeRequests.union(self.settings.client.scopes, self.loginAsks.withLock { $0.scopes })
+    /// The scopes a login asks for: `auth.scopes`, those the session has, and (`withAsked`: a
+    /// login whose consent the person sees) what the API asked for. `auth.scopes` alone when
+    /// nothing was added, so that an empty list leaves the server's default.
+    func loginScopes(withAsked: Bool) -> [String] {
+        let asks = self.loginAsks.withLock { $0 }
+        let added = withAsked ? asks.asked : []
+        guard !added.isEmpty else { return self.settings.client.scopes }
+        return ScopeRequests.union(self.settings.client.scopes, asks.granted, added)
     }
 
     package func parseClientGrant(_ body: [UInt8]) throws -> IssuedTokens {
@@ -112,11 +117,16 @@ package final class OAuth2Source: TokenSource {
     ) async throws
         -> TokenHTTPRequest
     {
-        try await self.request(
+        if case .resource = self.settings.endpoint {
+            throw TokenEngineError.source(
+                "with auth.discover the API names the token server, and a password goes only to one the config names: log in in a browser, or set auth.issuer"
+            )
+        }
+        return try await self.request(
             try await self.tokenURL(transport),
             [("grant_type", "password"), ("username", username), ("password", password.value)],
             withScope: true,
-            scopes: self.loginScopes
+            scopes: self.loginScopes(withAsked: false)
         )
     }
 
@@ -156,7 +166,7 @@ package final class OAuth2Source: TokenSource {
                 "the token server names no device authorization endpoint: set auth.device_authorization_url, or log in with a user name and password"
             )
         }
-        return try await self.request(url, [], withScope: true, scopes: self.loginScopes)
+        return try await self.request(url, [], withScope: true, scopes: self.loginScopes(withAsked: true))
     }
 
     package func deviceTokenRequest(deviceCode: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest

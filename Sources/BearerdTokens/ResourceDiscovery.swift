@@ -36,8 +36,13 @@ enum ResourceDiscovery {
             let answer = try await transport.send(
                 TokenHTTPRequest(method: "GET", url: resource, headers: [("accept", "application/json")])
             )
+            // Only from the API's own origin: the API does not send bearerd to fetch elsewhere.
             if answer.status == 401, let url = Self.resourceMetadata(answer), !candidates.contains(url) {
-                candidates.append(url)
+                if Self.origin(url) == Self.origin(resource) {
+                    candidates.append(url)
+                } else {
+                    problems.append("\(resource): its 401 names resource_metadata on another origin, which is not used")
+                }
             }
         } catch {
             problems.append("\(resource): \(error)")
@@ -104,6 +109,15 @@ enum ResourceDiscovery {
             }
         }
         return nil
+    }
+
+    /// `scheme://host:port`, lowercased, with the default port made explicit.
+    static func origin(_ url: String) -> String? {
+        guard let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased(),
+            let host = parts.host?.lowercased()
+        else { return nil }
+        let port = parts.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
     }
 
     /// §3.3: the same resource identifier; a trailing slash is forgiven.

@@ -39,8 +39,14 @@ struct ScopeRequests: Sendable {
     static let pause: TimeInterval = 300
     static let maxAsked = 64
 
-    /// Notes a challenge from the API at `at` (wall clock) for a request to `path`.
-    mutating func note(_ challenge: ScopeChallenge, path: String, at: Date, action: String) {
+    /// Notes a challenge from the API at `at` (wall clock) for a request to `path`; whether it
+    /// asks for anything not asked before.
+    @discardableResult
+    mutating func note(_ challenge: ScopeChallenge, path: String, at: Date, action: String) -> Bool {
+        let news =
+            self.last == nil || challenge.scopes.contains { !self.asked.contains($0) }
+            || (!challenge.acrValues.isEmpty && challenge.acrValues != self.acrValues)
+            || (challenge.maxAge != nil && challenge.maxAge != self.maxAge)
         for scope in challenge.scopes where !self.asked.contains(scope) && self.asked.count < Self.maxAsked {
             self.asked.append(scope)
         }
@@ -55,6 +61,14 @@ struct ScopeRequests: Sendable {
             at: at,
             action: action
         )
+        return news
+    }
+
+    /// A login happened: what the API asked of the person's login (RFC 9470) is met, and the
+    /// next login does not ask it again.
+    mutating func loggedIn() {
+        self.acrValues = []
+        self.maxAge = nil
     }
 
     /// The scopes of `challenge` a step-up may ask for now: not granted yet (`granted`), allowed,

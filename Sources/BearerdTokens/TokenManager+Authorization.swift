@@ -15,13 +15,17 @@ extension TokenManager {
         }
         let server: AuthorizationServer
         do {
-            if let registration = try await self.source.registerIfNeeded(transport: self.transport) {
+            if let registration = try await self.source.registerIfNeeded(transport: self.transport),
+                registration != self.stored.registration
+            {
                 self.stored.registration = registration
                 self.persist()
-                self.logger.notice(
-                    "registered a client at the API's authorization server (RFC 7591)",
-                    metadata: ["issuer": "\(registration.issuer)", "client_id": "\(registration.clientID)"]
-                )
+                if !registration.isPin {
+                    self.logger.notice(
+                        "registered a client at the API's authorization server (RFC 7591)",
+                        metadata: ["issuer": "\(registration.issuer)", "client_id": "\(registration.clientID)"]
+                    )
+                }
             }
             server = try await self.source.authorizationServer(transport: self.transport)
         } catch {

@@ -273,6 +273,11 @@ extension TokenManager {
         case .client: self.stored.client = session.stored
         }
         self.persist()
+        if kind == .user && reason == "login" {
+            // What the API asked of the person's login (RFC 9470) is met by this one.
+            self.scopeRequests.loggedIn()
+            self.askAtNextLogin()
+        }
         self.logger.info(
             "token refreshed",
             metadata: [
@@ -290,6 +295,14 @@ extension TokenManager {
     private func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> ExchangeResult {
         let code = error ?? "HTTP \(status)"
         Self.count("rejected")
+        if code == "invalid_client", self.source.forgetRegistration() {
+            // The client bearerd registered is gone at the server: the next login registers anew.
+            self.stored.registration = nil
+            self.persist()
+            self.logger.warning(
+                "the token server no longer knows the client bearerd registered; `bearerd login` registers a new one"
+            )
+        }
         switch grant {
         case .refreshToken:
             self.logger.error(
@@ -320,7 +333,7 @@ extension TokenManager {
             )
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
             return .failed(why)
-        case .clientCredentials(let added) where !added.isEmpty && previous?.kind == .client:
+        case .clientCredentials(let added) where !added.isEmpty && previous?.kind == .client && code == "invalid_scope":
             // The scopes a step-up added were refused (invalid_scope, or the client may not have
             // them): the token in hand serves on, and they are not asked for a while.
             self.scopeRequests.refused(added, now: self.clock.now)

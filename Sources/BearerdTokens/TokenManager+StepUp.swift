@@ -16,13 +16,7 @@ extension TokenManager {
         -> BearerToken?
     {
         let session = self.currentSession
-        let granted = Set((session?.scope ?? "").split(separator: " ").map(String.init))
-        let decision = self.scopeRequests.stepUp(
-            challenge,
-            granted: granted,
-            allowed: self.policy.scopeStepUpAllowed,
-            now: self.clock.now
-        )
+        let decision = self.stepUpDecision(challenge, session: session)
         let action: String
         switch (session?.kind, decision) {
         case (.user?, _) where challenge.kind == .insufficientScope && challenge.scopes.isEmpty,
@@ -39,30 +33,36 @@ extension TokenManager {
         case (.client?, .success):
             action = "asking the token server for it"
         }
-        self.scopeRequests.note(challenge, path: path, at: self.clock.wallNow, action: action)
+        let news = self.scopeRequests.note(challenge, path: path, at: self.clock.wallNow, action: action)
         self.askAtNextLogin()
-        self.logger.notice(
+        // Once per new ask: an API that answers every request so must not flood the log.
+        self.logger.log(
+            level: news ? .notice : .debug,
             "the API asks for more than the token has",
             metadata: [
                 "error": "\(challenge.kind.rawValue)", "scope": "\(challenge.scopes.joined(separator: " "))",
                 "path_prefix": "\(ScopeRequests.firstSegment(path))", "action": "\(action)",
             ]
         )
-        guard session?.kind == .client, self.policy.scopeStepUp, self.fleet == nil,
-            case .success(let missing) = decision
-        else { return nil }
-        // The token changed since: the new one may have it already.
-        if let current = session?.access, current != token { return current }
+        guard session?.kind == .client, self.policy.scopeStepUp, self.fleet == nil, case .success = decision else {
+            return nil
+        }
+        // One step-up at a time: after the one in flight, the token in hand may have it already.
         while case .refreshing(_, let task) = self.state { _ = await task.value }
+        let now = self.currentSession
+        guard case .success(let missing) = self.stepUpDecision(challenge, session: now) else {
+            if let current = now?.access, current != token,
+                case .failure(.alreadyGranted) = self.stepUpDecision(challenge, session: now)
+            {
+                return current
+            }
+            return nil
+        }
         self.scopeRequests.added(missing)
         self.noteWaiter()
         let added = self.scopeRequests.clientAdded
         guard
-            let task = self.start(
-                .clientCredentials(adding: added),
-                previous: self.currentSession,
-                reason: "scope_step_up"
-            )
+            let task = self.start(.clientCredentials(adding: added), previous: now, reason: "scope_step_up")
         else { return nil }
         if case .failed(let why) = await task.value {
             self.scopeRequests.refused(missing, now: self.clock.now)
@@ -76,8 +76,8 @@ extension TokenManager {
         }
         // A server that names the scope granted (RFC 6749 §5.1) must have granted these.
         if let scope = fresh.scope {
-            let now = Set(scope.split(separator: " ").map(String.init))
-            let withheld = missing.filter { !now.contains($0) }
+            let has = Set(scope.split(separator: " ").map(String.init))
+            let withheld = missing.filter { !has.contains($0) }
             guard withheld.isEmpty else {
                 self.scopeRequests.refused(withheld, now: self.clock.now)
                 self.scopeRequests.setAction(
@@ -90,13 +90,31 @@ extension TokenManager {
         return access
     }
 
+    /// What a step-up would ask for with `session` in hand. A token whose answer named no scope
+    /// is taken to have what was asked for (RFC 6749 §5.1: the scope asked, when it is not
+    /// said), so that such a server is not asked again at every 403.
+    func stepUpDecision(_ challenge: ScopeChallenge, session: Session?) -> Result<[String], StepUpRefusal> {
+        let granted: Set<String> =
+            if let scope = session?.scope {
+                Set(scope.split(separator: " ").map(String.init))
+            } else {
+                Set(self.source.configuredScopes + self.scopeRequests.clientAdded)
+            }
+        return self.scopeRequests.stepUp(
+            challenge,
+            granted: granted,
+            allowed: self.policy.scopeStepUpAllowed,
+            now: self.clock.now
+        )
+    }
+
     /// Tells the source what the next login asks for: what the API asked for, and the scopes
     /// the person's session has, so that a login never drops a granted scope.
     func askAtNextLogin() {
         let granted = self.stored.user?.scope.map { $0.split(separator: " ").map(String.init) } ?? []
-        let asked = self.scopeRequests.asked
         self.source.askAtLogin(
-            scopes: asked.isEmpty ? [] : ScopeRequests.union(granted, asked),
+            granted: granted,
+            asked: self.scopeRequests.asked,
             acrValues: self.scopeRequests.acrValues,
             maxAge: self.scopeRequests.maxAge
         )

@@ -21,9 +21,10 @@ package protocol TokenSource: Sendable {
     ) async throws
         -> TokenHTTPRequest
 
-    /// Scopes, beyond the configured ones, that the next login asks for (what the API asked for,
-    /// and what the session has): set by the engine before a login.
-    func askAtLogin(scopes: [String], acrValues: [String], maxAge: Int?)
+    /// What the next login asks for beyond the configured scopes: the scopes the session has
+    /// (`granted`, every login) and what the API asked for (`asked`, `acrValues`, `maxAge`: only
+    /// logins whose consent the person sees at the server, the browser's and the device's).
+    func askAtLogin(granted: [String], asked: [String], acrValues: [String], maxAge: Int?)
 
     /// The client grant's name, for logs, metrics and `status`: `client_credentials` or
     /// `token_exchange`.
@@ -114,6 +115,13 @@ package protocol TokenSource: Sendable {
 
     /// What `auth.discover` found, for `status`; `nil` without it.
     var discovered: TokenStatus.Discovered? { get }
+
+    /// `auth.scopes`.
+    var configuredScopes: [String] { get }
+
+    /// Drops a client bearerd registered, which the token server no longer knows; `false` when
+    /// there is none.
+    func forgetRegistration() -> Bool
 }
 
 extension TokenSource {
@@ -167,7 +175,7 @@ extension TokenSource {
         try await self.clientCredentialsRequest(transport: transport)
     }
 
-    package func askAtLogin(scopes: [String], acrValues: [String], maxAge: Int?) {}
+    package func askAtLogin(granted: [String], asked: [String], acrValues: [String], maxAge: Int?) {}
 
     package func registerIfNeeded(transport: any TokenTransport) async throws -> ClientRegistration? { nil }
 
@@ -176,6 +184,10 @@ extension TokenSource {
     package var registration: ClientRegistration? { nil }
 
     package var discovered: TokenStatus.Discovered? { nil }
+
+    package var configuredScopes: [String] { [] }
+
+    package func forgetRegistration() -> Bool { false }
 }
 
 /// Where a client token comes from, for `status`: the source, and the platform token it is

@@ -120,6 +120,7 @@ struct AuthConfigTests {
         ("json:\n  refresh_url: https://a/r\n  headers: [X-A]", "auth.json.headers", "must look like"),
         ("json:\n  refresh_url: https://a/r\n  bogus: 1", "auth.json.bogus", "unknown key"),
         ("discover: true\nissuer: https://a", "auth.discover", "leave out auth.token_url and auth.issuer"),
+        ("discover: true\nclient_id: c\nclient_secret_file: SECRET", "auth.discover", "public client only"),
         ("token_url: https://a/t", "auth.client_id", "auth.discover: true, a client is registered"),
         ("token_url: https://a/t\nclient_id: a\nauthorization_url: ftp://x", "auth.authorization_url", "http or https"),
         ("token_url: https://a/t\nclient_id: a\nresource: [relative/path]", "auth.resource", "absolute URI"),

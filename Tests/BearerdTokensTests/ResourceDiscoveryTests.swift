@@ -34,6 +34,7 @@ struct ResourceDiscoveryTests {
     /// server with a registration endpoint; `resource` is what the metadata says it is.
     static func server(
         wellKnown: Bool = true,
+        metadataURL: String = "https://api.example/meta/pr",
         resource: String = api,
         authorizationServer: String = issuer,
         registration: String = #"{"client_id":"registered-1","token_endpoint_auth_method":"none"}"#
@@ -43,13 +44,13 @@ struct ResourceDiscoveryTests {
             switch request.url {
             case "https://api.example/.well-known/oauth-protected-resource/v2" where wellKnown:
                 return FakeTokenEndpoint.json(metadata)
-            case "https://api.example/meta/pr":
+            case metadataURL:
                 return FakeTokenEndpoint.json(metadata)
             case api:
                 return TokenHTTPResponse(
                     status: 401,
                     headers: [
-                        ("WWW-Authenticate", #"Bearer realm="api", resource_metadata="https://api.example/meta/pr""#)
+                        ("WWW-Authenticate", #"Bearer realm="api", resource_metadata="\#(metadataURL)""#)
                     ]
                 )
             case issuer + "/.well-known/oauth-authorization-server":
@@ -103,6 +104,68 @@ struct ResourceDiscoveryTests {
             #expect("\(error)".contains(problem), "\(error)")
             #expect("\(error)".contains("set auth.issuer and auth.client_id"))
         }
+    }
+
+    /// The API's 401 may point only at its own origin: bearerd fetches nothing elsewhere for it.
+    @Test func resourceMetadataOnAnotherOriginIsNotFetched() async {
+        let endpoint = Self.server(wellKnown: false, metadataURL: "https://elsewhere.example/pr")
+        do {
+            _ = try await ResourceDiscovery.authorizationServer(
+                resource: Self.api,
+                allowInsecureHTTP: false,
+                transport: endpoint
+            )
+            Issue.record("followed another origin's metadata")
+        } catch {
+            #expect("\(error)".contains("another origin"), "\(error)")
+        }
+        #expect(!endpoint.requests.contains { $0.url.contains("elsewhere") })
+    }
+
+    /// A configured client with `auth.discover`: the issuer first found is kept in the store, and
+    /// a password never goes to a server the API named.
+    @Test func aConfiguredClientPinsTheIssuerAndRefusesPasswords() async throws {
+        let store = MemoryTokenStore(nil)
+        let settings = OAuth2Source.Settings(
+            endpoint: .resource(Self.api),
+            clientID: "mine",
+            clientAuthentication: .none
+        )
+        let manager = TokenManager(
+            source: OAuth2Source(settings: settings),
+            transport: Self.server(),
+            store: store,
+            clock: ManualTokenClock(),
+            clocks: ManualClockSource(),
+            logger: Logger(label: "discovery-test")
+        )
+        _ = try await manager.beginAuthorization(redirectURI: "http://127.0.0.1:9/callback")
+        let pin = try #require(try store.load()?.registration)
+        #expect(pin.isPin && pin.issuer == Self.issuer && pin.clientID == "mine")
+        do {
+            try await manager.logIn(username: "alice", password: Secret("alice-pass"))
+            Issue.record("a password went to a discovered server")
+        } catch {
+            #expect(error.message.contains("a password goes only to one the config names"), "\(error.message)")
+        }
+        // Restarted, with the API now naming another server: the pinned one is used.
+        let moved = Self.server(authorizationServer: "https://evil.example")
+        let restarted = TokenManager(
+            source: OAuth2Source(settings: settings),
+            transport: moved,
+            store: store,
+            clock: ManualTokenClock(),
+            clocks: ManualClockSource(),
+            logger: Logger(label: "discovery-test")
+        )
+        let prompt = try await restarted.beginAuthorization(redirectURI: "http://127.0.0.1:9/callback")
+        #expect(prompt.authorizationURL.hasPrefix(Self.issuer + "/authorize?"))
+        #expect(!moved.requests.contains { $0.url.contains("evil") })
+    }
+
+    @Test func aFixedRedirectPortIsRegistered() throws {
+        let body = ClientRegistration.request(scopes: [], clientName: "bearerd", redirectPort: 8400)
+        #expect(JSONValue.parse(body)?["redirect_uris"] == .array([.string("http://127.0.0.1:8400/callback")]))
     }
 
     @Test(

@@ -15,7 +15,12 @@ struct ScopeStepUpTests {
 
     /// A client-credentials engine whose token server grants what it is asked (`refuse`: answers
     /// 400 invalid_scope to a request for admin).
-    static func client(stepUp: Bool = true, allowed: Set<String> = ["admin"], refuse: Bool = false) -> TokenHarness {
+    static func client(
+        stepUp: Bool = true,
+        allowed: Set<String> = ["admin"],
+        refuse: Bool = false,
+        namesScope: Bool = true
+    ) -> TokenHarness {
         var settings = OAuth2Source.Settings(
             endpoint: .tokenURL("https://auth.example/token"),
             clientID: "svc",
@@ -36,8 +41,9 @@ struct ScopeStepUpTests {
                 count += 1
                 return count
             }
+            let named = namesScope ? #","scope":"\#(scope)""# : ""
             return FakeTokenEndpoint.json(
-                #"{"access_token":"client-\#(number)","token_type":"Bearer","expires_in":3600,"scope":"\#(scope)"}"#
+                #"{"access_token":"client-\#(number)","token_type":"Bearer","expires_in":3600\#(named)}"#
             )
         }
     }
@@ -66,6 +72,23 @@ struct ScopeStepUpTests {
             path: "/admin"
         )
         #expect(again == nil && harness.endpoint.requests.count == 3)
+    }
+
+    /// A token server that does not say which scope it granted (RFC 6749 §5.1 lets it): one
+    /// step-up, then the scope is taken as granted; a hostile API's 403s do not repeat it.
+    @Test func aServerThatNamesNoScopeIsAskedOnce() async throws {
+        let harness = Self.client(namesScope: false)
+        let first = try await harness.manager.token()
+        let stepped = await harness.manager.upstreamAskedForMore(Self.admin, token: first, path: "/a")
+        #expect(stepped?.value == "client-2")
+        for _ in 0..<5 {
+            _ = await harness.manager.upstreamAskedForMore(
+                Self.admin,
+                token: try await harness.manager.token(),
+                path: "/a"
+            )
+        }
+        #expect(Self.asked(harness) == ["read", "read admin"])
     }
 
     @Test func aScopeOutsideTheAllowListOrWithTheSwitchOffIsNeverAsked() async throws {
@@ -124,5 +147,12 @@ struct ScopeStepUpTests {
         #expect(scope == "openid read admin", "configured, granted and asked: \(scope ?? "-")")
         #expect(query.first { $0.name == "acr_values" }?.value == "mfa")
         #expect(query.first { $0.name == "max_age" }?.value == "300")
+        // A password login shows the person no consent: it asks for what the session has only.
+        let password = try await harness.manager.source.passwordRequest(
+            username: "alice",
+            password: Secret("p"),
+            transport: harness.endpoint
+        )
+        #expect(FakeTokenEndpoint.form(password)["scope"] == "openid", "not what the API asked for")
     }
 }

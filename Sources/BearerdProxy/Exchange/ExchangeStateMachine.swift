@@ -177,8 +177,9 @@ struct ExchangeStateMachine {
                 forward.reportRejection = token
                 if self.authRetry == .none { self.authRetry = .reported }
             }
-            if let challenge, let token { forward.reportChallenge = (challenge, token) }
-            if case .withFreshToken(answerReported: false) = self.authRetry, let token {
+            // A retry after a 403 that asked for more was reported with its hold: not again.
+            if let challenge, let token, !self.heldForScope { forward.reportChallenge = (challenge, token) }
+            if case .withFreshToken(answerReported: false) = self.authRetry, let token, !self.heldForScope {
                 // Once per retry: whether the token fresh from the refresh a 401 forced was
                 // taken, so a path that refuses every token stops forcing refreshes.
                 self.authRetry = .withFreshToken(answerReported: true)
