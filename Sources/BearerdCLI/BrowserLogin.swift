@@ -92,8 +92,13 @@ struct BrowserLogin {
                 "the login's start address was opened twice, so someone else on this host may be trying to take the login: it was stopped and nothing was stored; run `bearerd login --no-browser` and open the URL yourself"
             )
         case .ended, .timedOut:
+            let refused = listener.refusedCount
+            let forged =
+                refused == 0
+                ? ""
+                : "; \(refused) redirect\(refused == 1 ? "" : "s") with another state than this login's came and \(refused == 1 ? "was" : "were") refused (the redirect's state is not this login's: a stale or forged one)"
             throw CommandError(
-                "no answer from the browser within \(wait) (auth.login_timeout): nothing was stored; run `bearerd login` again"
+                "no answer from the browser within \(wait) (auth.login_timeout)\(forged): nothing was stored; run `bearerd login` again"
             )
         }
         do {
@@ -137,7 +142,6 @@ struct BrowserLogin {
                     switch event {
                     case .arrival(let arrival): return .answer(arrival.parameters, arrival)
                     case .openedTwice: return .openedTwice
-                    case .refused(let why): StandardError.emit("bearerd: \(why); still waiting")
                     }
                 }
                 return .ended

@@ -13,7 +13,8 @@ import Synchronization
 ///   (``Event/openedTwice``): someone else on the host got there first.
 /// - `GET /callback?…` with the login's `state` is the answer (``Event/arrival(_:)``), once; its
 ///   page waits for ``Arrival/show(_:)``. One with another state is refused and the wait goes on
-///   (``Event/refused(_:)``), so that nobody who can reach the port can end a login.
+///   (counted: ``refusedCount``), so that nobody who can reach the port can end a login, nor
+///   crowd out the answer.
 /// - A `Host` other than this listener's (DNS rebinding) is refused.
 final class LoopbackRedirect: Sendable {
     /// A redirect's parameters, and the page the browser waits for.
@@ -30,12 +31,10 @@ final class LoopbackRedirect: Sendable {
         }
     }
 
-    /// What the listener saw.
+    /// How the login ends at the listener: each comes at most once.
     enum Event: Sendable {
         /// The redirect with the login's state.
         case arrival(Arrival)
-        /// A redirect with another state or none, refused; the login goes on.
-        case refused(String)
         /// The start address was opened a second time.
         case openedTwice
     }
@@ -54,7 +53,7 @@ final class LoopbackRedirect: Sendable {
 
     /// Listens on `port` (`auth.redirect_port`; 0 for any free one).
     static func listen(port: Int, group: any EventLoopGroup) async throws -> LoopbackRedirect {
-        let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingOldest(16))
+        let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
         let gate = RedirectGate(continuation: continuation)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -94,6 +93,9 @@ final class LoopbackRedirect: Sendable {
     /// What the listener sees, as it sees it; ends once closed.
     var seen: AsyncStream<Event> { self.events }
 
+    /// How many redirects with another state (or none) were refused.
+    var refusedCount: Int { self.gate.refusedCount }
+
     func close() async {
         for channel in self.channels { try? await channel.close() }
         self.gate.close()
@@ -131,7 +133,9 @@ final class RedirectGate: Sendable {
         var state: String?
         var authorizationURL: String?
         var started = false
+        var openedTwice = false
         var done = false
+        var refused = 0
     }
 
     let continuation: AsyncStream<LoopbackRedirect.Event>.Continuation
@@ -167,14 +171,20 @@ final class RedirectGate: Sendable {
     /// for a wrong key, before the login began, or (reported) a second time.
     func start(key: String?) -> (url: String?, again: Bool) {
         guard let key, LoopbackRedirect.sameText(key, self.startKey) else { return (nil, false) }
-        let (url, again) = self.current.withLock { state -> (String?, Bool) in
-            guard let url = state.authorizationURL, !state.done else { return (nil, false) }
-            defer { state.started = true }
-            return state.started ? (nil, true) : (url, false)
+        let (url, again, first) = self.current.withLock { state -> (String?, Bool, Bool) in
+            guard let url = state.authorizationURL, !state.done else { return (nil, false, false) }
+            guard state.started else {
+                state.started = true
+                return (url, false, false)
+            }
+            defer { state.openedTwice = true }
+            return (nil, true, !state.openedTwice)
         }
-        if again { self.continuation.yield(.openedTwice) }
+        if first { self.continuation.yield(.openedTwice) }
         return (url, again)
     }
+
+    var refusedCount: Int { self.current.withLock { $0.refused } }
 
     enum Admission {
         case admitted
@@ -188,20 +198,17 @@ final class RedirectGate: Sendable {
             guard !state.done else { return .over }
             guard let expected = state.state, let given = arrival.parameters["state"],
                 LoopbackRedirect.sameText(given, expected)
-            else { return .wrongState }
+            else {
+                state.refused += 1
+                return .wrongState
+            }
             state.done = true
             return .admitted
         }
         switch admission {
         case .admitted:
             self.continuation.yield(.arrival(arrival))
-        case .wrongState:
-            self.continuation.yield(
-                .refused(
-                    "a redirect came with another state than this login's (the redirect's state is not this login's: a stale or forged one); it was refused and nothing was stored"
-                )
-            )
-        case .over:
+        case .wrongState, .over:
             break
         }
         return admission
