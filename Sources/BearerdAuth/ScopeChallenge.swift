@@ -67,14 +67,19 @@ package struct ScopeChallenge: Sendable, Equatable {
         return ScopeChallenge(kind: kind, scopes: scopes, acrValues: acrValues, maxAge: maxAge)
     }
 
+    /// Whether `token` is one RFC 6749 §3.3 scope-token: NQCHARs (%x21 / %x23-5B / %x5D-7E),
+    /// 1 to 256 bytes.
+    package static func isScopeToken(_ token: some StringProtocol) -> Bool {
+        !token.isEmpty && token.utf8.count <= Self.maxScopeBytes
+            && token.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
+    }
+
     /// Space-separated RFC 6749 §3.3 scope-tokens (NQCHAR: %x21 / %x23-5B / %x5D-7E); `nil` when
     /// one is not, or there are too many.
     static func tokens(_ text: String) -> [String]? {
         var result: [String] = []
         for token in text.split(separator: " ", omittingEmptySubsequences: true) {
-            guard token.utf8.count <= Self.maxScopeBytes, result.count < Self.maxScopes,
-                token.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
-            else { return nil }
+            guard Self.isScopeToken(token), result.count < Self.maxScopes else { return nil }
             if !result.contains(String(token)) { result.append(String(token)) }
         }
         return result

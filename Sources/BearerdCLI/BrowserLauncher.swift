@@ -43,8 +43,8 @@ enum BrowserLauncher {
         } catch {
             return "cannot start: \(error)"
         }
-        let deadline = Date().addingTimeInterval(1)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
         if process.isRunning { return nil }
         switch process.terminationStatus {
         case 0: return nil

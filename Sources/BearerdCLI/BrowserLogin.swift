@@ -188,7 +188,7 @@ struct BrowserLogin {
         guard let state = parameters["state"] else {
             throw CommandError("the redirect has no state: nothing was stored; run `bearerd login` again")
         }
-        if !LoopbackRedirect.sameText(state, prompt.state) {
+        if !PKCE.sameText(state, prompt.state) {
             throw CommandError(
                 "the redirect's state is not this login's (a stale or forged redirect): nothing was stored; run `bearerd login` again"
             )

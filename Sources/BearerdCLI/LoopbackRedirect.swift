@@ -1,3 +1,4 @@
+import BearerdTokens
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -116,14 +117,6 @@ final class LoopbackRedirect: Sendable {
         }
         return result
     }
-
-    /// Compares in time that does not depend on where the texts differ.
-    static func sameText(_ left: String, _ right: String) -> Bool {
-        let a = Array(left.utf8)
-        let b = Array(right.utf8)
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
-    }
 }
 
 /// The listener's state: what it expects, and what it has let through.
@@ -170,7 +163,7 @@ final class RedirectGate: Sendable {
     /// Where `/start` with `key` sends the browser: the authorization URL the first time; `nil`
     /// for a wrong key, before the login began, or (reported) a second time.
     func start(key: String?) -> (url: String?, again: Bool) {
-        guard let key, LoopbackRedirect.sameText(key, self.startKey) else { return (nil, false) }
+        guard let key, PKCE.sameText(key, self.startKey) else { return (nil, false) }
         let (url, again, first) = self.current.withLock { state -> (String?, Bool, Bool) in
             guard let url = state.authorizationURL, !state.done else { return (nil, false, false) }
             guard state.started else {
@@ -197,7 +190,7 @@ final class RedirectGate: Sendable {
         let admission = self.current.withLock { state -> Admission in
             guard !state.done else { return .over }
             guard let expected = state.state, let given = arrival.parameters["state"],
-                LoopbackRedirect.sameText(given, expected)
+                PKCE.sameText(given, expected)
             else {
                 state.refused += 1
                 return .wrongState

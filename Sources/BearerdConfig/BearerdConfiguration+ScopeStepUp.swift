@@ -1,3 +1,5 @@
+import BearerdAuth
+
 extension BearerdConfiguration.Auth {
     /// `auth.scope_step_up` and `auth.scope_step_up_allow`: what bearerd does when the API
     /// answers 403 `insufficient_scope` (RFC 6750 §3.1) to a client token.
@@ -16,10 +18,7 @@ extension BearerdConfiguration.Auth {
             typealias Keys = ConfigKeys.Auth.ScopeStepUp
             self.enabled = builder.bool(Keys.enabled)
             self.allowed = builder.list(Keys.allow)
-            for scope in self.allowed
-            where scope.isEmpty || scope.utf8.count > 256
-                || !scope.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) })
-            {
+            for scope in self.allowed where !ScopeChallenge.isScopeToken(scope) {
                 builder.issue(
                     Keys.allow.name,
                     "each entry must be one scope name (RFC 6749 §3.3), got \"\(scope.prefix(80))\""

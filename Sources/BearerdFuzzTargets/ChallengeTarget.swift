@@ -11,11 +11,7 @@ enum ChallengeTarget {
         for list in [challenge.scopes, challenge.acrValues] {
             promise(list.count <= 64 && Set(list).count == list.count, "at most 64 distinct tokens")
             for token in list {
-                promise(!token.isEmpty && token.utf8.count <= 256, "each token 1...256 bytes")
-                promise(
-                    token.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) },
-                    "each token is NQCHARs"
-                )
+                promise(ScopeChallenge.isScopeToken(token), "each token is 1...256 NQCHARs")
             }
         }
         if let maxAge = challenge.maxAge { promise(maxAge >= 0 && maxAge <= 9_999_999_999, "max_age is bounded") }

@@ -87,7 +87,7 @@ package enum PKCE {
     }
 
     /// Compares in time that does not depend on where the texts differ.
-    static func sameText(_ left: String, _ right: String) -> Bool {
+    package static func sameText(_ left: String, _ right: String) -> Bool {
         let a = Array(left.utf8)
         let b = Array(right.utf8)
         guard a.count == b.count else { return false }

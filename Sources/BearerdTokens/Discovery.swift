@@ -69,7 +69,7 @@ enum Discovery {
                 problems.append("\(url): HTTP \(response.status)\(response.status == 200 ? " without JSON" : "")")
                 continue
             }
-            guard Self.sameIssuer(document["issuer"]?.stringValue, issuer) else {
+            guard Self.sameIdentifier(document["issuer"]?.stringValue, issuer) else {
                 problems.append("\(url): its issuer is not auth.issuer (RFC 8414 §3.3), so it is not used")
                 continue
             }
@@ -137,8 +137,9 @@ enum Discovery {
         return metadata
     }
 
-    /// Issuers compare as strings (RFC 8414 §3.3), but a trailing slash in the config is forgiven.
-    private static func sameIssuer(_ stated: String?, _ configured: String) -> Bool {
+    /// Issuers (RFC 8414 §3.3) and resource identifiers (RFC 9728 §3.3) compare as strings, but
+    /// a trailing slash is forgiven.
+    static func sameIdentifier(_ stated: String?, _ configured: String) -> Bool {
         guard let stated else { return false }
         func trimmed(_ text: String) -> Substring { text.hasSuffix("/") ? text.dropLast() : Substring(text) }
         return trimmed(stated) == trimmed(configured)

@@ -73,7 +73,7 @@ extension OAuth2Source {
     /// is registered at, are known from then on.
     package func adopt(_ registration: ClientRegistration?) -> Bool {
         guard let registration, case .resource(let resource) = self.settings.endpoint,
-            ResourceDiscovery.sameResource(registration.resource, resource)
+            Discovery.sameIdentifier(registration.resource, resource)
         else { return false }
         let configured = self.settings.client.clientID
         if registration.isPin {

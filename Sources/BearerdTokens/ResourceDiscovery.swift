@@ -65,7 +65,7 @@ enum ResourceDiscovery {
                 problems.append("\(url): HTTP \(response.status)\(response.status == 200 ? " without JSON" : "")")
                 continue
             }
-            guard Self.sameResource(document["resource"]?.stringValue, resource) else {
+            guard Discovery.sameIdentifier(document["resource"]?.stringValue, resource) else {
                 problems.append("\(url): its resource is not upstream.url (RFC 9728 §3.3), so it is not used")
                 continue
             }
@@ -118,12 +118,5 @@ enum ResourceDiscovery {
         else { return nil }
         let port = parts.port ?? (scheme == "https" ? 443 : 80)
         return "\(scheme)://\(host):\(port)"
-    }
-
-    /// §3.3: the same resource identifier; a trailing slash is forgiven.
-    static func sameResource(_ stated: String?, _ asked: String) -> Bool {
-        guard let stated else { return false }
-        func trimmed(_ text: String) -> Substring { text.hasSuffix("/") ? text.dropLast() : Substring(text) }
-        return trimmed(stated) == trimmed(asked)
     }
 }

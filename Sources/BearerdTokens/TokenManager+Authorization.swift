@@ -67,7 +67,7 @@ extension TokenManager {
             )
         }
         if let expected = pending.server.issuer {
-            if let issuer, !Self.sameIssuer(issuer, expected) {
+            if let issuer, !Discovery.sameIdentifier(issuer, expected) {
                 throw TokenEngineError.login(
                     "the redirect came from another issuer than auth.issuer (RFC 9207 iss): nothing was stored; check that the browser logged in at the right server"
                 )
@@ -81,10 +81,5 @@ extension TokenManager {
         try await self.logInWith(
             .authorizationCode(code: code, verifier: pending.verifier, redirectURI: pending.redirectURI)
         )
-    }
-
-    private static func sameIssuer(_ stated: String, _ configured: String) -> Bool {
-        func trimmed(_ text: String) -> Substring { text.hasSuffix("/") ? text.dropLast() : Substring(text) }
-        return trimmed(stated) == trimmed(configured)
     }
 }

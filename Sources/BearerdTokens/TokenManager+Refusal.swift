@@ -1,3 +1,6 @@
+import Foundation
+import Logging
+
 extension TokenManager.Grant {
     /// What the token server refused when it answered a login (a password or an imported
     /// refresh token) with a 4xx, and what to check: `code` is the answer's `error`, or
@@ -23,6 +26,94 @@ extension TokenManager.Grant {
                 ? "this refresh token (\(code)): it is expired, revoked or for another client"
                 : "this refresh token (\(code)): check \(credentialKeys); or the token is expired, revoked"
                     + " or for another client"
+        }
+    }
+}
+
+extension TokenManager {
+    /// A 4xx: the credentials are no good. The only path that drops stored tokens, and only the
+    /// user's: the client token stays.
+    func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> ExchangeResult {
+        let code = error ?? "HTTP \(status)"
+        Self.count("rejected")
+        if code == "invalid_client", self.source.forgetRegistration() {
+            // The client bearerd registered is gone at the server: the next login registers anew.
+            self.stored.registration = nil
+            self.persist()
+            self.logger.warning(
+                "the token server no longer knows the client bearerd registered; `bearerd login` registers a new one"
+            )
+        }
+        switch grant {
+        case .refreshToken:
+            self.logger.error(
+                "the token server rejected the refresh token; the stored tokens are wiped: run `bearerd login`",
+                metadata: ["status": "\(status)", "error": "\(code)"]
+            )
+            let why = "the token server rejected the refresh token (\(code))"
+            self.lastOutcome = why
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
+            if previous?.kind == .client { self.stored.client = nil } else { self.stored.user = nil }
+            self.persist()
+            self.transition(
+                to: self.fallback(reason: "the token server rejected the session (\(code)): run `bearerd login`")
+            )
+            return .failed(why)
+        case .password, .importedRefreshToken, .authorizationCode:
+            let what = grant.refusal(code: code, credentialKeys: self.source.credentialKeys)
+            let why = "the token server refused \(what)"
+            self.lastOutcome = why
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
+            return .failed(why)
+        case .clientCredentials(let added) where !added.isEmpty && previous?.kind == .client && code == "invalid_scope":
+            // The scopes a step-up added were refused (invalid_scope, or the client may not have
+            // them): the token in hand serves on, and they are not asked for a while.
+            self.scopeRequests.refused(added, now: self.clock.now)
+            self.logger.warning(
+                "the token server refused the scope the API asked for; the client token serves on",
+                metadata: ["status": "\(status)", "error": "\(code)", "scope": "\(added.joined(separator: " "))"]
+            )
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
+            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token"))
+            return .failed("the token server refused it (\(code))")
+        case .clientCredentials:
+            // Nothing stored to wipe; back off so a disabled client is not hammered.
+            self.consecutiveFailures += 1
+            let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+            let why = self.source.clientGrantRefusal(code: code)
+            self.logger.error(
+                "client token refused",
+                metadata: ["grant": "\(self.name(of: grant))", "status": "\(status)", "error": "\(code)"]
+            )
+            // A refusal is not an outage: waiting callers do not make bearerd ask again sooner.
+            self.serverRetryAt = self.clock.now.addingTimeInterval(delay.seconds)
+            self.lastOutcome = why
+            self.lastRefresh = LastRefresh(
+                at: self.clock.now,
+                grant: self.name(of: grant),
+                result: "rejected (\(code))"
+            )
+            // A token exchanged from the platform's token stays valid at the API until it
+            // expires, whatever the server now thinks of the subject token: it serves meanwhile,
+            // and a renewed file is tried at once.
+            self.platformInputsFailed = self.platformInputsSent
+            let subjectRefused = code == "invalid_grant" || code == "invalid_request"
+            let keep = self.source.clientGrantName == "token_exchange" && subjectRefused ? previous : nil
+            self.transition(to: .waiting(keep, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
+            return .failed(why)
         }
     }
 }
