@@ -46,10 +46,8 @@ enum BrowserLauncher {
         let deadline = ContinuousClock.now + .seconds(1)
         while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
         if process.isRunning { return nil }
-        switch process.terminationStatus {
-        case 0: return nil
-        case 127: return "not found"
-        case let status: return "exited with \(status)"
-        }
+        // Only a command that could not run means no browser: one that ran and then exited
+        // with an error may well have opened the page, and a second opening stops the login.
+        return process.terminationStatus == 127 ? "not found" : nil
     }
 }

@@ -1,9 +1,14 @@
+import BearerdSockets
 import BearerdTokens
 import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where a browser login starts and comes back (RFC 8252 §7.3): `bearerd login` listens on
 /// 127.0.0.1 (and `[::1]` on the same port, when it can).
@@ -59,7 +64,12 @@ final class LoopbackRedirect: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // Only the person's own processes (their browser) may talk to the listener: the
+                // start address is in a program's arguments, which other local users can read.
+                guard Self.isOwnPeer(channel) else {
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(RedirectHandler(gate: gate))
                 }
@@ -82,6 +92,23 @@ final class LoopbackRedirect: Sendable {
     }
 
     var redirectURI: String { "http://127.0.0.1:\(self.port)/callback" }
+
+    /// The users whose connections are served: this process's, the one `sudo` ran it for, and
+    /// root (who can read the login in any case).
+    static let ownUsers: Set<UInt32> = {
+        var users: Set<UInt32> = [getuid(), 0]
+        if let text = ProcessInfo.processInfo.environment["SUDO_UID"], let uid = UInt32(text) { users.insert(uid) }
+        return users
+    }()
+
+    /// Whether the connection's other end is a socket on this host owned by one of ``ownUsers``
+    /// (the kernel's socket table, as the proxy's callers are named).
+    static func isOwnPeer(_ channel: any Channel) -> Bool {
+        guard let remote = channel.remoteAddress, let local = channel.localAddress,
+            let owner = SocketOwner.of(remote: remote, local: local)
+        else { return false }
+        return Self.ownUsers.contains(owner.uid)
+    }
 
     /// The address the browser is given: it sends it on to the authorization URL, once.
     var startURL: String { "http://127.0.0.1:\(self.port)/start?k=\(self.gate.startKey)" }

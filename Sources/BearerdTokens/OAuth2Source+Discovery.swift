@@ -56,6 +56,20 @@ extension OAuth2Source {
 
     package var configuredScopes: [String] { self.settings.client.scopes }
 
+    package var issuerPin: ClientRegistration? {
+        let configured = self.settings.client.clientID
+        guard case .resource(let resource) = self.settings.endpoint, !configured.isEmpty,
+            let issuer = self.found.withLock({ $0.issuer })
+        else { return nil }
+        return ClientRegistration(
+            issuer: issuer,
+            clientID: configured,
+            clientSecret: nil,
+            authMethod: ClientRegistration.pinMethod,
+            resource: resource
+        )
+    }
+
     package var discovered: TokenStatus.Discovered? {
         guard case .resource(let resource) = self.settings.endpoint else { return nil }
         let found = self.found.withLock { $0 }

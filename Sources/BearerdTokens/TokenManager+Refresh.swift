@@ -272,6 +272,9 @@ extension TokenManager {
         case .user: self.stored.user = session.stored
         case .client: self.stored.client = session.stored
         }
+        // `auth.discover` with a configured client: the issuer this session is at is kept, by
+        // whatever login made it, so that a restart does not follow an API that names another.
+        if self.stored.registration == nil, let pin = self.source.issuerPin { self.stored.registration = pin }
         self.persist()
         if kind == .user && reason == "login" {
             // What the API asked of the person's login (RFC 9470) is met by this one.

@@ -36,7 +36,7 @@ extension TokenManager {
     func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> ExchangeResult {
         let code = error ?? "HTTP \(status)"
         Self.count("rejected")
-        if code == "invalid_client", self.source.forgetRegistration() {
+        if code == "invalid_client", case .refreshToken = grant, self.source.forgetRegistration() {
             // The client bearerd registered is gone at the server: the next login registers anew.
             self.stored.registration = nil
             self.persist()
@@ -74,7 +74,8 @@ extension TokenManager {
             )
             self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
             return .failed(why)
-        case .clientCredentials(let added) where !added.isEmpty && previous?.kind == .client && code == "invalid_scope":
+        case .clientCredentials(let added)
+        where !added.isEmpty && previous?.kind == .client && code != "invalid_client":
             // The scopes a step-up added were refused (invalid_scope, or the client may not have
             // them): the token in hand serves on, and they are not asked for a while.
             self.scopeRequests.refused(added, now: self.clock.now)

@@ -65,7 +65,10 @@ extension TokenManager {
             let task = self.start(.clientCredentials(adding: added), previous: now, reason: "scope_step_up")
         else { return nil }
         if case .failed(let why) = await task.value {
-            self.scopeRequests.refused(missing, now: self.clock.now)
+            if self.lastRefresh?.result.hasPrefix("rejected") == true {
+                // Refused: the scope waits. (An outage is not a refusal: the next try asks again.)
+                self.scopeRequests.refused(missing, now: self.clock.now)
+            }
             self.scopeRequests.setAction("passed on: \(why)")
             return nil
         }

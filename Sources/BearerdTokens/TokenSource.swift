@@ -122,6 +122,10 @@ package protocol TokenSource: Sendable {
     /// Drops a client bearerd registered, which the token server no longer knows; `false` when
     /// there is none.
     func forgetRegistration() -> Bool
+
+    /// `auth.discover` with `auth.client_id`: the issuer found, as the pin the store keeps;
+    /// `nil` otherwise, or before it is found.
+    var issuerPin: ClientRegistration? { get }
 }
 
 extension TokenSource {
@@ -188,6 +192,8 @@ extension TokenSource {
     package var configuredScopes: [String] { [] }
 
     package func forgetRegistration() -> Bool { false }
+
+    package var issuerPin: ClientRegistration? { nil }
 }
 
 /// Where a client token comes from, for `status`: the source, and the platform token it is

@@ -19,6 +19,7 @@ struct ScopeStepUpTests {
         stepUp: Bool = true,
         allowed: Set<String> = ["admin"],
         refuse: Bool = false,
+        refusal: String = "invalid_scope",
         namesScope: Bool = true
     ) -> TokenHarness {
         var settings = OAuth2Source.Settings(
@@ -35,7 +36,7 @@ struct ScopeStepUpTests {
         return TokenHarness(source: OAuth2Source(settings: settings), seed: nil, policy: policy) { request, _ in
             let scope = FakeTokenEndpoint.form(request)["scope"] ?? ""
             if refuse && scope.contains("admin") {
-                return FakeTokenEndpoint.json(#"{"error":"invalid_scope"}"#, status: 400)
+                return FakeTokenEndpoint.json(#"{"error":"\#(refusal)"}"#, status: 400)
             }
             let number = counter.withLock { count in
                 count += 1
@@ -100,8 +101,9 @@ struct ScopeStepUpTests {
         }
     }
 
-    @Test func aRefusalKeepsTheTokenAndPausesTheScope() async throws {
-        let harness = Self.client(refuse: true)
+    @Test(arguments: ["invalid_scope", "access_denied", "unauthorized_client"])
+    func aRefusalKeepsTheTokenAndPausesTheScope(refusal: String) async throws {
+        let harness = Self.client(refuse: true, refusal: refusal)
         let first = try await harness.manager.token()
         #expect(await harness.manager.upstreamAskedForMore(Self.admin, token: first, path: "/a") == nil)
         #expect(try await harness.manager.token() == first, "the token in hand serves on")
