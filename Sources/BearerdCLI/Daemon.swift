@@ -82,7 +82,6 @@ struct Daemon {
         services.append(TokenClientService(engine: engine))
         if let manager = engine.manager {
             services.append(TokenRefreshService(manager: manager))
-            services.append(WakeMonitor(manager: manager))
         }
         services.append(
             AdminServer(

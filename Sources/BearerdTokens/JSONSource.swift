@@ -21,7 +21,7 @@ package struct JSONSource: TokenSource {
         self.settings = settings
     }
 
-    package var hasClientGrant: Bool { false }
+    package var clientGrant: ClientGrant? { nil }
 
     package func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
     {

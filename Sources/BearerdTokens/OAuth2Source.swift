@@ -31,10 +31,9 @@ package final class OAuth2Source: TokenSource {
         self.settings = settings
     }
 
-    package var hasClientGrant: Bool { self.settings.client.hasClientGrant }
-
-    package var clientGrantName: String {
-        self.settings.client.tokenExchange == nil ? "client_credentials" : "token_exchange"
+    package var clientGrant: ClientGrant? {
+        guard self.settings.client.hasClientGrant else { return nil }
+        return self.settings.client.tokenExchange == nil ? .clientCredentials : .tokenExchange
     }
 
     package var credentialKeys: String {

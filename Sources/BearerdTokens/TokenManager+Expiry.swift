@@ -24,8 +24,7 @@ extension TokenManager {
             // A clock a day or more off is a broken Date header, not a clock: ignored.
             if abs(offset) > self.policy.skewTolerance.seconds && abs(offset) < RefreshPolicy.largestSkew {
                 skew = offset
-                if !self.skewWarned {
-                    self.skewWarned = true
+                if self.machine.noteSkew() {
                     self.logger.warning(
                         "the token server's clock differs from this machine's; correcting token expiry for it",
                         metadata: ["offset_s": "\(Int(offset))"]

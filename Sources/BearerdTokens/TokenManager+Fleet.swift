@@ -10,7 +10,7 @@ import Metrics
 extension TokenManager {
     /// The body of the one refresh (or login) task in fleet mode. Without the lock nothing is
     /// sent: a lone refresh is exactly the reuse the lock prevents.
-    func performShared(_ grant: Grant?, reason: String) async -> ExchangeResult {
+    func performShared(_ grant: Grant?, reason: RefreshReason) async -> ExchangeResult {
         guard let fleet = self.fleet else { return .failed("no fleet store") }
         let outcome: Result<ExchangeResult, any Error>
         do {
@@ -34,38 +34,45 @@ extension TokenManager {
     /// `keep`: the session to serve meanwhile, when the row gave a newer one than the state's.
     private func withoutLock(_ error: any Error, login: Bool, keep: Session?? = nil) -> ExchangeResult {
         let why = "the fleet's store is unavailable (\(error))"
-        self.fleetProblem = why
+        self.fleetRow.problem = why
         Self.count("transient")
         let previous = keep ?? self.currentSession
         if login {
-            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
+            let left = previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)")
+            self.step { $0.settled(left, why: nil, now: self.clock.now) }
             return .failed("cannot log in: \(why); try again when it is back")
         }
-        self.consecutiveFailures += 1
-        self.lastOutcome = why
-        let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+        let delay = self.step {
+            $0.backOff(
+                .storeUnavailable,
+                why: why,
+                reason: why,
+                keep: previous,
+                now: self.clock.now,
+                random: self.random()
+            )
+        }
         self.logger.warning(
             "cannot take the fleet's refresh lock; keeping the current token and retrying",
             metadata: [
-                "reason": "\(error)", "failures": "\(self.consecutiveFailures)",
-                "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
+                "reason": "\(error)", "failures": "\(self.machine.retry.failures)",
+                "retry_in_s": "\(String(format: "%.1f", delay))",
             ]
         )
-        self.transition(to: .waiting(previous, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
         return .failed(why)
     }
 
     /// Holding the lock: adopt what another host did, or refresh from the row and write the answer.
     private func underLock(
         _ grant: Grant?,
-        reason: String,
+        reason: RefreshReason,
         row: SharedSession,
         lease: any SharedSessionLease
     ) async -> ExchangeResult {
         let now = self.clock.now
         self.refreshLockTaken()
         // The store answered: whatever was wrong with it is over (a reason found below stays).
-        self.fleetProblem = nil
+        self.fleetRow.problem = nil
         var previous = self.currentSession
         // The version the row has now, as far as this host knows: the compare-and-set of each
         // write below.
@@ -81,7 +88,7 @@ extension TokenManager {
             // reuse the lock exists to prevent. Meanwhile the row's token serves while it is
             // valid: a host that had not read the row yet takes it.
             var keep: Session?? = nil
-            if row.version != self.fleetVersion {
+            if row.version != self.fleetRow.version {
                 self.take(row)
                 keep = .some(self.restoredState().session)
             }
@@ -91,7 +98,7 @@ extension TokenManager {
                 keep: keep
             )
         }
-        if let mine = self.fleetVersion, row.version < mine, previous != nil {
+        if let mine = self.fleetRow.version, row.version < mine, previous != nil {
             // The row went back in time (a failover lost its last commits, or a backup was
             // restored): this host holds a newer answer of the token server than the row, and
             // the row's refresh token may already be spent. Its session goes back in first.
@@ -100,9 +107,9 @@ extension TokenManager {
                 metadata: ["row_version": "\(row.version)", "version_here": "\(mine)"]
             )
             await self.write(to: lease, floor: mine, expected: expected)
-            if !self.fleetBehind, let written = self.fleetVersion { expected = written }
-        } else if row.version != self.fleetVersion {
-            let rejected = reason == "upstream_401" ? self.rejectedByUpstream : nil
+            if !self.fleetRow.behind, let written = self.fleetRow.version { expected = written }
+        } else if row.version != self.fleetRow.version {
+            let rejected = reason == .upstream401 ? self.machine.rejectedByUpstream : nil
             self.take(row)
             let restored = self.restoredState()
             // A refresh marked in flight by a host that is gone is not adopted: it is repeated now.
@@ -115,31 +122,25 @@ extension TokenManager {
             }
             previous = restored.session
             if row.version == 0, previous == nil, let seed = self.seed {
-                previous = Session(
-                    kind: .user,
-                    access: nil,
-                    expiresAt: now,
-                    usableUntil: now,
-                    refreshAt: now,
-                    refreshToken: seed
-                )
+                previous = Session(seed: seed, now: now)
             }
         }
         let chosen: Grant
         if let grant {
             chosen = grant
-        } else if let refreshToken = previous?.refreshToken {
-            chosen = .refreshToken(refreshToken)
-        } else if self.source.hasClientGrant {
-            chosen = .clientCredentials(adding: [])
-        } else if var session = previous, session.access != nil, now < session.expiresAt {
-            session.refreshAt = session.expiresAt
-            session.usableUntil = session.expiresAt
-            self.transition(to: .ready(session))
-            return .issued
         } else {
-            self.transition(to: .loggedOut(reason: "no refresh token: run `bearerd login`"))
-            return .failed("no refresh token: run `bearerd login`")
+            switch self.machine.choose(for: previous, now: now) {
+            case .refreshToken(let refreshToken):
+                chosen = .refreshToken(refreshToken)
+            case .clientGrant:
+                chosen = .clientCredentials(adding: [])
+            case .serveUntilExpiry(let session):
+                self.step { $0.settled(.ready(session), why: nil, now: now) }
+                return .issued
+            case .loggedOut(let why):
+                self.step { $0.settled(.loggedOut(reason: why), why: nil, now: now) }
+                return .failed(why)
+            }
         }
         if case .refreshToken = chosen, let previous {
             // In the row before the refresh token leaves: a host killed now tells the next one.
@@ -180,19 +181,19 @@ extension TokenManager {
     /// `expected`, the version read under it.
     private func write(to lease: any SharedSessionLease, floor: Int64 = 0, expected: Int64) async {
         do {
-            self.fleetVersion = try await lease.write(
+            self.fleetRow.version = try await lease.write(
                 self.stored.shifted(by: self.clock.wallOffset),
                 announce: true,
                 floor: floor,
                 expected: expected
             )
-            self.fleetWrittenBy = self.fleetHost
-            self.fleetBehind = false
+            self.fleetRow.writtenBy = self.fleetHost
+            self.fleetRow.behind = false
         } catch {
-            self.fleetBehind = true
+            self.fleetRow.behind = true
             self.logger.error(
                 "cannot write the new tokens to the fleet's store; they serve here and bearerd retries the write",
-                metadata: ["error": "\(error)", "retry_in_s": "\(Int(Self.saveRetryInterval))"]
+                metadata: ["error": "\(error)", "retry_in_s": "\(Int(RefreshStateMachine.saveRetryInterval))"]
             )
         }
     }
@@ -200,7 +201,7 @@ extension TokenManager {
     /// Writes a change made here (a logout, a device login) to the fleet's row.
     func publishShared() async {
         guard let fleet = self.fleet else { return }
-        self.fleetBehind = true
+        self.fleetRow.behind = true
         do {
             try await fleet.withRefreshLock { row, lease in await self.write(to: lease, expected: row.version) }
         } catch {
@@ -214,19 +215,19 @@ extension TokenManager {
     /// A write that failed is tried again, unless another host has written since: then its
     /// session wins, as the token server's newest answer.
     func catchUpShared() async {
-        guard self.fleetBehind, let fleet = self.fleet else { return }
+        guard self.fleetRow.behind, let fleet = self.fleet else { return }
         // A refresh in flight reads and writes the row itself; adopting under it would end its state.
-        if case .refreshing = self.state { return }
+        if self.state.isRefreshing { return }
         try? await fleet.withRefreshLock { row, lease in await self.catchUp(row, lease: lease) }
     }
 
     private func catchUp(_ row: SharedSession, lease: any SharedSessionLease) async {
-        guard self.fleetBehind else { return }
-        if case .refreshing = self.state { return }
-        if let mine = self.fleetVersion, row.version <= mine {
+        guard self.fleetRow.behind else { return }
+        if self.state.isRefreshing { return }
+        if let mine = self.fleetRow.version, row.version <= mine {
             await self.write(to: lease, floor: mine, expected: row.version)
         } else {
-            self.fleetBehind = false
+            self.fleetRow.behind = false
             self.take(row)
             self.adopted(row, state: self.restoredState())
         }
@@ -236,17 +237,19 @@ extension TokenManager {
     /// flight here: that refresh reads the row under the lock.
     package func adoptShared(_ row: SharedSession) {
         guard self.fleet != nil else { return }
-        self.fleetProblem = nil
-        if case .refreshing = self.state { return }
-        guard row.version > (self.fleetVersion ?? -1) || (row.version == 0 && self.fleetVersion == nil) else { return }
-        self.fleetBehind = false
+        self.fleetRow.problem = nil
+        if self.state.isRefreshing { return }
+        guard row.version > (self.fleetRow.version ?? -1) || (row.version == 0 && self.fleetRow.version == nil) else {
+            return
+        }
+        self.fleetRow.behind = false
         self.take(row)
         self.adopted(row, state: self.restoredState())
     }
 
     /// The fleet's store cannot be reached (from the listener); shown by `status`.
     package func sharedStoreUnavailable(_ why: String) {
-        self.fleetProblem = why
+        self.fleetRow.problem = why
     }
 
     private func take(_ row: SharedSession) {
@@ -259,19 +262,17 @@ extension TokenManager {
             tokens.dpopKey = Self.proofKey(proofKey, from: tokens, logger: self.logger)
         }
         self.stored = tokens
-        self.fleetVersion = row.version
-        self.fleetWrittenBy = row.writtenBy
+        self.fleetRow.version = row.version
+        self.fleetRow.writtenBy = row.writtenBy
     }
 
     private func adopted(_ row: SharedSession, state: State) {
         Counter(label: "bearerd_fleet_adoptions_total").increment()
-        self.consecutiveFailures = 0
-        self.lastOutcome = nil
         self.logger.info(
             "adopted the fleet's session",
             metadata: ["version": "\(row.version)", "written_by": "\(row.writtenBy ?? "-")"]
         )
-        self.transition(to: state)
+        self.step { $0.replaced(with: state, now: self.clock.now) }
     }
 
     /// The state `stored` gives: the user's session, else the client's, else logged out.
@@ -287,14 +288,15 @@ extension TokenManager {
     }
 }
 
-extension TokenManager.State {
-    var session: TokenManager.Session? {
-        switch self {
-        case .ready(let session): session
-        case .refreshing(let session, _), .waiting(let session, _, _): session
-        case .loggedOut: nil
-        }
-    }
+/// Where a host stands with the fleet's row.
+struct FleetPosition: Sendable {
+    /// The row version the session in hand came from.
+    var version: Int64?
+    var writtenBy: String?
+    /// Whether tokens issued here are not in the fleet's row yet (a write failed).
+    var behind = false
+    /// Why the fleet's store cannot be used right now, for `status`.
+    var problem: String?
 }
 
 /// Why this host did not refresh: another host's refresh may still be in flight.

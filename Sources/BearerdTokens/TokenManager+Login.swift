@@ -32,10 +32,10 @@ extension TokenManager {
     }
 
     func logInWith(_ grant: Grant) async throws(TokenEngineError) {
-        while case .refreshing(_, let task) = self.state { _ = await task.value }
-        guard let task = self.start(grant, previous: self.currentSession, reason: "login") else {
+        await self.awaitInFlight()
+        guard let task = self.start(grant, reason: .login) else {
             throw TokenEngineError.login(
-                "login held back: \(self.lastOutcome ?? "too many token requests"); try again in a minute"
+                "login held back: \(self.machine.lastOutcome ?? "too many token requests"); try again in a minute"
             )
         }
         if case .failed(let why) = await task.value { throw TokenEngineError.login(why) }
@@ -90,14 +90,14 @@ extension TokenManager {
                 {
                     throw TokenEngineError.login("the access token the token server issued failed auth.verify: \(why)")
                 }
-                while case .refreshing(_, let task) = self.state { _ = await task.value }
+                await self.awaitInFlight()
                 self.install(
                     issued,
                     kind: .user,
                     refreshToken: issued.refreshToken,
                     serverDate: serverDate,
                     grant: "device_code",
-                    reason: "login"
+                    reason: .login
                 )
                 await self.publishShared()
                 return
@@ -140,17 +140,16 @@ extension TokenManager {
     /// bring them back), then revoked at the server (RFC 7009, or the API's logout). The client
     /// token stays.
     package func logOut() async -> LogoutResult {
-        while case .refreshing(_, let task) = self.state { _ = await task.value }
+        await self.awaitInFlight()
         guard let session = self.currentSession, session.kind == .user else {
             return LogoutResult(loggedOut: false, revoked: false, detail: "not logged in: nothing to log out")
         }
         self.stored.user = nil
         self.persist()
-        self.consecutiveFailures = 0
-        self.lastOutcome = nil
         // Out of `.ready` before the fleet's lock is awaited, so no refresh of the user's session
         // starts meanwhile.
-        self.transition(to: self.fallback(reason: "logged out: run `bearerd login`"))
+        let left = self.fallback(reason: "logged out: run `bearerd login`")
+        self.step { $0.replaced(with: left, now: self.clock.now) }
         await self.publishShared()
         let (revoked, detail) = await Self.revoke(session, source: self.source, transport: self.transport)
         self.logger.notice("logged out", metadata: ["revoked": "\(revoked)", "detail": "\(detail)"])

@@ -6,71 +6,51 @@ import Synchronization
 
 extension TokenManager {
     /// Joins the refresh in flight, or starts one and waits for it.
-    func refresh(reason: String) async {
-        if case .refreshing(_, let task) = self.state {
+    func refresh(reason: RefreshReason) async {
+        if let task = self.attemptInFlight {
             _ = await task.value
             return
         }
         if self.fleet != nil {
             // What to send is decided under the fleet's lock, from the row.
-            _ = await self.start(nil, previous: self.currentSession, reason: reason)?.value
+            _ = await self.start(nil, reason: reason)?.value
             return
         }
-        let session = self.currentSession
         let grant: Grant
-        if let refreshToken = session?.refreshToken {
+        switch self.machine.choose(for: self.currentSession, now: self.clock.now) {
+        case .refreshToken(let refreshToken):
             grant = .refreshToken(refreshToken)
-        } else if self.source.hasClientGrant {
+        case .clientGrant:
             grant = .clientCredentials(adding: self.scopeRequests.clientAdded)
-        } else if var session, session.access != nil, self.clock.now < session.expiresAt {
-            // A source that issues no refresh token (auth.json.refresh_token: none): the token
-            // serves until it expires, and then a login is needed.
-            session.refreshAt = session.expiresAt
-            session.usableUntil = session.expiresAt
-            self.transition(to: .ready(session))
+        case .serveUntilExpiry(let session):
+            self.step { $0.settled(.ready(session), why: nil, now: self.clock.now) }
             return
-        } else {
-            self.transition(to: .loggedOut(reason: "no refresh token: run `bearerd login`"))
+        case .loggedOut(let why):
+            self.step { $0.settled(.loggedOut(reason: why), why: nil, now: self.clock.now) }
             return
         }
-        _ = await self.start(grant, previous: session, reason: reason)?.value
+        _ = await self.start(grant, reason: reason)?.value
     }
 
-    /// Enters `.refreshing` with the task that sends `grant` and returns it, unless the breaker
-    /// says wait (then `nil`, and the state says why). The breaker never holds back an explicit
-    /// login: a person asked for it, and it is the way out of whatever tripped the breaker.
-    /// In fleet mode `grant` is `nil` for a refresh: the grant comes from the row, under the lock.
+    /// Enters `.refreshing` with the task that sends `grant` and returns it, unless
+    /// `auth.max_refreshes_per_minute` says wait (then `nil`, and the state says why). The limit
+    /// never holds back an explicit login. In fleet mode `grant` is `nil` for a refresh: the
+    /// grant comes from the row, under the lock.
     @discardableResult
-    func start(_ grant: Grant?, previous: Session?, reason: String) -> Task<ExchangeResult, Never>? {
+    func start(_ grant: Grant?, reason: RefreshReason) -> Task<ExchangeResult, Never>? {
         let now = self.clock.now
-        self.attempts.removeAll { now.timeIntervalSince($0) >= 60 }
-        if grant?.isLogin != true, self.attempts.count >= self.policy.maxRefreshesPerMinute,
-            let oldest = self.attempts.first
-        {
-            let why =
-                "more than \(self.policy.maxRefreshesPerMinute) refresh attempts in a minute (auth.max_refreshes_per_minute)"
+        let previous = self.currentSession
+        let admission = self.step {
+            $0.attemptAsked(login: grant?.isLogin == true, now: now, platformInputs: self.source.clientGrantInputs())
+        }
+        if case .heldBack(let why) = admission {
             self.logger.warning("token refresh held back", metadata: ["reason": "\(why)"])
-            self.lastOutcome = why
-            self.transition(to: .waiting(previous, retryAt: oldest.addingTimeInterval(60), reason: why))
             // No refresh for the requests that asked for one to link to.
-            self.refreshWaiters.removeAll()
+            self.trace.waiters.removeAll()
             return nil
         }
-        if self.fleet == nil && grant == nil { return nil }
-        self.attempts.append(now)
-        self.platformInputsSent = self.source.clientGrantInputs()
-        self.startRefreshSpan(grant: grant.map { self.name(of: $0) } ?? "fleet", reason: reason)
-        if self.fleet != nil {
-            let task = Task {
-                let result = await self.performShared(grant, reason: reason)
-                self.endRefreshSpan(result)
-                return result
-            }
-            self.transition(to: .refreshing(previous, task))
-            return task
-        }
-        guard let grant else { return nil }
-        if case .refreshToken = grant, let previous {
+        self.startRefreshSpan(grant: grant.map { self.name(of: $0) } ?? "fleet", reason: reason.rawValue)
+        if case .refreshToken = grant, let previous, self.fleet == nil {
             // On disk before the refresh token leaves: see `StoredSession.refreshSentAt`. A seed
             // (auth.refresh_token_file) goes into the store here too.
             var marked = previous.stored
@@ -82,16 +62,23 @@ extension TokenManager {
             self.persist()
         }
         let task = Task {
-            let result = await self.perform(grant, previous: previous, reason: reason)
+            let result: ExchangeResult
+            if self.fleet != nil {
+                result = await self.performShared(grant, reason: reason)
+            } else if let grant {
+                result = await self.perform(grant, previous: previous, reason: reason)
+            } else {
+                result = .failed("no grant to send")
+            }
             self.endRefreshSpan(result)
             return result
         }
-        self.transition(to: .refreshing(previous, task))
+        self.inFlight = task
         return task
     }
 
     /// The body of the one task of a refresh: ask, then apply the answer exactly once.
-    private func perform(_ grant: Grant, previous: Session?, reason: String) async -> ExchangeResult {
+    private func perform(_ grant: Grant, previous: Session?, reason: RefreshReason) async -> ExchangeResult {
         let sent = ContinuousClock.now
         let outcome = await Self.exchange(grant, source: self.source, transport: self.transport, clock: self.clock)
         self.refreshAnswered(after: ContinuousClock.now - sent, grant: self.name(of: grant))
@@ -149,7 +136,7 @@ extension TokenManager {
         }
     }
 
-    func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: String) -> ExchangeResult {
+    func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: RefreshReason) -> ExchangeResult {
         let now = self.clock.now
         switch outcome {
         case .issued(let issued, let serverDate):
@@ -174,24 +161,32 @@ extension TokenManager {
             return self.rejected(status: status, error: error, grant: grant, previous: previous)
         case .unreadable(let why) where grant.isLogin:
             self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
-            self.lastOutcome = why
             self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
-            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
+            self.loginFailed(why: why, previous: previous)
             return .failed("login failed: \(why)")
         case .unreadable(let why):
-            let inputs = self.platformInputsSent
-            defer { if case .clientCredentials = grant { self.platformInputsFailed = inputs } }
-            return self.apply(
-                .unavailable(reason: why, retryAfter: nil),
+            // The client grant's own files (a subject token, an assertion) cannot be read: a
+            // renewed file is tried at once.
+            let stale = if case .clientCredentials = grant { true } else { false }
+            return self.failed(
+                why: why,
+                retryAfter: nil,
+                answered: true,
+                platformStale: stale,
                 grant: grant,
-                previous: previous,
-                reason: reason
+                previous: previous
             )
         case .unreachable(let why):
             return self.failed(why: why, retryAfter: nil, answered: false, grant: grant, previous: previous)
         case .unavailable(let why, let retryAfter):
             return self.failed(why: why, retryAfter: retryAfter, answered: true, grant: grant, previous: previous)
         }
+    }
+
+    /// A login that got no token: the session in hand stays, else what is left without one.
+    func loginFailed(why: String, previous: Session?) {
+        let state = previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)")
+        self.step { $0.settled(state, why: why, now: self.clock.now) }
     }
 
     /// A try that got no token and rejected nothing: the tokens are kept and the try is made
@@ -201,46 +196,35 @@ extension TokenManager {
         why: String,
         retryAfter: Duration?,
         answered: Bool,
+        platformStale: Bool = false,
         grant: Grant,
         previous: Session?
     ) -> ExchangeResult {
         let now = self.clock.now
         self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
         Self.count("transient")
-        self.lastOutcome = why
         if grant.isLogin {
             self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
-            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)"))
+            self.loginFailed(why: why, previous: previous)
             return .failed("the token server is unavailable: \(why); try again later")
         }
-        // Asking again because the platform renewed its file is for refusals and unreadable
-        // files; an outage, or a server that said when to come back, is waited out.
-        self.platformInputsFailed = nil
-        let delay: Duration
-        if self.justWoke(now), !answered {
-            // No answer just after a wake: the network coming back, not an outage of the token
-            // server (which was not reached, so not loaded either).
-            if let last = self.attempts.indices.last { self.attempts.remove(at: last) }
-            delay = .seconds(Self.wakeRetry)
-        } else {
-            self.consecutiveFailures += 1
-            delay = retryAfter ?? self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+        let delay = self.step {
+            $0.backOff(
+                .outage(answered: answered, retryAfter: retryAfter),
+                why: why,
+                reason: "the token server is unavailable: \(why)",
+                keep: previous,
+                platformStale: platformStale,
+                now: now,
+                random: self.random()
+            )
         }
-        // The server's own word on when to come back stands, even for waiting callers.
-        self.serverRetryAt = retryAfter.map { now.addingTimeInterval($0.seconds) }
         self.logger.warning(
             "token refresh failed; keeping the tokens and retrying",
             metadata: [
-                "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
-                "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
+                "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.machine.retry.failures)",
+                "retry_in_s": "\(String(format: "%.1f", delay))",
             ]
-        )
-        self.transition(
-            to: .waiting(
-                previous,
-                retryAt: now.addingTimeInterval(delay.seconds),
-                reason: "the token server is unavailable: \(why)"
-            )
         )
         return .failed("the token server is unavailable: \(why)")
     }
@@ -252,7 +236,7 @@ extension TokenManager {
         refreshToken: Secret?,
         serverDate: Date?,
         grant: String,
-        reason: String
+        reason: RefreshReason
     ) {
         let now = self.clock.now
         let session = self.session(
@@ -262,10 +246,6 @@ extension TokenManager {
             receivedAt: now,
             serverDate: serverDate
         )
-        self.consecutiveFailures = 0
-        self.serverRetryAt = nil
-        self.platformInputsFailed = nil
-        self.lastOutcome = nil
         self.lastRefresh = LastRefresh(at: now, grant: grant, result: "ok")
         Self.count("ok")
         switch kind {
@@ -276,7 +256,7 @@ extension TokenManager {
         // whatever login made it, so that a restart does not follow an API that names another.
         if self.stored.registration == nil, let pin = self.source.issuerPin { self.stored.registration = pin }
         self.persist()
-        if kind == .user && reason == "login" {
+        if kind == .user && reason == .login {
             // What the API asked of the person's login (RFC 9470) is met by this one.
             self.scopeRequests.loggedIn()
             self.askAtNextLogin()
@@ -284,13 +264,13 @@ extension TokenManager {
         self.logger.info(
             "token refreshed",
             metadata: [
-                "grant": "\(grant)", "reason": "\(reason)", "session": "\(kind.rawValue)",
+                "grant": "\(grant)", "reason": "\(reason.rawValue)", "session": "\(kind.rawValue)",
                 "expires_in_s": "\(Int(session.expiresAt.timeIntervalSince(now)))",
                 "next_refresh_in_s": "\(Int(session.refreshAt.timeIntervalSince(now)))",
                 "refresh_token_rotated": "\(issued.refreshToken != nil)",
             ]
         )
-        self.transition(to: .ready(session))
+        self.step { $0.issued(session, now: now) }
     }
 
     /// `bearerd_token_refreshes_total{result="ok|rejected|transient"}`: every answer (or
@@ -325,44 +305,8 @@ extension TokenManager {
         } catch {
             self.logger.error(
                 "cannot save the tokens; they stay in memory and bearerd retries the write",
-                metadata: ["error": "\(error)", "retry_in_s": "\(Int(Self.saveRetryInterval))"]
+                metadata: ["error": "\(error)", "retry_in_s": "\(Int(RefreshStateMachine.saveRetryInterval))"]
             )
         }
-    }
-
-    /// Every state change goes through here: the snapshot the data path reads, and a nudge to
-    /// the scheduler.
-    func transition(to state: State) {
-        if case .refreshing = self.state {
-            switch state {
-            case .refreshing: break
-            default: self.lastAttemptEnded = self.clock.now
-            }
-        }
-        self.state = state
-        switch state {
-        case .ready(let session), .refreshing(let session?, _):
-            if let access = session.access {
-                self.snapshot.withLock { $0 = (access, session.usableUntil) }
-            } else {
-                self.snapshot.withLock { $0 = nil }
-            }
-        case .waiting(let session?, _, _):
-            // The token server fails: use the token until it really expires, leeway or not.
-            if let access = session.access {
-                self.snapshot.withLock { $0 = (access, session.expiresAt) }
-            } else {
-                self.snapshot.withLock { $0 = nil }
-            }
-        case .loggedOut, .refreshing(nil, _), .waiting(nil, _, _):
-            self.snapshot.withLock { $0 = nil }
-        }
-        if case .ready = state { self.platformInputsFailed = nil }
-        switch state {
-        case .refreshing: self.nextAttempt.withLock { $0 = self.clock.now }
-        case .waiting(_, let retryAt, _): self.nextAttempt.withLock { $0 = retryAt }
-        case .ready, .loggedOut: self.nextAttempt.withLock { $0 = nil }
-        }
-        self.changes.signal()
     }
 }

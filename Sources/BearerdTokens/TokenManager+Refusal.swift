@@ -51,7 +51,6 @@ extension TokenManager {
                 metadata: ["status": "\(status)", "error": "\(code)"]
             )
             let why = "the token server rejected the refresh token (\(code))"
-            self.lastOutcome = why
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
@@ -59,20 +58,19 @@ extension TokenManager {
             )
             if previous?.kind == .client { self.stored.client = nil } else { self.stored.user = nil }
             self.persist()
-            self.transition(
-                to: self.fallback(reason: "the token server rejected the session (\(code)): run `bearerd login`")
-            )
+            let left = self.fallback(reason: "the token server rejected the session (\(code)): run `bearerd login`")
+            self.step { $0.settled(left, why: why, now: self.clock.now) }
             return .failed(why)
         case .password, .importedRefreshToken, .authorizationCode:
             let what = grant.refusal(code: code, credentialKeys: self.source.credentialKeys)
             let why = "the token server refused \(what)"
-            self.lastOutcome = why
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
                 result: "rejected (\(code))"
             )
-            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`"))
+            let left = previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`")
+            self.step { $0.settled(left, why: why, now: self.clock.now) }
             return .failed(why)
         case .clientCredentials(let added)
         where !added.isEmpty && previous?.kind == .client && code != "invalid_client":
@@ -88,20 +86,12 @@ extension TokenManager {
                 grant: self.name(of: grant),
                 result: "rejected (\(code))"
             )
-            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "no token"))
+            let left = previous.map { .ready($0) } ?? self.fallback(reason: "no token")
+            self.step { $0.settled(left, why: nil, now: self.clock.now) }
             return .failed("the token server refused it (\(code))")
         case .clientCredentials:
             // Nothing stored to wipe; back off so a disabled client is not hammered.
-            self.consecutiveFailures += 1
-            let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
             let why = self.source.clientGrantRefusal(code: code)
-            self.logger.error(
-                "client token refused",
-                metadata: ["grant": "\(self.name(of: grant))", "status": "\(status)", "error": "\(code)"]
-            )
-            // A refusal is not an outage: waiting callers do not make bearerd ask again sooner.
-            self.serverRetryAt = self.clock.now.addingTimeInterval(delay.seconds)
-            self.lastOutcome = why
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
@@ -109,11 +99,25 @@ extension TokenManager {
             )
             // A token exchanged from the platform's token stays valid at the API until it
             // expires, whatever the server now thinks of the subject token: it serves meanwhile,
-            // and a renewed file is tried at once.
-            self.platformInputsFailed = self.platformInputsSent
+            // and a renewed file is tried at once. A refusal is not an outage: waiting callers
+            // do not make bearerd ask again sooner.
             let subjectRefused = code == "invalid_grant" || code == "invalid_request"
-            let keep = self.source.clientGrantName == "token_exchange" && subjectRefused ? previous : nil
-            self.transition(to: .waiting(keep, retryAt: self.clock.now.addingTimeInterval(delay.seconds), reason: why))
+            let keep = self.source.clientGrant == .tokenExchange && subjectRefused ? previous : nil
+            self.step {
+                _ = $0.backOff(
+                    .refusal,
+                    why: why,
+                    reason: why,
+                    keep: keep,
+                    platformStale: true,
+                    now: self.clock.now,
+                    random: self.random()
+                )
+            }
+            self.logger.error(
+                "client token refused",
+                metadata: ["grant": "\(self.name(of: grant))", "status": "\(status)", "error": "\(code)"]
+            )
             return .failed(why)
         }
     }

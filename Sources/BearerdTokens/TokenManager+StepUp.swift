@@ -48,7 +48,7 @@ extension TokenManager {
             return nil
         }
         // One step-up at a time: after the one in flight, the token in hand may have it already.
-        while case .refreshing(_, let task) = self.state { _ = await task.value }
+        await self.awaitInFlight()
         let now = self.currentSession
         guard case .success(let missing) = self.stepUpDecision(challenge, session: now) else {
             if let current = now?.access, current != token,
@@ -62,7 +62,7 @@ extension TokenManager {
         self.noteWaiter()
         let added = self.scopeRequests.clientAdded
         guard
-            let task = self.start(.clientCredentials(adding: added), previous: now, reason: "scope_step_up")
+            let task = self.start(.clientCredentials(adding: added), reason: .scopeStepUp)
         else { return nil }
         if case .failed(let why) = await task.value {
             if self.lastRefresh?.result.hasPrefix("rejected") == true {

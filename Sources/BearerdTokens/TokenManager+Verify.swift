@@ -31,16 +31,15 @@ extension TokenManager {
         why: String,
         grant: Grant,
         previous: Session?,
-        reason: String
+        reason: RefreshReason
     ) -> ExchangeResult {
         let now = self.clock.now
         let problem = "the access token the token server issued failed auth.verify: \(why)"
         Self.count("unverified")
         self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(problem)")
-        self.lastOutcome = problem
         if grant.isLogin {
             self.logger.error("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(problem)"])
-            self.transition(to: previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(problem)"))
+            self.loginFailed(why: problem, previous: previous)
             return .failed("login failed: \(problem)")
         }
         var kept = previous
@@ -57,18 +56,17 @@ extension TokenManager {
             self.persist()
             kept = session
         }
-        self.consecutiveFailures += 1
-        let delay = self.policy.backoff(failures: self.consecutiveFailures, random: self.random())
+        // Not an outage: waiting callers do not make bearerd spend a refresh token every 3 s.
+        let delay = self.step {
+            $0.backOff(.refusal, why: problem, reason: problem, keep: kept, now: now, random: self.random())
+        }
         self.logger.error(
             "token refresh failed: the new access token failed verification; it is not used",
             metadata: [
-                "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.consecutiveFailures)",
-                "retry_in_s": "\(String(format: "%.1f", delay.seconds))",
+                "grant": "\(self.name(of: grant))", "reason": "\(why)", "failures": "\(self.machine.retry.failures)",
+                "retry_in_s": "\(String(format: "%.1f", delay))",
             ]
         )
-        // Not an outage: waiting callers do not make bearerd spend a refresh token every 3 s.
-        self.serverRetryAt = now.addingTimeInterval(delay.seconds)
-        self.transition(to: .waiting(kept, retryAt: now.addingTimeInterval(delay.seconds), reason: problem))
         return .failed(problem)
     }
 }

@@ -4,13 +4,13 @@ import Foundation
 /// Knows one token API: builds its requests and reads its successful answers. Errors are
 /// classified the same way for every source (``TokenResponseClassifier``).
 package protocol TokenSource: Sendable {
-    /// Whether a token can be had without a user (OAuth2 `client_credentials`).
-    var hasClientGrant: Bool { get }
+    /// The grant that gets a token without a user, if the source has one.
+    var clientGrant: ClientGrant? { get }
 
     /// Exchanges a refresh token for new tokens.
     func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
 
-    /// Gets a client token (only when ``hasClientGrant``): client_credentials, or an RFC 8693
+    /// Gets a client token (only with a ``clientGrant``): client_credentials, or an RFC 8693
     /// token exchange of the platform's token.
     func clientCredentialsRequest(transport: any TokenTransport) async throws -> TokenHTTPRequest
 
@@ -25,10 +25,6 @@ package protocol TokenSource: Sendable {
     /// (`granted`, every login) and what the API asked for (`asked`, `acrValues`, `maxAge`: only
     /// logins whose consent the person sees at the server, the browser's and the device's).
     func askAtLogin(granted: [String], asked: [String], acrValues: [String], maxAge: Int?)
-
-    /// The client grant's name, for logs, metrics and `status`: `client_credentials` or
-    /// `token_exchange`.
-    var clientGrantName: String { get }
 
     /// Reads a 2xx answer to the client grant.
     func parseClientGrant(_ body: [UInt8]) throws -> IssuedTokens
@@ -131,7 +127,11 @@ package protocol TokenSource: Sendable {
 extension TokenSource {
     package var revocationKey: String { "auth.revocation_url" }
 
-    package var clientGrantName: String { "client_credentials" }
+    /// Whether a token can be had without a user.
+    package var hasClientGrant: Bool { self.clientGrant != nil }
+
+    /// The client grant's name, for logs, metrics and `status`; never compared.
+    package var clientGrantName: String { self.clientGrant?.rawValue ?? "client_credentials" }
 
     package func parseClientGrant(_ body: [UInt8]) throws -> IssuedTokens { try self.parseIssued(body) }
 

@@ -145,7 +145,7 @@ extension TokenManager {
         let now = wall(self.clock.now)
         var status = TokenStatus(
             state: .ready,
-            failuresInARow: self.consecutiveFailures,
+            failuresInARow: self.machine.retry.failures,
             storeBehind: self.storeBehind,
             now: now
         )
@@ -179,10 +179,10 @@ extension TokenManager {
         }
         if self.fleet != nil {
             status.fleet = TokenStatus.FleetStatus(
-                version: self.fleetVersion,
-                writtenBy: self.fleetWrittenBy,
-                problem: self.fleetProblem,
-                behind: self.fleetBehind
+                version: self.fleetRow.version,
+                writtenBy: self.fleetRow.writtenBy,
+                problem: self.fleetRow.problem,
+                behind: self.fleetRow.behind
             )
         }
         status.clientGrant = self.source.clientGrantStatus(now: now)

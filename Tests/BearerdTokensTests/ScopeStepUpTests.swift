@@ -64,7 +64,7 @@ struct ScopeStepUpTests {
         #expect(status.apiAsks?.scope == "admin" && status.apiAsks?.path == "/admin")
         #expect(status.apiAsks?.action.hasPrefix("granted") == true, "\(String(describing: status.apiAsks))")
         // The next refresh of the client token keeps asking for it.
-        await harness.manager.refresh(reason: "test")
+        await harness.manager.refresh(reason: .proactive)
         #expect(Self.asked(harness).last == "read admin")
         // A 403 for a scope the token has: nothing more to ask.
         let again = await harness.manager.upstreamAskedForMore(
@@ -110,7 +110,7 @@ struct ScopeStepUpTests {
         #expect(await harness.manager.status().apiAsks?.action.contains("refused") == true)
         #expect(await harness.manager.upstreamAskedForMore(Self.admin, token: first, path: "/a") == nil)
         #expect(Self.asked(harness) == ["read", "read admin"], "not asked again at once")
-        await harness.manager.refresh(reason: "test")
+        await harness.manager.refresh(reason: .proactive)
         #expect(Self.asked(harness).last == "read", "the refused scope left the client grant")
     }
 

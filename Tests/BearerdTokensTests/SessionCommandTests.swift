@@ -241,7 +241,7 @@ struct RefreshInFlightTests {
             clock: ManualTokenClock(),
             logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
         )
-        await manager.refresh(reason: "test")
+        await manager.refresh(reason: .proactive)
         let during = try #require(seen.withLock { $0 })
         #expect(during.refreshToken == Secret("rt-1") && during.refreshSentAt != nil)
         let after = try #require(try store.load()?.user)

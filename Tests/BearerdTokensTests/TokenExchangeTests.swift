@@ -37,7 +37,7 @@ struct TokenExchangeTests {
         let directory = try TemporaryDirectory()
         let clock = ManualTokenClock()
         let source = Self.source(directory, clock: clock, audiences: ["api://a", "api://b"])
-        #expect(source.hasClientGrant && source.clientGrantName == "token_exchange")
+        #expect(source.clientGrant == .tokenExchange)
         try directory.write(Self.platformToken("web-1") + "\n", to: "subject")
         let endpoint = FakeTokenEndpoint { _, _ in TokenHTTPResponse(status: 500) }
         let first = FakeTokenEndpoint.form(try await source.clientCredentialsRequest(transport: endpoint))
@@ -154,7 +154,7 @@ struct TokenExchangeTests {
         refuse.withLock { $0 = false }
         try directory.write(Self.platformToken("web-2", expiresIn: 7200), to: "subject")
         let (due, _) = await harness.manager.schedule()
-        #expect(due.map { $0.timeIntervalSince(harness.clock.now) } ?? 99 <= TokenManager.platformPollInterval)
+        #expect(due.map { $0.timeIntervalSince(harness.clock.now) } ?? 99 <= RefreshStateMachine.platformPollInterval)
         harness.clock.advance(by: .seconds(2))
         clock.advance(by: .seconds(2))
         await harness.manager.timerFired()

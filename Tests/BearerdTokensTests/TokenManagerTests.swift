@@ -71,7 +71,7 @@ struct TokenManagerTests {
         }
         _ = try await harness.manager.token()
         #expect(harness.offset(await harness.manager.currentSession?.expiresAt) == 600)
-        await harness.manager.refresh(reason: "test")
+        await harness.manager.refresh(reason: .proactive)
         #expect(harness.logs.entries.filter { $0.message.description.contains("clock differs") }.count == 1)
     }
 
@@ -99,7 +99,7 @@ struct TokenManagerTests {
             FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: index == 1 ? nil : "refresh-\(index)")
         }
         for _ in 0..<3 {
-            await harness.manager.refresh(reason: "test")
+            await harness.manager.refresh(reason: .proactive)
         }
         let sent = harness.endpoint.requests.map { FakeTokenEndpoint.form($0)["refresh_token"] ?? "" }
         #expect(sent == ["seed-refresh-token-0001", "refresh-0", "refresh-0"])

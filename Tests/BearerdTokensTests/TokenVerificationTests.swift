@@ -50,7 +50,7 @@ struct TokenVerificationTests {
         // The retry (when the backoff says) sends the rotated refresh token, never the spent one,
         // and takes the good answer.
         harness.clock.advance(to: try #require(status.nextRefreshAt))
-        await harness.manager.refresh(reason: "retry")
+        await harness.manager.refresh(reason: .retry)
         #expect(try await harness.manager.token().value == "good-2")
         let sent = harness.endpoint.requests.map { FakeTokenEndpoint.form($0)["refresh_token"] }
         #expect(sent == ["refresh-0", "refresh-1"])
