@@ -11,7 +11,7 @@ import Foundation
 /// The invariant bearerd exists for lives here: there is one attempt in flight (`.refreshing`)
 /// at a time, and every caller that needs a token meanwhile waits for it (`.join`).
 struct RefreshStateMachine: Sendable {
-    enum State: Sendable {
+    enum State: Sendable, Equatable {
         /// No user session and no usable client grant.
         case loggedOut(reason: String)
         case ready(TokenSession)

@@ -3,8 +3,8 @@ import Foundation
 
 /// The tokens in hand: what the engine serves, refreshes with, and keeps in the store. Every time
 /// is on the engine's clock (``TokenClock/now``).
-struct TokenSession: Sendable {
-    enum Kind: String, Sendable {
+struct TokenSession: Sendable, Equatable {
+    enum Kind: String, Sendable, Equatable {
         case user
         case client
     }
