@@ -95,6 +95,9 @@ let package = Package(
             name: "BearerdConfig",
             dependencies: [
                 "BearerdAuth",
+                // The sections are the modules' own types (``OAuth2Client``, ...): the config
+                // reads them, the modules do not read the config.
+                "BearerdTokens",
                 "BearerdWire",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
@@ -110,7 +113,6 @@ let package = Package(
             name: "BearerdTokens",
             dependencies: [
                 "BearerdAuth",
-                "BearerdConfig",
                 "BearerdFiles",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
@@ -318,7 +320,7 @@ let package = Package(
         .testTarget(
             name: "BearerdConfigTests",
             dependencies: [
-                "BearerdConfig", "BearerdAuth", "BearerdWire", "BearerdTestSupport",
+                "BearerdConfig", "BearerdAuth", "BearerdTokens", "BearerdWire", "BearerdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Configuration", package: "swift-configuration"),
             ],
@@ -362,7 +364,7 @@ let package = Package(
         .testTarget(
             name: "BearerdTokensTests",
             dependencies: [
-                "BearerdTokens", "BearerdAuth", "BearerdTestSupport",
+                "BearerdTokens", "BearerdAuth", "BearerdFiles", "BearerdTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

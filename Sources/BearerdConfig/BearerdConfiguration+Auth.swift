@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdFiles
 import Foundation
 
 #if canImport(Glibc)
@@ -17,15 +18,7 @@ extension BearerdConfiguration {
         }
 
         /// A name and a value (`audience=https://api`, `X-Amz-Target: …`).
-        package struct Pair: Sendable, Equatable {
-            package var name: String
-            package var value: String
-
-            package init(name: String, value: String) {
-                self.name = name
-                self.value = value
-            }
-        }
+        package typealias Pair = NameValue
 
         /// `allow_insecure_http` (top level): plain http to another machine is allowed for the
         /// token URLs and the endpoints discovery finds.

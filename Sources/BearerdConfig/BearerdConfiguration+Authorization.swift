@@ -1,68 +1,49 @@
 import BearerdAuth
+import BearerdTokens
 import Foundation
 
 extension BearerdConfiguration.Auth {
-    /// The keys of `bearerd login` in a browser: the authorization code grant with PKCE
-    /// (RFC 6749 §4.1, RFC 7636) and a loopback redirect (RFC 8252 §7.3).
-    package struct Authorization: Sendable, Equatable {
-        /// `auth.authorization_url`; `nil`: the issuer's `authorization_endpoint`.
-        package var url: String?
-        /// `auth.redirect_port`; 0: any free port, which RFC 8252 §7.3 lets a server accept.
-        package var redirectPort: Int
-        /// `auth.login_timeout`: how long the CLI waits for the browser.
-        package var timeout: Duration
-        /// `auth.resource` (RFC 8707): sent with the authorization and every token request.
-        package var resources: [String]
-        /// `auth.authorization_params`: fields added to the authorization URL only.
-        package var parameters: [Pair]
+    /// The keys of a browser login: ``AuthorizationSettings``, owned by the token engine.
+    package typealias Authorization = AuthorizationSettings
+}
 
-        /// Every key at its default.
-        package init() {
-            self.url = nil
-            self.redirectPort = 0
-            self.timeout = .seconds(300)
-            self.resources = []
-            self.parameters = []
+extension AuthorizationSettings {
+    init(reading builder: inout ConfigBuilder) {
+        typealias Keys = ConfigKeys.Auth.Authorization
+        self.init()
+        if let url = builder.string(Keys.url) {
+            if !(url.hasPrefix("https://") || url.hasPrefix("http://")) || URL(string: url)?.host == nil
+                || url.contains("#")
+            {
+                builder.issue(Keys.url.name, "must be an http or https URL without a fragment (got \"\(url)\")")
+            } else if let refusal = PlainHTTP.refusal(url: url, allowInsecure: builder.allowInsecureHTTP) {
+                builder.issue(Keys.url.name, refusal)
+            }
+            self.url = url
         }
-
-        init(reading builder: inout ConfigBuilder) {
-            typealias Keys = ConfigKeys.Auth.Authorization
-            self.init()
-            if let url = builder.string(Keys.url) {
-                if !(url.hasPrefix("https://") || url.hasPrefix("http://")) || URL(string: url)?.host == nil
-                    || url.contains("#")
-                {
-                    builder.issue(Keys.url.name, "must be an http or https URL without a fragment (got \"\(url)\")")
-                } else if let refusal = PlainHTTP.refusal(url: url, allowInsecure: builder.allowInsecureHTTP) {
-                    builder.issue(Keys.url.name, refusal)
-                }
-                self.url = url
-            }
-            self.redirectPort = builder.count(Keys.redirectPort)
-            self.timeout = builder.duration(Keys.timeout)
-            self.resources = builder.list(Keys.resource)
-            for resource in self.resources {
-                // RFC 8707 §2: an absolute URI without a fragment.
-                let parsed = URL(string: resource)
-                if parsed?.scheme == nil || parsed?.host == nil || resource.contains("#") || resource.utf8.count > 2048
-                {
-                    builder.issue(
-                        Keys.resource.name,
-                        "each resource must be an absolute URI without a fragment (got \"\(resource.prefix(80))\")"
-                    )
-                }
-            }
-            self.parameters = builder.pairs(Keys.parameters, separator: "=", example: "prompt=consent")
-            let reserved: Set = [
-                "response_type", "client_id", "redirect_uri", "state", "code_challenge", "code_challenge_method",
-                "scope", "resource",
-            ]
-            for pair in self.parameters where reserved.contains(pair.name) {
+        self.redirectPort = builder.count(Keys.redirectPort)
+        self.timeout = builder.duration(Keys.timeout)
+        self.resources = builder.list(Keys.resource)
+        for resource in self.resources {
+            // RFC 8707 §2: an absolute URI without a fragment.
+            let parsed = URL(string: resource)
+            if parsed?.scheme == nil || parsed?.host == nil || resource.contains("#") || resource.utf8.count > 2048 {
                 builder.issue(
-                    Keys.parameters.name,
-                    "\(pair.name) is set by bearerd (scope from auth.scopes, resource from auth.resource): remove it"
+                    Keys.resource.name,
+                    "each resource must be an absolute URI without a fragment (got \"\(resource.prefix(80))\")"
                 )
             }
+        }
+        self.parameters = builder.pairs(Keys.parameters, separator: "=", example: "prompt=consent")
+        let reserved: Set = [
+            "response_type", "client_id", "redirect_uri", "state", "code_challenge", "code_challenge_method",
+            "scope", "resource",
+        ]
+        for pair in self.parameters where reserved.contains(pair.name) {
+            builder.issue(
+                Keys.parameters.name,
+                "\(pair.name) is set by bearerd (scope from auth.scopes, resource from auth.resource): remove it"
+            )
         }
     }
 }

@@ -1,132 +1,83 @@
 import BearerdAuth
+import BearerdTokens
 import Foundation
 
 extension BearerdConfiguration.Auth {
-    /// `auth.json.*`: a custom JSON token API.
-    package struct JSON: Sendable {
-        package var loginURL: String?
-        package var refreshURL: String
-        package var contentType: String
-        package var headers: [Pair]
-        package var loginBody: String
-        package var refreshBody: String
-        package var accessTokenPointer: String
-        package var refreshTokenPointer: String?
-        package var expiresInPointer: String?
-        package var expiresAtPointer: String?
-        /// `auth.json.logout_url` and its body template, for `bearerd logout`.
-        package var logoutURL: String?
-        package var logoutBody: String
-
-        /// A JSON API's settings; what is left out takes the default its key declares
-        /// (``ConfigKeys/Auth/JSON``), and the logout body the refresh body.
-        package init(
-            loginURL: String? = nil,
-            refreshURL: String,
-            contentType: String = ConfigKeys.Auth.JSON.contentType.defaultText ?? "",
-            headers: [Pair] = [],
-            loginBody: String = ConfigKeys.Auth.JSON.loginBody.defaultText ?? "",
-            refreshBody: String = ConfigKeys.Auth.JSON.refreshBody.defaultText ?? "",
-            accessTokenPointer: String = ConfigKeys.Auth.JSON.accessToken.defaultText ?? "",
-            refreshTokenPointer: String? = ConfigKeys.Auth.JSON.refreshToken.defaultPointer,
-            expiresInPointer: String? = ConfigKeys.Auth.JSON.expiresIn.defaultPointer,
-            expiresAtPointer: String? = ConfigKeys.Auth.JSON.expiresAt.defaultPointer,
-            logoutURL: String? = nil,
-            logoutBody: String? = nil
-        ) {
-            self.loginURL = loginURL
-            self.refreshURL = refreshURL
-            self.contentType = contentType
-            self.headers = headers
-            self.loginBody = loginBody
-            self.refreshBody = refreshBody
-            self.accessTokenPointer = accessTokenPointer
-            self.refreshTokenPointer = refreshTokenPointer
-            self.expiresInPointer = expiresInPointer
-            self.expiresAtPointer = expiresAtPointer
-            self.logoutURL = logoutURL
-            self.logoutBody = logoutBody ?? refreshBody
-        }
-
-        /// Reads and checks every `auth.json.*` key.
-        init(reading builder: inout ConfigBuilder) {
-            typealias Keys = ConfigKeys.Auth.JSON
-            let refreshURL = builder.string(Keys.refreshURL) ?? ""
-            let loginURL = builder.string(Keys.loginURL)
-            let logoutURL = builder.string(Keys.logoutURL)
-            for (key, value) in [
-                ("auth.json.refresh_url", refreshURL), ("auth.json.login_url", loginURL ?? "https://x"),
-                ("auth.json.logout_url", logoutURL ?? "https://x"),
-            ] {
-                if !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil {
-                    builder.issue(key, "must be an http or https URL (got \"\(value)\")")
-                } else if let refusal = PlainHTTP.refusal(url: value, allowInsecure: builder.allowInsecureHTTP) {
-                    builder.issue(key, refusal)
-                }
-            }
-            let refreshBody = builder.string(Keys.refreshBody) ?? ""
-            if !refreshBody.contains("{{refresh_token}}") {
-                builder.issue("auth.json.refresh_body", "must contain {{refresh_token}}")
-            }
-            // Unset, it is the refresh body, whose own issue is reported above.
-            let logoutBody = builder.string(Keys.logoutBody) ?? refreshBody
-            if builder.string(Keys.logoutBody) != nil, !logoutBody.contains("{{refresh_token}}"),
-                !logoutBody.contains("{{access_token}}")
-            {
-                builder.issue("auth.json.logout_body", "must contain {{refresh_token}} or {{access_token}}")
-            }
-            let loginBody = builder.string(Keys.loginBody) ?? ""
-            if !loginBody.contains("{{password}}") {
-                builder.issue("auth.json.login_body", "must contain {{password}}")
-            }
-            var pointers: [String: String?] = [:]
-            for descriptor in [
-                Keys.accessToken, Keys.refreshToken, Keys.expiresIn,
-                Keys.expiresAt,
-            ] {
-                let key = descriptor.name
-                let value = builder.string(descriptor)
-                // `none` (or `-`): the API gives no such value (refresh_token: none declares a
-                // session that ends with its token).
-                let none = value == "-" || value?.lowercased() == "none"
-                if let value, !none, !value.isEmpty, !value.hasPrefix("/") {
-                    builder.issue(key, "must be a JSON pointer like /session/token, or none (got \"\(value)\")")
-                }
-                if none && descriptor.name == Keys.accessToken.name {
-                    builder.issue(
-                        key,
-                        "must be a JSON pointer like /session/token: the answer must hold the access token"
-                    )
-                }
-                pointers[key] = none ? nil : value
-            }
-            self.init(
-                loginURL: loginURL,
-                refreshURL: refreshURL,
-                contentType: builder.string(Keys.contentType) ?? "",
-                headers: builder.pairs(
-                    Keys.headers,
-                    separator: ":",
-                    example: "X-Amz-Target: Service.Operation"
-                ),
-                loginBody: loginBody,
-                refreshBody: refreshBody,
-                accessTokenPointer: (pointers[Keys.accessToken.name] ?? nil) ?? "",
-                refreshTokenPointer: pointers[Keys.refreshToken.name] ?? nil,
-                expiresInPointer: pointers[Keys.expiresIn.name] ?? nil,
-                expiresAtPointer: pointers[Keys.expiresAt.name] ?? nil,
-                logoutURL: logoutURL,
-                logoutBody: logoutBody
-            )
-        }
-    }
+    /// `auth.json.*`: ``JSONSourceSettings``, owned by the token engine.
+    package typealias JSON = JSONSourceSettings
 }
 
-extension ConfigKeyDescriptor {
-    /// A JSON pointer key's default: `nil` for `none` or `-` (the answer holds no such value).
-    package var defaultPointer: String? {
-        guard let text = self.defaultText, text != "-", text.lowercased() != "none" else { return nil }
-        return text
+extension JSONSourceSettings {
+    /// Reads and checks every `auth.json.*` key.
+    init(reading builder: inout ConfigBuilder) {
+        typealias Keys = ConfigKeys.Auth.JSON
+        let refreshURL = builder.string(Keys.refreshURL) ?? ""
+        let loginURL = builder.string(Keys.loginURL)
+        let logoutURL = builder.string(Keys.logoutURL)
+        for (key, value) in [
+            ("auth.json.refresh_url", refreshURL), ("auth.json.login_url", loginURL ?? "https://x"),
+            ("auth.json.logout_url", logoutURL ?? "https://x"),
+        ] {
+            if !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil {
+                builder.issue(key, "must be an http or https URL (got \"\(value)\")")
+            } else if let refusal = PlainHTTP.refusal(url: value, allowInsecure: builder.allowInsecureHTTP) {
+                builder.issue(key, refusal)
+            }
+        }
+        let refreshBody = builder.string(Keys.refreshBody) ?? ""
+        if !refreshBody.contains("{{refresh_token}}") {
+            builder.issue("auth.json.refresh_body", "must contain {{refresh_token}}")
+        }
+        // Unset, it is the refresh body, whose own issue is reported above.
+        let logoutBody = builder.string(Keys.logoutBody) ?? refreshBody
+        if builder.string(Keys.logoutBody) != nil, !logoutBody.contains("{{refresh_token}}"),
+            !logoutBody.contains("{{access_token}}")
+        {
+            builder.issue("auth.json.logout_body", "must contain {{refresh_token}} or {{access_token}}")
+        }
+        let loginBody = builder.string(Keys.loginBody) ?? ""
+        if !loginBody.contains("{{password}}") {
+            builder.issue("auth.json.login_body", "must contain {{password}}")
+        }
+        var pointers: [String: String?] = [:]
+        for descriptor in [
+            Keys.accessToken, Keys.refreshToken, Keys.expiresIn,
+            Keys.expiresAt,
+        ] {
+            let key = descriptor.name
+            let value = builder.string(descriptor)
+            // `none` (or `-`): the API gives no such value (refresh_token: none declares a
+            // session that ends with its token).
+            let none = value == "-" || value?.lowercased() == "none"
+            if let value, !none, !value.isEmpty, !value.hasPrefix("/") {
+                builder.issue(key, "must be a JSON pointer like /session/token, or none (got \"\(value)\")")
+            }
+            if none && descriptor.name == Keys.accessToken.name {
+                builder.issue(
+                    key,
+                    "must be a JSON pointer like /session/token: the answer must hold the access token"
+                )
+            }
+            pointers[key] = none ? nil : value
+        }
+        self.init(
+            loginURL: loginURL,
+            refreshURL: refreshURL,
+            contentType: builder.string(Keys.contentType) ?? "",
+            headers: builder.pairs(
+                Keys.headers,
+                separator: ":",
+                example: "X-Amz-Target: Service.Operation"
+            ),
+            loginBody: loginBody,
+            refreshBody: refreshBody,
+            accessTokenPointer: (pointers[Keys.accessToken.name] ?? nil) ?? "",
+            refreshTokenPointer: pointers[Keys.refreshToken.name] ?? nil,
+            expiresInPointer: pointers[Keys.expiresIn.name] ?? nil,
+            expiresAtPointer: pointers[Keys.expiresAt.name] ?? nil,
+            logoutURL: logoutURL,
+            logoutBody: logoutBody
+        )
     }
 }
 

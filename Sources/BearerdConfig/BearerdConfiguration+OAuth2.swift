@@ -1,162 +1,108 @@
 import BearerdAuth
+import BearerdFiles
+import BearerdTokens
 import Configuration
 import Foundation
 
 extension BearerdConfiguration.Auth {
-    /// `auth.token_url` / `auth.issuer` and the client.
-    package struct OAuth2: Sendable {
-        package var tokenURL: String?
-        package var issuer: String?
-        package var clientID: String
-        /// `auth.client_secret_file`, resolved.
-        package var clientSecretFile: String?
-        /// `auth.client_auth`.
-        package var clientAuthentication: ClientAuthentication
-        /// `auth.client_key_file`, resolved: the PEM private key that signs `private_key_jwt`
-        /// assertions.
-        package var clientKeyFile: String?
-        /// `auth.client_key_id`: the `kid` the token server knows the key by.
-        package var clientKeyID: String?
-        /// `auth.client_assertion_alg`: `RS256`, `PS256` or `ES256` (by default RS256 for an
-        /// RSA key, ES256 for an EC key).
-        package var clientAssertionAlgorithm: String?
-        /// `auth.client_assertion_file`, resolved: a JWT the platform issued (workload identity
-        /// federation), read before each request and sent as the `private_key_jwt` assertion.
-        package var clientAssertionFile: String?
-        /// `auth.client_assertion_audience`: `endpoint` (the default: the URL each request
-        /// goes to), `issuer`, or a fixed URL.
-        package var clientAssertionAudience: String
-        package var scopes: [String]
-        /// `auth.extra_params` as name/value pairs.
-        package var extraParameters: [Pair]
-        /// `auth.client_credentials`: the client itself may get a token.
-        package var clientCredentials: Bool
-        /// `auth.revocation_url`: RFC 7009 endpoint for `bearerd logout` (else discovered).
-        package var revocationURL: String?
-        /// `auth.device_authorization_url`: RFC 8628 endpoint for `bearerd login --device`
-        /// (else discovered).
-        package var deviceAuthorizationURL: String?
-        /// `auth.token_exchange.*`: the client's token comes from RFC 8693 token exchange.
-        package var tokenExchange: TokenExchange?
-        /// The browser login's keys (`auth.authorization_url`, `auth.resource`, ...).
-        package var authorization = Authorization()
-        /// `auth.discover`: the authorization server is found from the API (RFC 9728), and a
-        /// client registered (RFC 7591) when `auth.client_id` is not set.
-        package var discover = false
-        /// With `discover`: the API's URL (`upstream.url`), the resource whose metadata is read.
-        package var resourceURL: String?
+    /// `auth.token_url` / `auth.issuer` and the client: ``OAuth2Client``, owned by the token
+    /// engine.
+    package typealias OAuth2 = OAuth2Client
+}
 
-        /// Whether the client may get a token of its own: client_credentials or token exchange.
-        package var hasClientGrant: Bool { self.clientCredentials || self.tokenExchange != nil }
-
-        /// A client built in code (tests, the fuzz target): `auth.token_url` or `auth.issuer`
-        /// and `auth.client_id` as given, every other key at its declared default, as a config
-        /// that writes only those would give. Set the other fields afterwards.
-        package init(tokenURL: String?, issuer: String?, clientID: String) {
-            var values: [AbsoluteConfigKey: ConfigValue] = [
-                ["auth", "client_id"]: ConfigValue(.string(clientID), isSecret: false)
-            ]
-            if let tokenURL { values[["auth", "token_url"]] = ConfigValue(.string(tokenURL), isSecret: false) }
-            if let issuer { values[["auth", "issuer"]] = ConfigValue(.string(issuer), isSecret: false) }
-            let reader = ConfigReader(provider: InMemoryProvider(name: "code", values: values))
-            var builder = ConfigBuilder(root: reader, reader: reader, environment: [:], baseDirectory: "/", issues: [])
-            // The caller's URLs are taken as given (a test's token server is plain http).
-            builder.allowInsecureHTTP = true
-            self = builder.section("auth") { Self(reading: &$0) }
+extension OAuth2Client {
+    /// Reads and checks the client's `auth.*` keys.
+    init(reading builder: inout ConfigBuilder) {
+        typealias Keys = ConfigKeys.Auth
+        self.init(clientID: "")
+        let tokenURL = builder.string(Keys.tokenURL)
+        let issuer = builder.string(Keys.issuer)
+        if tokenURL != nil && issuer != nil {
+            builder.issue("auth.issuer", "set auth.token_url or auth.issuer, not both")
         }
-
-        /// Reads and checks the client's `auth.*` keys.
-        init(reading builder: inout ConfigBuilder) {
-            typealias Keys = ConfigKeys.Auth
-            let tokenURL = builder.string(Keys.tokenURL)
-            let issuer = builder.string(Keys.issuer)
-            if tokenURL != nil && issuer != nil {
-                builder.issue("auth.issuer", "set auth.token_url or auth.issuer, not both")
+        let revocationURL = builder.string(Keys.revocationURL)
+        let deviceURL = builder.string(Keys.deviceAuthorizationURL)
+        for (key, value) in [
+            ("auth.token_url", tokenURL), ("auth.issuer", issuer), ("auth.revocation_url", revocationURL),
+            ("auth.device_authorization_url", deviceURL),
+        ] {
+            if let value,
+                !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil
+            {
+                builder.issue(key, "must be an http or https URL (got \"\(value)\")")
+            } else if let value,
+                let refusal = PlainHTTP.refusal(url: value, allowInsecure: builder.allowInsecureHTTP)
+            {
+                builder.issue(key, refusal)
             }
-            let revocationURL = builder.string(Keys.revocationURL)
-            let deviceURL = builder.string(Keys.deviceAuthorizationURL)
-            for (key, value) in [
-                ("auth.token_url", tokenURL), ("auth.issuer", issuer), ("auth.revocation_url", revocationURL),
-                ("auth.device_authorization_url", deviceURL),
-            ] {
-                if let value,
-                    !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil
-                {
-                    builder.issue(key, "must be an http or https URL (got \"\(value)\")")
-                } else if let value,
-                    let refusal = PlainHTTP.refusal(url: value, allowInsecure: builder.allowInsecureHTTP)
-                {
-                    builder.issue(key, refusal)
-                }
-            }
-            let discover = builder.bool(Keys.discover)
-            if discover && (tokenURL != nil || issuer != nil) {
-                builder.issue(
-                    "auth.discover",
-                    "finds the token server from the API (RFC 9728): leave out auth.token_url and auth.issuer, or set auth.discover: false"
-                )
-            }
-            let clientID = builder.string(Keys.clientID)
-            if clientID == nil && !discover {
-                builder.issue(
-                    "auth.client_id",
-                    "required with auth.token_url or auth.issuer (with auth.discover: true, a client is registered when it is not set)"
-                )
-            }
-            let secretFile = builder.string(Keys.clientSecretFile).map(builder.resolve)
-            if let secretFile, let problem = SecretFileCheck.problem(path: secretFile) {
-                builder.issue("auth.client_secret_file", problem)
-            }
-            // Without a value, the secret decides: Basic with one, none without.
-            let written = builder.isSet(Keys.clientAuth) ? builder.choice(Keys.clientAuth) : nil
-            let parsed =
-                builder.isSet(Keys.clientAuth)
-                ? written.flatMap(ClientAuthentication.init(rawValue:))
-                : (secretFile == nil ? ClientAuthentication.none : .clientSecretBasic)
-            let authentication = parsed ?? .clientSecretBasic
-            if parsed == nil {
-                // choice() has said what the key accepts.
-            } else if authentication.sendsSecret && secretFile == nil {
-                builder.issue("auth.client_secret_file", "required with auth.client_auth: \(authentication.rawValue)")
-            } else if authentication == .tlsClientAuth && builder.string(Keys.Engine.tlsCertFile) == nil {
-                builder.issue(
-                    "auth.tls_cert_file",
-                    "required with auth.client_auth: tls_client_auth (the client certificate, PEM)"
-                )
-            }
-            let assertion = builder.clientAssertion(authentication: parsed, issuer: issuer)
-            self.tokenURL = tokenURL
-            self.issuer = issuer
-            self.clientID = clientID ?? ""
-            self.clientSecretFile = secretFile
-            self.clientAuthentication = authentication
-            self.clientKeyFile = assertion.keyFile
-            self.clientKeyID = assertion.keyID
-            self.clientAssertionAlgorithm = assertion.algorithm
-            self.clientAssertionAudience = assertion.audience
-            self.clientAssertionFile = assertion.assertionFile
-            self.scopes = builder.list(Keys.scopes)
-            self.extraParameters = builder.pairs(
-                Keys.extraParams,
-                separator: "=",
-                example: "audience=https://api.example"
+        }
+        let discover = builder.bool(Keys.discover)
+        if discover && (tokenURL != nil || issuer != nil) {
+            builder.issue(
+                "auth.discover",
+                "finds the token server from the API (RFC 9728): leave out auth.token_url and auth.issuer, or set auth.discover: false"
             )
-            self.clientCredentials = builder.bool(Keys.clientCredentials)
-            self.revocationURL = revocationURL
-            self.deviceAuthorizationURL = deviceURL
-            self.authorization = Authorization(reading: &builder)
-            self.discover = discover
-            if discover && (secretFile != nil || authentication != .none) {
-                // The API names the token server: a secret or a key goes only to one the config names.
-                builder.issue(
-                    "auth.discover",
-                    "works with a public client only (no auth.client_secret_file, auth.client_auth: none): a credential goes only to a token server the config names, so set auth.issuer"
-                )
-            }
-            let clientCredentials = self.clientCredentials
-            self.tokenExchange = builder.section("token_exchange") {
-                TokenExchange.reading(&$0, clientCredentials: clientCredentials)
-            }
+        }
+        let clientID = builder.string(Keys.clientID)
+        if clientID == nil && !discover {
+            builder.issue(
+                "auth.client_id",
+                "required with auth.token_url or auth.issuer (with auth.discover: true, a client is registered when it is not set)"
+            )
+        }
+        let secretFile = builder.string(Keys.clientSecretFile).map(builder.resolve)
+        if let secretFile, let problem = SecretFileCheck.problem(path: secretFile) {
+            builder.issue("auth.client_secret_file", problem)
+        }
+        // Without a value, the secret decides: Basic with one, none without.
+        let written = builder.isSet(Keys.clientAuth) ? builder.choice(Keys.clientAuth) : nil
+        let parsed =
+            builder.isSet(Keys.clientAuth)
+            ? written.flatMap(ClientAuthentication.init(rawValue:))
+            : (secretFile == nil ? ClientAuthentication.none : .clientSecretBasic)
+        let authentication = parsed ?? .clientSecretBasic
+        if parsed == nil {
+            // choice() has said what the key accepts.
+        } else if authentication.sendsSecret && secretFile == nil {
+            builder.issue("auth.client_secret_file", "required with auth.client_auth: \(authentication.rawValue)")
+        } else if authentication == .tlsClientAuth && builder.string(Keys.Engine.tlsCertFile) == nil {
+            builder.issue(
+                "auth.tls_cert_file",
+                "required with auth.client_auth: tls_client_auth (the client certificate, PEM)"
+            )
+        }
+        let assertion = builder.clientAssertion(authentication: parsed, issuer: issuer)
+        self.tokenURL = tokenURL
+        self.issuer = issuer
+        self.clientID = clientID ?? ""
+        self.clientSecretFile = secretFile
+        self.clientAuthentication = authentication
+        self.clientKeyFile = assertion.keyFile
+        self.clientKeyID = assertion.keyID
+        self.clientAssertionAlgorithm = assertion.algorithm
+        self.clientAssertionAudience = assertion.audience
+        self.clientAssertionFile = assertion.assertionFile
+        self.scopes = builder.list(Keys.scopes)
+        self.extraParameters = builder.pairs(
+            Keys.extraParams,
+            separator: "=",
+            example: "audience=https://api.example"
+        )
+        self.clientCredentials = builder.bool(Keys.clientCredentials)
+        self.revocationURL = revocationURL
+        self.deviceAuthorizationURL = deviceURL
+        self.authorization = AuthorizationSettings(reading: &builder)
+        self.discover = discover
+        if discover && (secretFile != nil || authentication != .none) {
+            // The API names the token server: a secret or a key goes only to one the config names.
+            builder.issue(
+                "auth.discover",
+                "works with a public client only (no auth.client_secret_file, auth.client_auth: none): a credential goes only to a token server the config names, so set auth.issuer"
+            )
+        }
+        let clientCredentials = self.clientCredentials
+        self.tokenExchange = builder.section("token_exchange") {
+            TokenExchangeSettings.reading(&$0, clientCredentials: clientCredentials)
         }
     }
 }

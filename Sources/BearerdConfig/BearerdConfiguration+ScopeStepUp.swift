@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdTokens
 
 extension BearerdConfiguration.Auth {
     /// `auth.scope_step_up` and `auth.scope_step_up_allow`: what bearerd does when the API

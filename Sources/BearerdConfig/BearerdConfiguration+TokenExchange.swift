@@ -1,135 +1,81 @@
+import BearerdFiles
+import BearerdTokens
 import Foundation
 
 extension BearerdConfiguration.Auth {
-    /// `auth.token_exchange.*`: the client's token is had by RFC 8693 token exchange, trading a
-    /// token the platform gives this host (a Kubernetes projected service-account token, a CI
-    /// job's OIDC token, a SPIFFE JWT-SVID) for one for the API. On when `subject_token_file` is
-    /// set; it takes the place of the client_credentials grant.
-    package struct TokenExchange: Sendable, Equatable {
-        /// `subject_token_file`, resolved: read again before every exchange.
-        package var subjectTokenFile: String
-        /// `subject_token_type`, as a URI.
-        package var subjectTokenType: String
-        /// `actor_token_file`, resolved, and `actor_token_type` (a URI).
-        package var actorTokenFile: String?
-        package var actorTokenType: String?
-        /// `audience`: each sent as its own `audience` field.
-        package var audiences: [String]
-        /// `resource`: absolute URIs, each sent as its own `resource` field.
-        package var resources: [String]
-        /// `requested_token_type`, as a URI; not sent when `nil`.
-        package var requestedTokenType: String?
+    /// `auth.token_exchange.*`: ``TokenExchangeSettings``, owned by the token engine.
+    package typealias TokenExchange = TokenExchangeSettings
+}
 
-        package init(
-            subjectTokenFile: String,
-            subjectTokenType: String = TokenType.jwt,
-            actorTokenFile: String? = nil,
-            actorTokenType: String? = nil,
-            audiences: [String] = [],
-            resources: [String] = [],
-            requestedTokenType: String? = nil
-        ) {
-            self.subjectTokenFile = subjectTokenFile
-            self.subjectTokenType = subjectTokenType
-            self.actorTokenFile = actorTokenFile
-            self.actorTokenType = actorTokenType
-            self.audiences = audiences
-            self.resources = resources
-            self.requestedTokenType = requestedTokenType
-        }
-
-        /// The token type identifiers of RFC 8693 §3, and their short names in the config.
-        package enum TokenType {
-            package static let jwt = "urn:ietf:params:oauth:token-type:jwt"
-            static let shortNames = [
-                "jwt": jwt,
-                "id_token": "urn:ietf:params:oauth:token-type:id_token",
-                "access_token": "urn:ietf:params:oauth:token-type:access_token",
-                "refresh_token": "urn:ietf:params:oauth:token-type:refresh_token",
-                "saml1": "urn:ietf:params:oauth:token-type:saml1",
-                "saml2": "urn:ietf:params:oauth:token-type:saml2",
-            ]
-
-            /// A short name's URI, an absolute URI as written, or `nil`.
-            static func uri(_ text: String) -> String? {
-                if let uri = Self.shortNames[text.lowercased()] { return uri }
-                guard text.utf8.count <= 256, text.contains(":"),
-                    text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
-                    let scheme = URL(string: text)?.scheme, !scheme.isEmpty
-                else { return nil }
-                return text
+extension TokenExchangeSettings {
+    /// Reads `auth.token_exchange.*`; `nil` when `subject_token_file` is not set (then no
+    /// other key of it may be).
+    static func reading(_ builder: inout ConfigBuilder, clientCredentials: Bool) -> Self? {
+        typealias Keys = ConfigKeys.Auth.TokenExchange
+        let others = [
+            Keys.subjectTokenType, Keys.actorTokenFile, Keys.actorTokenType, Keys.requestedTokenType,
+        ]
+        guard let subject = builder.string(Keys.subjectTokenFile).map(builder.resolve) else {
+            for key in others where builder.isSet(key) {
+                builder.issue(key.name, "applies only with auth.token_exchange.subject_token_file")
             }
-        }
-
-        /// Reads `auth.token_exchange.*`; `nil` when `subject_token_file` is not set (then no
-        /// other key of it may be).
-        static func reading(_ builder: inout ConfigBuilder, clientCredentials: Bool) -> Self? {
-            typealias Keys = ConfigKeys.Auth.TokenExchange
-            let others = [
-                Keys.subjectTokenType, Keys.actorTokenFile, Keys.actorTokenType, Keys.requestedTokenType,
-            ]
-            guard let subject = builder.string(Keys.subjectTokenFile).map(builder.resolve) else {
-                for key in others where builder.isSet(key) {
-                    builder.issue(key.name, "applies only with auth.token_exchange.subject_token_file")
-                }
-                for key in [Keys.audience, Keys.resource] where !builder.list(key).isEmpty {
-                    builder.issue(key.name, "applies only with auth.token_exchange.subject_token_file")
-                }
-                return nil
+            for key in [Keys.audience, Keys.resource] where !builder.list(key).isEmpty {
+                builder.issue(key.name, "applies only with auth.token_exchange.subject_token_file")
             }
-            if clientCredentials {
+            return nil
+        }
+        if clientCredentials {
+            builder.issue(
+                "auth.client_credentials",
+                "set auth.client_credentials or auth.token_exchange, not both: both get the client's own token"
+            )
+        }
+        if let problem = SecretFileCheck.problem(path: subject, groupMayRead: true) {
+            builder.issue(Keys.subjectTokenFile.name, problem)
+        }
+        let actor = builder.string(Keys.actorTokenFile).map(builder.resolve)
+        if let actor, let problem = SecretFileCheck.problem(path: actor, groupMayRead: true) {
+            builder.issue(Keys.actorTokenFile.name, problem)
+        }
+        var exchange = Self(subjectTokenFile: subject, actorTokenFile: actor)
+        exchange.subjectTokenType = Self.tokenType(&builder, Keys.subjectTokenType) ?? TokenType.jwt
+        if builder.isSet(Keys.actorTokenType) && actor == nil {
+            builder.issue(Keys.actorTokenType.name, "applies only with auth.token_exchange.actor_token_file")
+        } else if actor != nil {
+            exchange.actorTokenType = Self.tokenType(&builder, Keys.actorTokenType) ?? TokenType.jwt
+        }
+        exchange.requestedTokenType = Self.tokenType(&builder, Keys.requestedTokenType)
+        exchange.audiences = builder.list(Keys.audience)
+        for audience in exchange.audiences
+        where audience.isEmpty || audience.utf8.count > 2048
+            || audience.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        {
+            builder.issue(Keys.audience.name, "each audience must be 1 to 2048 printable characters")
+        }
+        exchange.resources = builder.list(Keys.resource)
+        for resource in exchange.resources {
+            // RFC 8693 §2.1: an absolute URI without a fragment.
+            let url = URL(string: resource)
+            if url?.scheme == nil || url?.fragment != nil || resource.utf8.count > 2048 {
                 builder.issue(
-                    "auth.client_credentials",
-                    "set auth.client_credentials or auth.token_exchange, not both: both get the client's own token"
+                    Keys.resource.name,
+                    "each resource must be an absolute URI without a fragment (got \"\(resource.prefix(80))\")"
                 )
             }
-            if let problem = SecretFileCheck.problem(path: subject, groupMayRead: true) {
-                builder.issue(Keys.subjectTokenFile.name, problem)
-            }
-            let actor = builder.string(Keys.actorTokenFile).map(builder.resolve)
-            if let actor, let problem = SecretFileCheck.problem(path: actor, groupMayRead: true) {
-                builder.issue(Keys.actorTokenFile.name, problem)
-            }
-            var exchange = Self(subjectTokenFile: subject, actorTokenFile: actor)
-            exchange.subjectTokenType = Self.tokenType(&builder, Keys.subjectTokenType) ?? TokenType.jwt
-            if builder.isSet(Keys.actorTokenType) && actor == nil {
-                builder.issue(Keys.actorTokenType.name, "applies only with auth.token_exchange.actor_token_file")
-            } else if actor != nil {
-                exchange.actorTokenType = Self.tokenType(&builder, Keys.actorTokenType) ?? TokenType.jwt
-            }
-            exchange.requestedTokenType = Self.tokenType(&builder, Keys.requestedTokenType)
-            exchange.audiences = builder.list(Keys.audience)
-            for audience in exchange.audiences
-            where audience.isEmpty || audience.utf8.count > 2048
-                || audience.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-            {
-                builder.issue(Keys.audience.name, "each audience must be 1 to 2048 printable characters")
-            }
-            exchange.resources = builder.list(Keys.resource)
-            for resource in exchange.resources {
-                // RFC 8693 §2.1: an absolute URI without a fragment.
-                let url = URL(string: resource)
-                if url?.scheme == nil || url?.fragment != nil || resource.utf8.count > 2048 {
-                    builder.issue(
-                        Keys.resource.name,
-                        "each resource must be an absolute URI without a fragment (got \"\(resource.prefix(80))\")"
-                    )
-                }
-            }
-            return exchange
         }
+        return exchange
+    }
 
-        private static func tokenType(_ builder: inout ConfigBuilder, _ key: ConfigKeyDescriptor) -> String? {
-            guard let text = builder.string(key) else { return nil }
-            guard let uri = TokenType.uri(text) else {
-                builder.issue(
-                    key.name,
-                    "must be jwt, id_token, access_token, refresh_token, saml1, saml2 or a token type URI (got \"\(text.prefix(80))\")"
-                )
-                return nil
-            }
-            return uri
+    private static func tokenType(_ builder: inout ConfigBuilder, _ key: ConfigKeyDescriptor) -> String? {
+        guard let text = builder.string(key) else { return nil }
+        guard let uri = TokenType.uri(text) else {
+            builder.issue(
+                key.name,
+                "must be jwt, id_token, access_token, refresh_token, saml1, saml2 or a token type URI (got \"\(text.prefix(80))\")"
+            )
+            return nil
         }
+        return uri
     }
 }
 

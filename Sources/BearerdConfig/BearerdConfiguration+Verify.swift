@@ -1,4 +1,6 @@
 import BearerdAuth
+import BearerdFiles
+import BearerdTokens
 import Foundation
 
 extension BearerdConfiguration.Auth {

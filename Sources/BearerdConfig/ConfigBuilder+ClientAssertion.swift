@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdFiles
 import Foundation
 
 extension ConfigBuilder {

@@ -1,3 +1,4 @@
+import BearerdFiles
 import BearerdWire
 import Configuration
 import Foundation

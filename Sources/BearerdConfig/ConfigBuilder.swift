@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdTokens
 import BearerdWire
 import Configuration
 import Foundation

@@ -1,5 +1,3 @@
-import BearerdFiles
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

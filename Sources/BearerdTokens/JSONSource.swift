@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import Foundation
 
 /// A custom JSON token API, such as Better Auth's `POST /api/auth/sign-in-email` and
@@ -13,7 +12,7 @@ package struct JSONSource: TokenSource {
     package var revocationKey: String { "auth.json.logout_url" }
 
     /// The source's settings are the config's `auth.json` section, defaults and all.
-    package typealias Settings = BearerdConfiguration.Auth.JSON
+    package typealias Settings = JSONSourceSettings
 
     let settings: Settings
 

@@ -1,11 +1,10 @@
-import BearerdConfig
 import Foundation
 
 extension OAuth2Source {
     /// The form of an RFC 8693 token exchange (§2.1): the subject token (and the actor's) as the
     /// platform's files hold them now, the target (audience, resource) and the type asked for.
     /// The scope and the client's authentication are added as for any grant.
-    func exchangeFields(_ exchange: BearerdConfiguration.Auth.TokenExchange) throws -> [(String, String)] {
+    func exchangeFields(_ exchange: TokenExchangeSettings) throws -> [(String, String)] {
         let now = self.settings.clock.now
         let subject = try Self.subjectFile(exchange).read(now: now)
         var fields = [
@@ -17,7 +16,7 @@ extension OAuth2Source {
             let actor = try actorFile.read(now: now)
             fields.append(("actor_token", actor.value.value))
             fields.append(
-                ("actor_token_type", exchange.actorTokenType ?? BearerdConfiguration.Auth.TokenExchange.TokenType.jwt)
+                ("actor_token_type", exchange.actorTokenType ?? TokenExchangeSettings.TokenType.jwt)
             )
         }
         fields += exchange.audiences.map { ("audience", $0) }
@@ -26,11 +25,11 @@ extension OAuth2Source {
         return fields
     }
 
-    static func subjectFile(_ exchange: BearerdConfiguration.Auth.TokenExchange) -> PlatformTokenFile {
+    static func subjectFile(_ exchange: TokenExchangeSettings) -> PlatformTokenFile {
         PlatformTokenFile(path: exchange.subjectTokenFile, key: "auth.token_exchange.subject_token_file")
     }
 
-    static func actorFile(_ exchange: BearerdConfiguration.Auth.TokenExchange) -> PlatformTokenFile? {
+    static func actorFile(_ exchange: TokenExchangeSettings) -> PlatformTokenFile? {
         exchange.actorTokenFile.map { PlatformTokenFile(path: $0, key: "auth.token_exchange.actor_token_file") }
     }
 

@@ -1,12 +1,11 @@
 import BearerdAuth
-import BearerdConfig
 
 extension OAuth2Source {
     /// The client as the config's `auth` section describes it, with what start-up made of it:
     /// the secret read from its file, the assertion signer, and two settings from elsewhere.
     package struct Settings: Sendable {
         /// `auth.token_url` or `auth.issuer`, the client and its grants, as configured.
-        package var client: BearerdConfiguration.Auth.OAuth2
+        package var client: OAuth2Client
         /// The content of `auth.client_secret_file`.
         package var clientSecret: Secret?
         /// Whether discovered endpoints may be plain http to another machine (`allow_insecure_http`).
@@ -19,7 +18,7 @@ extension OAuth2Source {
         package var clock: any TokenClock
 
         package init(
-            client: BearerdConfiguration.Auth.OAuth2,
+            client: OAuth2Client,
             clientSecret: Secret? = nil,
             allowInsecureHTTP: Bool = false,
             assertionSigner: (any ClientAssertionSigner)? = nil,
@@ -65,7 +64,7 @@ extension OAuth2Source {
                 case .issuer: "issuer"
                 case .fixed(let value): value
                 }
-            var client = BearerdConfiguration.Auth.OAuth2(tokenURL: tokenURL, issuer: issuer, clientID: clientID)
+            var client = OAuth2Client(clientID: clientID, tokenURL: tokenURL, issuer: issuer)
             client.clientAuthentication = clientAuthentication
             client.clientAssertionAudience = audience
             client.scopes = scopes

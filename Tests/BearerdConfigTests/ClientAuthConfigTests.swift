@@ -1,6 +1,7 @@
 import BearerdAuth
 import BearerdConfig
 import BearerdTestSupport
+import BearerdTokens
 import Foundation
 import Testing
 

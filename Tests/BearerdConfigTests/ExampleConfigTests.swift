@@ -1,5 +1,6 @@
 import BearerdConfig
 import BearerdTestSupport
+import BearerdTokens
 import Foundation
 import Testing
 
@@ -100,11 +101,7 @@ struct ExampleConfigTests {
             Issue.record("not an OAuth 2.0 client: \(loaded.auth.source)")
             return
         }
-        let built = BearerdConfiguration.Auth.OAuth2(
-            tokenURL: "https://auth.example.com/oauth/token",
-            issuer: nil,
-            clientID: "bearerd"
-        )
+        let built = OAuth2Client(clientID: "bearerd", tokenURL: "https://auth.example.com/oauth/token")
         #expect(Self.fields(built) == Self.fields(configured))
         #expect(Self.fields(built).count > 10)
     }

@@ -1,5 +1,6 @@
 import BearerdConfig
 import BearerdTestSupport
+import BearerdTokens
 import Foundation
 import Testing
 

@@ -1,5 +1,5 @@
 import BearerdAuth
-import BearerdConfig
+import BearerdFiles
 import BearerdTestSupport
 import Foundation
 import Synchronization
@@ -9,7 +9,7 @@ import Testing
 
 @Suite("Token exchange (RFC 8693) as the client grant")
 struct TokenExchangeTests {
-    typealias Exchange = BearerdConfiguration.Auth.TokenExchange
+    typealias Exchange = TokenExchangeSettings
 
     static func source(_ directory: TemporaryDirectory, clock: any TokenClock, audiences: [String] = []) -> OAuth2Source
     {
