@@ -95,8 +95,11 @@ let package = Package(
             name: "BearerdConfig",
             dependencies: [
                 "BearerdAuth",
-                // The sections are the modules' own types (``OAuth2Client``, ...): the config
-                // reads them, the modules do not read the config.
+                "BearerdFiles",
+                "BearerdProxy",
+                "BearerdSockets",
+                // The sections are the modules' own types (``OAuth2Client``, ``ProxyOptions``,
+                // ...): the config reads them, the modules do not read the config.
                 "BearerdTokens",
                 "BearerdWire",
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -191,7 +194,6 @@ let package = Package(
                 "BearerdFiles",
                 "BearerdSockets",
                 "BearerdAuth",
-                "BearerdConfig",
                 "BearerdWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -97,7 +97,6 @@ struct Daemon {
         }
         services.append(
             ProxyServer(
-                configuration: configuration,
                 settings: settings,
                 tokens: engine.provider,
                 group: group,

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import BearerdConfig
+import BearerdFiles
 import BearerdProxy
 import BearerdTokens
 import Foundation

@@ -99,7 +99,7 @@ final class ReloadService: Service, Sendable {
         let new = prepared.configuration
         let old = self.running.withLock { $0 }
         do {
-            try await self.proxy.reload(configuration: new, settings: prepared.settings)
+            try await self.proxy.reload(settings: prepared.settings)
         } catch {
             self.logger.error(
                 "cannot apply the new config; the running config keeps serving",

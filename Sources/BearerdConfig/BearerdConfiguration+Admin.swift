@@ -1,3 +1,4 @@
+import BearerdProxy
 import BearerdWire
 import Foundation
 import Logging

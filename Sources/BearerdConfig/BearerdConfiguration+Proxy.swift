@@ -1,92 +1,45 @@
+import BearerdProxy
 import Configuration
 import Foundation
 
 extension BearerdConfiguration {
-    /// `proxy.*`: limits, guards, lists and what passes to the upstream. Each key is declared
-    /// once, in this file: its field, the line that reads it, and its descriptor (below, in
-    /// ``ConfigKeys/Proxy``, with its documentation). Checks of more than a syntax are
-    /// ConfigBuilder's (`ConfigBuilder+Proxy.swift`).
-    package struct Proxy: Sendable {
-        /// `proxy.client_authorization`: what to do with a client's own `Authorization` header.
-        package var clientAuthorization: ClientAuthorizationPolicy
-        /// `proxy.forwarded_headers`: add `X-Forwarded-For`, `-Proto`, `-Host`.
-        package var forwardedHeaders: Bool
-        /// `proxy.max_*`, `proxy.*_timeout`, `proxy.at_connection_limit`, `proxy.token_wait`:
-        /// what a client may send and how long bearerd waits for it.
-        package var limits: Limits
-        /// `proxy.retry_body_limit`: request bodies up to this size are kept for a retry after 401.
-        package var retryBodyLimit: Int
-        /// `proxy.retry_methods`: methods (upper case) retried after a 401.
-        package var retryMethods: Set<String>
-        /// `proxy.allow_upgrades`: protocols (lower case) a request may switch to (RFC 9110 §7.8).
-        package var allowUpgrades: Set<String>
-        /// Upgrades `proxy.allow_upgrades` may not list: a connection that carries many requests
-        /// (HTTP/2) would take them past every per-request check.
-        package static let multiplexedUpgrades: Set<String> = ["h2c", "h2"]
-        /// `proxy.browser_guard`: refuse requests a web page sent.
-        package var browserGuard: Bool
-        /// `proxy.allowed_origins`: origins (lower case) whose pages may use the proxy.
-        package var allowedOrigins: Set<String>
-        /// `proxy.rebinding_guard`: refuse a `Host` that is not one of the listener's names.
-        package var rebindingGuard: Bool
-        /// `proxy.allowed_hosts`: more names (lower case) `Host` may carry: `name` or `name:port`.
-        package var allowedHosts: Set<String>
-        /// `proxy.client_key_file`, resolved: a shared secret TCP callers must send.
-        package var clientKeyFile: String?
-        /// `proxy.client_key_header`: the header that carries it (stripped before forwarding).
-        package var clientKeyHeader: String
-        /// `proxy.allow_methods` / `proxy.deny_methods` (upper case; an empty allow list allows all).
-        package var allowMethods: Set<String>
-        package var denyMethods: Set<String>
-        /// `proxy.allow_paths` / `proxy.deny_paths`: path prefixes, by whole segments.
-        package var allowPaths: [String]
-        package var denyPaths: [String]
-        /// `proxy.allow_path_params`: whether `;` may appear in a request path (off: 400).
-        package var allowPathParams: Bool
-        /// `proxy.pass_override_headers`: whether method, path and address override headers pass.
-        package var passOverrideHeaders: Bool
-        /// `proxy.add_headers`: fields sent upstream with every request, replacing the client's.
-        package var addHeaders: [Header]
+    /// `proxy.*`: ``ProxyOptions``, owned by the proxy.
+    package typealias Proxy = ProxyOptions
+}
 
-        /// A header field bearerd adds to every upstream request (`proxy.add_headers`).
-        package struct Header: Sendable, Equatable {
-            /// As written in the config (names compare without case).
-            package var name: String
-            package var value: String
-        }
-
-        /// Reads and checks every `proxy.*` key, adding an issue to `builder` for each bad value.
-        init(reading builder: inout ConfigBuilder) {
-            typealias Keys = ConfigKeys.Proxy
-            self.clientAuthorization =
-                builder.choice(Keys.clientAuthorization).flatMap(ClientAuthorizationPolicy.init) ?? .replace
-            self.forwardedHeaders = builder.bool(Keys.forwardedHeaders)
-            self.passOverrideHeaders = builder.bool(Keys.passOverrideHeaders)
-            self.addHeaders = builder.headerFields(Keys.addHeaders, forwarded: self.forwardedHeaders)
-            self.limits = Limits(reading: &builder)
-            self.retryMethods = builder.methods(Keys.retryMethods)
-            self.retryBodyLimit = builder.size(Keys.retryBodyLimit)
-            self.allowUpgrades = builder.upgradeProtocols(Keys.allowUpgrades)
-            self.browserGuard = builder.bool(Keys.browserGuard)
-            self.allowedOrigins = builder.normalizedSet(
-                Keys.allowedOrigins,
-                ConfigBuilder.origin,
-                "an origin like https://app.example.com or http://localhost:3000, without a path"
-            )
-            self.rebindingGuard = builder.bool(Keys.rebindingGuard)
-            self.allowedHosts = builder.normalizedSet(
-                Keys.allowedHosts,
-                ConfigBuilder.hostName,
-                "a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080"
-            )
-            self.clientKeyFile = builder.secretFile(Keys.clientKeyFile)
-            self.clientKeyHeader = builder.headerName(Keys.clientKeyHeader)
-            self.allowMethods = builder.methods(Keys.allowMethods)
-            self.denyMethods = builder.methods(Keys.denyMethods)
-            self.allowPathParams = builder.bool(Keys.allowPathParams)
-            self.allowPaths = builder.pathPrefixes(Keys.allowPaths, allowPathParams: self.allowPathParams)
-            self.denyPaths = builder.pathPrefixes(Keys.denyPaths, allowPathParams: self.allowPathParams)
-        }
+extension ProxyOptions {
+    /// Reads and checks every `proxy.*` key, adding an issue to `builder` for each bad value.
+    init(reading builder: inout ConfigBuilder) {
+        typealias Keys = ConfigKeys.Proxy
+        self.init()
+        self.clientAuthorization =
+            builder.choice(Keys.clientAuthorization).flatMap(ClientAuthorizationPolicy.init) ?? .replace
+        self.forwardedHeaders = builder.bool(Keys.forwardedHeaders)
+        self.passOverrideHeaders = builder.bool(Keys.passOverrideHeaders)
+        self.addHeaders = builder.headerFields(Keys.addHeaders, forwarded: self.forwardedHeaders)
+        self.limits = Limits(reading: &builder)
+        self.retryMethods = builder.methods(Keys.retryMethods)
+        self.retryBodyLimit = builder.size(Keys.retryBodyLimit)
+        self.allowUpgrades = builder.upgradeProtocols(Keys.allowUpgrades)
+        self.browserGuard = builder.bool(Keys.browserGuard)
+        self.allowedOrigins = builder.normalizedSet(
+            Keys.allowedOrigins,
+            ConfigBuilder.origin,
+            "an origin like https://app.example.com or http://localhost:3000, without a path"
+        )
+        self.rebindingGuard = builder.bool(Keys.rebindingGuard)
+        self.allowedHosts = builder.normalizedSet(
+            Keys.allowedHosts,
+            ConfigBuilder.hostName,
+            "a host name or address as clients send it in Host, like bearerd.internal or bearerd.internal:8080"
+        )
+        self.clientKeyFile = builder.secretFile(Keys.clientKeyFile)
+        self.clientKeyHeader = builder.headerName(Keys.clientKeyHeader)
+        self.allowMethods = builder.methods(Keys.allowMethods)
+        self.denyMethods = builder.methods(Keys.denyMethods)
+        self.allowPathParams = builder.bool(Keys.allowPathParams)
+        self.allowPaths = builder.pathPrefixes(Keys.allowPaths, allowPathParams: self.allowPathParams)
+        self.denyPaths = builder.pathPrefixes(Keys.denyPaths, allowPathParams: self.allowPathParams)
     }
 }
 

@@ -1,49 +1,23 @@
+import BearerdProxy
 import Configuration
 import Foundation
 
-extension BearerdConfiguration.Proxy {
-    /// What a client may send and how long bearerd waits for it: the `proxy.*` sizes, counts
-    /// and timeouts. Each key is declared once, in this file: its field, the line that reads it,
-    /// and its descriptor (below, in ``ConfigKeys/Proxy``, with its documentation).
-    package struct Limits: Sendable {
-        /// `proxy.max_request_body`: bytes; `nil` means unlimited.
-        package var maxRequestBody: Int?
-        /// `proxy.max_header_size`: total bytes of request headers before 431.
-        package var maxHeaderSize: Int
-        /// `proxy.client_idle_timeout`: how long a client keep-alive connection may sit idle.
-        package var clientIdleTimeout: Duration
-        /// `proxy.max_request_line`: longest request target in bytes before 414.
-        package var maxRequestLine: Int
-        /// `proxy.max_header_count`: most header fields in a request before 431.
-        package var maxHeaderCount: Int
-        /// `proxy.max_connections`: open client connections; more wait to be accepted.
-        package var maxConnections: Int
-        /// `proxy.at_connection_limit: refuse`: accept and answer 503 rather than leave clients queued.
-        package var refuseAtConnectionLimit: Bool
-        /// `proxy.header_timeout`: from a request's first byte to the end of its head, before 408.
-        package var headerTimeout: Duration
-        /// `proxy.body_timeout`: longest pause in a request body while bearerd reads it, before 408.
-        package var bodyTimeout: Duration
-        /// `proxy.send_timeout`: longest a client may leave a response unread; then both close.
-        package var sendTimeout: Duration
-        /// `proxy.token_wait`: longest a request waits for a token being refreshed, before 503.
-        package var tokenWait: Duration
-
-        /// Reads and checks the limit keys, adding an issue to `builder` for each bad value.
-        init(reading builder: inout ConfigBuilder) {
-            typealias Keys = ConfigKeys.Proxy
-            self.maxRequestBody = builder.sizeOrUnlimited(Keys.maxRequestBody)
-            self.maxHeaderSize = builder.size(Keys.maxHeaderSize)
-            self.maxHeaderCount = builder.count(Keys.maxHeaderCount)
-            self.maxRequestLine = builder.size(Keys.maxRequestLine)
-            self.maxConnections = builder.count(Keys.maxConnections)
-            self.refuseAtConnectionLimit = builder.choice(Keys.atConnectionLimit) == "refuse"
-            self.clientIdleTimeout = builder.duration(Keys.clientIdleTimeout)
-            self.headerTimeout = builder.duration(Keys.headerTimeout)
-            self.bodyTimeout = builder.duration(Keys.bodyTimeout)
-            self.sendTimeout = builder.duration(Keys.sendTimeout)
-            self.tokenWait = builder.duration(Keys.tokenWait)
-        }
+extension ProxyOptions.Limits {
+    /// Reads and checks the limit keys, adding an issue to `builder` for each bad value.
+    init(reading builder: inout ConfigBuilder) {
+        typealias Keys = ConfigKeys.Proxy
+        self.init()
+        self.maxRequestBody = builder.sizeOrUnlimited(Keys.maxRequestBody)
+        self.maxHeaderSize = builder.size(Keys.maxHeaderSize)
+        self.maxHeaderCount = builder.count(Keys.maxHeaderCount)
+        self.maxRequestLine = builder.size(Keys.maxRequestLine)
+        self.maxConnections = builder.count(Keys.maxConnections)
+        self.refuseAtConnectionLimit = builder.choice(Keys.atConnectionLimit) == "refuse"
+        self.clientIdleTimeout = builder.duration(Keys.clientIdleTimeout)
+        self.headerTimeout = builder.duration(Keys.headerTimeout)
+        self.bodyTimeout = builder.duration(Keys.bodyTimeout)
+        self.sendTimeout = builder.duration(Keys.sendTimeout)
+        self.tokenWait = builder.duration(Keys.tokenWait)
     }
 }
 

@@ -1,4 +1,6 @@
 import BearerdAuth
+import BearerdFiles
+import BearerdProxy
 import BearerdWire
 import Foundation
 
@@ -7,81 +9,60 @@ import Glibc
 #endif
 
 extension BearerdConfiguration {
-    /// `upstream.*`: the API bearerd forwards to. Each key is declared once, here: its descriptor
-    /// (in ``ConfigKeys/Upstream``), its field, and where it is read.
-    package struct Upstream: Sendable {
-        /// `upstream.url`.
-        package var target: UpstreamTarget
-        /// `upstream.ca_file`: PEM bundle to trust instead of the system's roots.
-        package var caFile: String?
-        /// `upstream.server_name`: TLS SNI and certificate name; defaults to the URL's host.
-        package var serverName: String?
-        /// `upstream.client_cert_file` and `upstream.client_key_file`: a client certificate for an
-        /// upstream that asks for mTLS as well as a token; re-read when the files change.
-        package var clientCertificate: ClientCertificateFiles?
-        /// `upstream.connect_timeout`.
-        package var connectTimeout: Duration
-        /// `upstream.response_timeout`: from the end of the request to the response head.
-        package var responseTimeout: Duration
-        /// `upstream.idle_timeout`: how long a pooled connection may sit unused.
-        package var idleTimeout: Duration
-        /// `upstream.read_timeout`: longest pause in a response body from the upstream while the
-        /// client is ready for more; then both connections close.
-        package var readTimeout: Duration
-        /// `upstream.max_idle_connections`: pooled connections kept per thread.
-        package var maxIdleConnections: Int
+    /// `upstream.*`: ``UpstreamOptions``, owned by the proxy.
+    package typealias Upstream = UpstreamOptions
+}
 
-        /// Reads and checks every `upstream.*` key; `nil` when the URL is missing or invalid (an
-        /// issue on `builder` says so).
-        init?(reading builder: inout ConfigBuilder) {
-            typealias Keys = ConfigKeys.Upstream
-            guard let text = builder.string(Keys.url) else {
-                builder.issue("upstream.url", "required: the http or https URL of the API to forward to")
-                return nil
-            }
-            let target: UpstreamTarget
-            switch UpstreamTarget.parse(text) {
-            case .refused(let reason):
-                builder.issue("upstream.url", reason)
-                return nil
-            case .parsed(let parsed):
-                target = parsed
-            }
-            let caFile = builder.string(Keys.caFile).map(builder.resolve)
-            let serverName = builder.string(Keys.serverName)
-            if target.scheme == .http,
-                let refusal = PlainHTTP.refusal(url: target.description, allowInsecure: builder.allowInsecureHTTP)
-            {
-                builder.issue("upstream.url", refusal)
-            }
-            let clientCertificate = builder.clientCertificate(
-                certificate: "upstream.client_cert_file",
-                key: "upstream.client_key_file"
-            )
-            if target.scheme == .http {
-                if clientCertificate != nil {
-                    builder.issue("upstream.client_cert_file", "only applies to an https upstream")
-                }
-                if caFile != nil { builder.issue("upstream.ca_file", "only applies to an https upstream") }
-                if serverName != nil { builder.issue("upstream.server_name", "only applies to an https upstream") }
-            }
-            if let caFile, access(caFile, R_OK) != 0 {
-                builder.issue("upstream.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
-            }
-            if let serverName, serverName.isEmpty || serverName.contains(where: { $0 == " " || $0 == "/" || $0 == ":" })
-            {
-                builder.issue("upstream.server_name", "must be a DNS name (got \"\(serverName)\")")
-            }
-            self.target = target
-            self.caFile = caFile
-            self.serverName = serverName
-            self.clientCertificate = clientCertificate
-            self.connectTimeout = builder.duration(Keys.connectTimeout)
-            self.responseTimeout = builder.duration(Keys.responseTimeout)
-            self.idleTimeout = builder.duration(Keys.idleTimeout)
-            self.readTimeout = builder.duration(Keys.readTimeout)
-            self.maxIdleConnections = builder.count(Keys.maxIdleConnections)
+extension UpstreamOptions {
+    /// Reads and checks every `upstream.*` key; `nil` when the URL is missing or invalid (an
+    /// issue on `builder` says so).
+    init?(reading builder: inout ConfigBuilder) {
+        typealias Keys = ConfigKeys.Upstream
+        guard let text = builder.string(Keys.url) else {
+            builder.issue("upstream.url", "required: the http or https URL of the API to forward to")
+            return nil
         }
+        let target: UpstreamTarget
+        switch UpstreamTarget.parse(text) {
+        case .refused(let reason):
+            builder.issue("upstream.url", reason)
+            return nil
+        case .parsed(let parsed):
+            target = parsed
+        }
+        let caFile = builder.string(Keys.caFile).map(builder.resolve)
+        let serverName = builder.string(Keys.serverName)
+        if target.scheme == .http,
+            let refusal = PlainHTTP.refusal(url: target.description, allowInsecure: builder.allowInsecureHTTP)
+        {
+            builder.issue("upstream.url", refusal)
+        }
+        let clientCertificate = builder.clientCertificate(
+            certificate: "upstream.client_cert_file",
+            key: "upstream.client_key_file"
+        )
+        if target.scheme == .http {
+            if clientCertificate != nil {
+                builder.issue("upstream.client_cert_file", "only applies to an https upstream")
+            }
+            if caFile != nil { builder.issue("upstream.ca_file", "only applies to an https upstream") }
+            if serverName != nil { builder.issue("upstream.server_name", "only applies to an https upstream") }
+        }
+        if let caFile, access(caFile, R_OK) != 0 {
+            builder.issue("upstream.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
+        }
+        if let serverName, serverName.isEmpty || serverName.contains(where: { $0 == " " || $0 == "/" || $0 == ":" }) {
+            builder.issue("upstream.server_name", "must be a DNS name (got \"\(serverName)\")")
+        }
+        self.init(target: target)
+        self.caFile = caFile
+        self.serverName = serverName
+        self.clientCertificate = clientCertificate
+        self.connectTimeout = builder.duration(Keys.connectTimeout)
+        self.responseTimeout = builder.duration(Keys.responseTimeout)
+        self.idleTimeout = builder.duration(Keys.idleTimeout)
+        self.readTimeout = builder.duration(Keys.readTimeout)
+        self.maxIdleConnections = builder.count(Keys.maxIdleConnections)
     }
 }
 

@@ -1,3 +1,4 @@
+import BearerdProxy
 import Logging
 
 /// Everything `bearerd serve` needs, validated. Built by ``ConfigLoader``; every field has the
@@ -41,14 +42,4 @@ package struct BearerdConfiguration: Sendable {
     /// Each key's value as written, for a reload to compare (``ConfigLoader`` sets it).
     package var written = WrittenValues()
 
-}
-
-/// What the proxy does with an `Authorization` header sent by the client (`proxy.client_authorization`).
-package enum ClientAuthorizationPolicy: String, Sendable, Hashable, CaseIterable {
-    /// Drop it and send bearerd's token (default).
-    case replace
-    /// Forward the client's header unchanged and add no token.
-    case keep
-    /// Refuse the request with 400.
-    case reject
 }

@@ -1,4 +1,5 @@
 import BearerdFiles
+import BearerdProxy
 import BearerdWire
 import Configuration
 import Foundation

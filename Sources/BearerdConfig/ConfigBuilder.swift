@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdProxy
 import BearerdTokens
 import BearerdWire
 import Configuration

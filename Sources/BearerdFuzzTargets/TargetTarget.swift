@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdProxy
 import BearerdWire
 import Foundation
 

@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import BearerdFiles
 import BearerdSockets
 import BearerdWire
@@ -11,9 +10,12 @@ import NIOSSL
 /// What the data path needs from the configuration, converted once to NIO's types.
 package struct ProxySettings: Sendable {
     /// `proxy.*`, as configured: limits, timeouts, guards, lists and what passes upstream.
-    package var proxy: BearerdConfiguration.Proxy
+    package var proxy: ProxyOptions
     /// `upstream.*`, as configured: the API, its TLS names and its timeouts.
-    package var upstream: BearerdConfiguration.Upstream
+    package var upstream: UpstreamOptions
+    /// `listen`, `allow_remote`, `socket_mode`, `socket_group` and `shutdown_grace`: where the
+    /// proxy listens, and how long it drains.
+    package var listeners: ListenerOptions
     /// TLS for an https upstream (and its client certificate); `nil` for http.
     package var tls: UpstreamTLS?
     /// The three limits a request head is parsed under.
@@ -48,12 +50,20 @@ package struct ProxySettings: Sendable {
     /// Whether access lines include the query string.
     package var accessLogQuery: Bool
 
-    /// Derives the settings from a validated configuration.
+    /// Derives the settings from the validated sections (BearerdConfig's
+    /// `ProxySettings(configuration:)` passes them).
     /// - Throws: ``ProxyError`` when the TLS configuration cannot be built (for example an unreadable CA file).
-    package init(configuration: BearerdConfiguration) throws {
-        let upstream = configuration.upstream
-        self.proxy = configuration.proxy
-        self.upstream = configuration.upstream
+    package init(
+        proxy: ProxyOptions,
+        upstream: UpstreamOptions,
+        listeners: ListenerOptions,
+        callers: CallerAdmission,
+        accessLog: Bool,
+        accessLogQuery: Bool
+    ) throws {
+        self.proxy = proxy
+        self.upstream = upstream
+        self.listeners = listeners
         self.htuPrefix = "\(upstream.target.scheme.rawValue)://\(upstream.target.hostHeader)\(upstream.target.basePath)"
         if upstream.target.scheme == .https {
             var tls = TLSConfiguration.makeClientConfiguration()
@@ -82,18 +92,11 @@ package struct ProxySettings: Sendable {
         } else {
             self.tls = nil
         }
-        self.hostGuard =
-            configuration.proxy.rebindingGuard ? HostGuard(allowedHosts: configuration.proxy.allowedHosts) : nil
-        self.access = AccessLists(configuration.proxy)
-        self.admission = CallerAdmission(
-            uids: configuration.socketAllowUIDs,
-            gids: configuration.socketAllowGIDs,
-            anyUser: configuration.socketAllowAnyUser
-        )
-        self.clientKey = try configuration.proxy.clientKeyFile.map {
-            try ClientKey(file: $0, header: configuration.proxy.clientKeyHeader)
-        }
-        self.accessLog = configuration.log.access
-        self.accessLogQuery = configuration.log.accessQuery
+        self.hostGuard = proxy.rebindingGuard ? HostGuard(allowedHosts: proxy.allowedHosts) : nil
+        self.access = AccessLists(proxy)
+        self.admission = callers
+        self.clientKey = try proxy.clientKeyFile.map { try ClientKey(file: $0, header: proxy.clientKeyHeader) }
+        self.accessLog = accessLog
+        self.accessLogQuery = accessLogQuery
     }
 }

@@ -50,7 +50,6 @@ struct ReloadInProcessTests {
         let control = ProxyControl()
         let listening = AsyncStream.makeStream(of: Void.self)
         let server = ProxyServer(
-            configuration: prepared.configuration,
             settings: prepared.settings,
             tokens: provider,
             group: group,

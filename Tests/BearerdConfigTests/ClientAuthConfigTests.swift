@@ -1,5 +1,6 @@
 import BearerdAuth
 import BearerdConfig
+import BearerdFiles
 import BearerdTestSupport
 import BearerdTokens
 import Foundation

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdProxy
 import BearerdTestSupport
 import BearerdTokens
 import Foundation

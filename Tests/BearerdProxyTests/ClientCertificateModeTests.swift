@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdFiles
 import BearerdProxy
 import BearerdTestSupport
 import Foundation

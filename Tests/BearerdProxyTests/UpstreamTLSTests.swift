@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdFiles
 import BearerdTestSupport
 import Foundation
 import InMemoryLogging

@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import BearerdWire
 import Logging
 import Metrics

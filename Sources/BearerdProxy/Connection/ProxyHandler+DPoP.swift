@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import BearerdLogging
 import BearerdWire
 import Logging

@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdLogging
 import Logging
 import NIOCore

@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdLogging
 import BearerdWire
 import Logging

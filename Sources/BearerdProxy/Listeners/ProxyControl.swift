@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdSockets
 import BearerdWire
 import Synchronization
@@ -13,17 +12,17 @@ package final class ProxyControl: Sendable {
         self.listeners.withLock { $0 = listeners }
     }
 
-    /// Serves new connections with `configuration` (upstream, timeouts, limits, listeners).
+    /// Serves new connections with `settings` (upstream, timeouts, limits, listeners).
     /// - Throws: when a new listener cannot be bound; then nothing changed.
-    package func reload(configuration: BearerdConfiguration, settings: ProxySettings) async throws {
+    package func reload(settings: ProxySettings) async throws {
         guard let listeners = self.listeners.withLock({ $0 }) else {
             throw ProxyError.setup("the proxy is not listening yet")
         }
         try await listeners.reload(
             settings: settings,
-            listen: configuration.listen,
-            socketMode: configuration.socketMode,
-            socketGroup: configuration.socketGroup
+            listen: settings.listeners.listen,
+            socketMode: settings.listeners.socketMode,
+            socketGroup: settings.listeners.socketGroup
         )
     }
 

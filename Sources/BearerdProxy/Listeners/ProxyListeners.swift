@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import BearerdLogging
 import BearerdSockets
 import BearerdWire

@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import BearerdSockets
 import Logging
 import NIOCore
@@ -9,7 +8,6 @@ import ServiceLifecycle
 /// The proxy as a long-running `Service`: binds the listeners, serves until graceful shutdown
 /// (SIGTERM/SIGINT through the `ServiceGroup`), then drains for up to `shutdown_grace`.
 package struct ProxyServer: Service {
-    private let configuration: BearerdConfiguration
     private let settings: ProxySettings
     private let tokens: any TokenProvider
     private let group: any EventLoopGroup
@@ -19,9 +17,8 @@ package struct ProxyServer: Service {
     private let onListening: @Sendable ([SocketAddress]) -> Void
 
     /// Creates the service; nothing is bound until ``run()``. With `passed` (socket activation),
-    /// those listening sockets are served instead of the config's `listen` addresses.
+    /// those listening sockets are served instead of the `listen` addresses.
     package init(
-        configuration: BearerdConfiguration,
         settings: ProxySettings,
         tokens: any TokenProvider,
         group: any EventLoopGroup,
@@ -31,7 +28,6 @@ package struct ProxyServer: Service {
         onListening: @escaping @Sendable ([SocketAddress]) -> Void = { _ in }
     ) {
         self.control = control
-        self.configuration = configuration
         self.settings = settings
         self.tokens = tokens
         self.group = group
@@ -42,11 +38,11 @@ package struct ProxyServer: Service {
 
     package func run() async throws {
         let listeners = try await ProxyListeners.bind(
-            listen: self.configuration.listen,
+            listen: self.settings.listeners.listen,
             passed: self.passed,
-            allowRemote: self.configuration.allowRemote,
-            socketMode: self.configuration.socketMode,
-            socketGroup: self.configuration.socketGroup,
+            allowRemote: self.settings.listeners.allowRemote,
+            socketMode: self.settings.listeners.socketMode,
+            socketGroup: self.settings.listeners.socketGroup,
             settings: self.settings,
             tokens: self.tokens,
             group: self.group,
@@ -64,7 +60,7 @@ package struct ProxyServer: Service {
         try? await gracefulShutdown()
         self.control.attach(nil)
         self.logger.notice("shutting down: no new connections; waiting for in-flight requests")
-        let drained = await listeners.shutdown(grace: self.configuration.shutdownGrace)
+        let drained = await listeners.shutdown(grace: self.settings.listeners.shutdownGrace)
         self.logger.notice("stopped", metadata: ["drained": "\(drained)"])
     }
 }

@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdWire
 
 /// Which methods and paths may be forwarded with the token, like kubectl proxy's
@@ -20,7 +19,7 @@ struct AccessLists: Sendable {
     let denyPaths: [String]
     let allowPathParams: Bool
 
-    init(_ proxy: BearerdConfiguration.Proxy) {
+    init(_ proxy: ProxyOptions) {
         self.init(
             allowMethods: proxy.allowMethods,
             denyMethods: proxy.denyMethods,

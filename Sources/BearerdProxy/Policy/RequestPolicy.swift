@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import BearerdSockets
 import BearerdWire
 import Logging

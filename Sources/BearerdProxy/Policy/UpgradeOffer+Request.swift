@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdWire
 import Crypto
 import Foundation
@@ -23,7 +22,7 @@ extension UpgradeOffer {
     /// Protocols never offered, whatever the settings: over an HTTP/2 connection (h2c) the
     /// client would send many requests that no per-request check sees. The config refuses them
     /// too (`proxy.allow_upgrades`).
-    package static let neverOffered = BearerdConfiguration.Proxy.multiplexedUpgrades
+    package static let neverOffered = ProxyOptions.multiplexedUpgrades
 
     /// RFC 6455 §1.3: appended to the key before hashing.
     static let webSocketGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"

@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdFiles
 import BearerdWire
 import NIOSSL

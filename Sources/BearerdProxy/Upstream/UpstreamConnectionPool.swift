@@ -1,5 +1,4 @@
 import BearerdAuth
-import BearerdConfig
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -1,4 +1,3 @@
-import BearerdConfig
 import NIOCore
 import NIOPosix
 import NIOSSL

@@ -1,4 +1,4 @@
-import BearerdConfig
+import BearerdFiles
 import BearerdWire
 import Logging
 import NIOCore
