@@ -96,6 +96,7 @@ let package = Package(
             dependencies: [
                 "BearerdAuth",
                 "BearerdFiles",
+                "BearerdFleet",
                 "BearerdProxy",
                 "BearerdSockets",
                 // The sections are the modules' own types (``OAuth2Client``, ``ProxyOptions``,
@@ -153,7 +154,6 @@ let package = Package(
                 "BearerdAuth",
                 "BearerdTokens",
                 "BearerdStore",
-                "BearerdConfig",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,136 +1,68 @@
+import BearerdFleet
 import Foundation
 
 extension BearerdConfiguration.Store {
-    /// `store.postgres.*`: a fleet of bearerd shares one session through a PostgreSQL row.
-    package struct Postgres: Sendable, Equatable {
-        /// `store.postgres.sslmode`, as libpq names them.
-        package enum TLSMode: String, Sendable, CaseIterable {
-            case disable
-            /// Encrypted, the server's certificate not checked.
-            case require
-            /// Encrypted, the certificate checked against `ca_file` (or the system's) and the host.
-            case verifyFull = "verify-full"
+    /// `store.postgres.*`: ``PostgresSettings``, owned by the fleet.
+    package typealias Postgres = PostgresSettings
+}
+
+extension PostgresSettings {
+    /// `store.postgres.*`, checked as far as a config can be: the URL file is read when the store
+    /// opens (it holds a password), but it must exist and be private now.
+    init(reading builder: inout ConfigBuilder) {
+        typealias Keys = ConfigKeys.Store.Postgres
+        let urlFile = builder.string(Keys.urlFile).map(builder.resolve)
+        if urlFile == nil {
+            builder.issue(
+                "store.postgres.url_file",
+                "is required with store.backend: postgres: a file holding postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+            )
         }
-
-        /// `store.postgres.url_file`, resolved: `postgres://USER:PASSWORD@HOST:PORT/DATABASE` (a
-        /// secret, so a file or a systemd credential, never the config).
-        package var urlFile: String
-        /// `store.postgres.sslmode`; by default `verify-full`, or `disable` for a loopback host or
-        /// a unix socket.
-        package var tls: TLSMode?
-        /// `store.postgres.ca_file`, resolved.
-        package var caFile: String?
-        /// `store.postgres.table` (default `bearerd_sessions`), created if missing.
-        package var table: String
-        /// `store.postgres.host_name`: how the row names this host (default: the host name).
-        package var hostName: String
-        /// `store.postgres.lock_timeout`: the longest wait for the fleet's refresh lock.
-        package var lockTimeout: Duration
-        /// `store.postgres.poll_interval`: how often the row is read in case a notification was lost.
-        package var pollInterval: Duration
-        /// `store.postgres.connect_timeout`.
-        package var connectTimeout: Duration
-
-        package init(
-            urlFile: String,
-            tls: TLSMode? = nil,
-            caFile: String? = nil,
-            table: String,
-            hostName: String,
-            lockTimeout: Duration,
-            pollInterval: Duration,
-            connectTimeout: Duration
-        ) {
-            self.urlFile = urlFile
-            self.tls = tls
-            self.caFile = caFile
-            self.table = table
-            self.hostName = hostName
-            self.lockTimeout = lockTimeout
-            self.pollInterval = pollInterval
-            self.connectTimeout = connectTimeout
-        }
-
-        /// `store.postgres.*`, checked as far as a config can be: the URL file is read when the store
-        /// opens (it holds a password), but it must exist and be private now.
-        init(reading builder: inout ConfigBuilder) {
-            typealias Keys = ConfigKeys.Store.Postgres
-            let urlFile = builder.string(Keys.urlFile).map(builder.resolve)
-            if urlFile == nil {
+        if let file = urlFile {
+            var info = stat()
+            if stat(file, &info) != 0 {
+                builder.issue("store.postgres.url_file", "cannot find \(file)")
+            } else if info.st_mode & 0o077 != 0 {
                 builder.issue(
                     "store.postgres.url_file",
-                    "is required with store.backend: postgres: a file holding postgres://USER:PASSWORD@HOST:PORT/DATABASE"
+                    "\(file) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read the database password: run chmod 400 \(file)"
                 )
-            }
-            if let file = urlFile {
-                var info = stat()
-                if stat(file, &info) != 0 {
-                    builder.issue("store.postgres.url_file", "cannot find \(file)")
-                } else if info.st_mode & 0o077 != 0 {
-                    builder.issue(
-                        "store.postgres.url_file",
-                        "\(file) has mode 0\(String(info.st_mode & 0o777, radix: 8)), so other users may read the database password: run chmod 400 \(file)"
-                    )
-                }
-            }
-            let tls = builder.choice(Keys.sslmode).flatMap(
-                BearerdConfiguration.Store.Postgres.TLSMode.init(rawValue:)
-            )
-            let caFile = builder.string(Keys.caFile).map(builder.resolve)
-            if let caFile, access(caFile, R_OK) != 0 {
-                builder.issue("store.postgres.ca_file", "cannot read \(caFile)")
-            }
-            let table = builder.string(Keys.table) ?? ""
-            if !BearerdConfiguration.Store.Postgres.isValidTable(table) {
-                builder.issue(
-                    "store.postgres.table",
-                    "must be a plain table name (lowercase letters, digits and _, optionally schema.table; the table at most 58 bytes, leaving room for its lock table \(table)_lock; not pg_* or information_schema; got \"\(table)\")"
-                )
-            }
-            var hostName = builder.string(Keys.hostName) ?? ProcessInfo.processInfo.hostName
-            // Printable ASCII: the hosts' database sessions are named after it, and a host tells
-            // whether another is still connected by that name.
-            if hostName.utf8.count > 255 || !hostName.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
-                builder.issue(
-                    "store.postgres.host_name",
-                    "must be a short name of printable ASCII without spaces (got \"\(hostName)\")"
-                )
-                hostName = "invalid"
-            }
-            self.init(
-                urlFile: urlFile ?? "",
-                tls: tls,
-                caFile: caFile,
-                table: table,
-                hostName: hostName,
-                lockTimeout: builder.duration(Keys.lockTimeout),
-                pollInterval: builder.duration(Keys.pollInterval),
-                connectTimeout: builder.duration(Keys.connectTimeout)
-            )
-        }
-
-        /// A table name bearerd writes into SQL: lowercase letters, digits and `_`, starting with a
-        /// letter or `_`, optionally after a schema name of the same kind. The table's name leaves
-        /// room for its lock table's (``lockTableSuffix``) within PostgreSQL's 63 bytes, and no
-        /// part names a system catalog (`pg_*`, `information_schema`), which bearerd must not write.
-        package static func isValidTable(_ name: String) -> Bool {
-            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-            guard (1...2).contains(parts.count) else { return false }
-            let longest = [63, 63 - Self.lockTableSuffix.utf8.count]
-            return zip(parts, longest.suffix(parts.count)).allSatisfy { part, limit in
-                guard let first = part.utf8.first, part.utf8.count <= limit else { return false }
-                guard !part.hasPrefix("pg_"), part != "information_schema" else { return false }
-                let isStart = { (byte: UInt8) in (0x61...0x7A).contains(byte) || byte == 0x5F }
-                return isStart(first) && part.utf8.allSatisfy { isStart($0) || (0x30...0x39).contains($0) }
             }
         }
-
-        /// The fleet's refresh lock is a row of `<table>_lock`, which only bearerd's role may
-        /// update: a role without privileges on it cannot take, hold or fake the lock.
-        package static let lockTableSuffix = "_lock"
-
-        /// `store.postgres.table`'s lock table.
-        package var lockTable: String { self.table + Self.lockTableSuffix }
+        let tls = builder.choice(Keys.sslmode).flatMap(
+            PostgresSettings.TLSMode.init(rawValue:)
+        )
+        let caFile = builder.string(Keys.caFile).map(builder.resolve)
+        if let caFile, access(caFile, R_OK) != 0 {
+            builder.issue("store.postgres.ca_file", "cannot read \(caFile)")
+        }
+        let table = builder.string(Keys.table) ?? ""
+        if !PostgresSettings.isValidTable(table) {
+            builder.issue(
+                "store.postgres.table",
+                "must be a plain table name (lowercase letters, digits and _, optionally schema.table; the table at most 58 bytes, leaving room for its lock table \(table)_lock; not pg_* or information_schema; got \"\(table)\")"
+            )
+        }
+        var hostName = builder.string(Keys.hostName) ?? ProcessInfo.processInfo.hostName
+        // Printable ASCII: the hosts' database sessions are named after it, and a host tells
+        // whether another is still connected by that name.
+        if hostName.utf8.count > 255 || !hostName.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+            builder.issue(
+                "store.postgres.host_name",
+                "must be a short name of printable ASCII without spaces (got \"\(hostName)\")"
+            )
+            hostName = "invalid"
+        }
+        self.init(
+            urlFile: urlFile ?? "",
+            tls: tls,
+            caFile: caFile,
+            table: table,
+            hostName: hostName,
+            lockTimeout: builder.duration(Keys.lockTimeout),
+            pollInterval: builder.duration(Keys.pollInterval),
+            connectTimeout: builder.duration(Keys.connectTimeout)
+        )
     }
 }
 

@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdFiles
 import BearerdTokens
 import NIOSSL
@@ -11,7 +10,7 @@ import Glibc
 extension PostgresSessionStore {
     /// What `check-config` can say without connecting: whether the URL file and the TLS settings
     /// make a connection's settings.
-    package static func check(_ settings: BearerdConfiguration.Store.Postgres) -> String? {
+    package static func check(_ settings: PostgresSettings) -> String? {
         do throws(FleetStoreError) {
             _ = try Self.configuration(try PostgresURL.read(settings.urlFile), settings)
             return nil
@@ -25,7 +24,7 @@ extension PostgresSessionStore {
     /// about 25 s instead of the kernel's two hours.
     static func configuration(
         _ url: PostgresURL,
-        _ settings: BearerdConfiguration.Store.Postgres
+        _ settings: PostgresSettings
     ) throws(FleetStoreError) -> PostgresClient.Configuration {
         var configuration: PostgresClient.Configuration
         switch url.address {
@@ -60,7 +59,7 @@ extension PostgresSessionStore {
     }
 
     private static func tls(
-        _ settings: BearerdConfiguration.Store.Postgres,
+        _ settings: PostgresSettings,
         local: Bool
     ) throws(FleetStoreError) -> PostgresClient.Configuration.TLS {
         switch settings.tls ?? (local ? .disable : .verifyFull) {

@@ -1,4 +1,3 @@
-import BearerdConfig
 import PostgresNIO
 
 extension PostgresSessionStore {

@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdTokens
 import Logging
 import PostgresNIO

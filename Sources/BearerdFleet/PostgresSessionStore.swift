@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdStore
 import BearerdTokens
 import Foundation
@@ -17,14 +16,14 @@ package final class PostgresSessionStore: SharedSessionStore {
     let client: PostgresClient
     private let sealer: StoreSealer
     let profile: String
-    /// Validated by the config (``BearerdConfiguration/Store/Postgres/isValidTable(_:)``).
+    /// Validated by the config (``PostgresSettings/isValidTable(_:)``).
     let table: String
     /// The fleet's refresh lock: this profile's row in `<table>_lock`.
     let lockTable: String
     /// The LISTEN/NOTIFY channel: the table's name.
     let channel: String
     let host: String
-    let settings: BearerdConfiguration.Store.Postgres
+    let settings: PostgresSettings
     let logger: Logger
     let prepared = Mutex(false)
     /// When an operation last could not reach the database (a restart, a failover, the network):
@@ -41,7 +40,7 @@ package final class PostgresSessionStore: SharedSessionStore {
 
     /// Reads `store.postgres.url_file` and the key; connects only once ``run()`` runs.
     package init(
-        _ settings: BearerdConfiguration.Store.Postgres,
+        _ settings: PostgresSettings,
         profile: String,
         key: StoreKey,
         logger: Logger

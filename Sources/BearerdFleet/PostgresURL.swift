@@ -1,4 +1,3 @@
-import BearerdConfig
 import BearerdFiles
 import BearerdTokens
 import Foundation

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdFleet
 import BearerdTestSupport
 import Foundation
 import Testing
