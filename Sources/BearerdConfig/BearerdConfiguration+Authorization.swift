@@ -12,13 +12,12 @@ extension AuthorizationSettings {
         typealias Keys = ConfigKeys.Auth.Authorization
         self.init()
         if let url = builder.string(Keys.url) {
-            if !(url.hasPrefix("https://") || url.hasPrefix("http://")) || URL(string: url)?.host == nil
-                || url.contains("#")
-            {
-                builder.issue(Keys.url.name, "must be an http or https URL without a fragment (got \"\(url)\")")
-            } else if let refusal = PlainHTTP.refusal(url: url, allowInsecure: builder.allowInsecureHTTP) {
-                builder.issue(Keys.url.name, refusal)
-            }
+            builder.checkHTTPURL(
+                url,
+                key: Keys.url.name,
+                expected: "an http or https URL without a fragment",
+                fragmentAllowed: false
+            )
             self.url = url
         }
         self.redirectPort = builder.count(Keys.redirectPort)

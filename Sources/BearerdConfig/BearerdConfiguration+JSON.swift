@@ -18,11 +18,7 @@ extension JSONSourceSettings {
             ("auth.json.refresh_url", refreshURL), ("auth.json.login_url", loginURL ?? "https://x"),
             ("auth.json.logout_url", logoutURL ?? "https://x"),
         ] {
-            if !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil {
-                builder.issue(key, "must be an http or https URL (got \"\(value)\")")
-            } else if let refusal = PlainHTTP.refusal(url: value, allowInsecure: builder.allowInsecureHTTP) {
-                builder.issue(key, refusal)
-            }
+            builder.checkHTTPURL(value, key: key)
         }
         let refreshBody = builder.string(Keys.refreshBody) ?? ""
         if !refreshBody.contains("{{refresh_token}}") {

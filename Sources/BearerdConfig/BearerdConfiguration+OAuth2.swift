@@ -26,15 +26,7 @@ extension OAuth2Client {
             ("auth.token_url", tokenURL), ("auth.issuer", issuer), ("auth.revocation_url", revocationURL),
             ("auth.device_authorization_url", deviceURL),
         ] {
-            if let value,
-                !(value.hasPrefix("https://") || value.hasPrefix("http://")) || URL(string: value)?.host == nil
-            {
-                builder.issue(key, "must be an http or https URL (got \"\(value)\")")
-            } else if let value,
-                let refusal = PlainHTTP.refusal(url: value, allowInsecure: builder.allowInsecureHTTP)
-            {
-                builder.issue(key, refusal)
-            }
+            if let value { builder.checkHTTPURL(value, key: key) }
         }
         let discover = builder.bool(Keys.discover)
         if discover && (tokenURL != nil || issuer != nil) {

@@ -25,14 +25,7 @@ extension BearerdConfiguration {
             typealias Keys = ConfigKeys.Tracing
             let endpoint = builder.string(Keys.endpoint)
             if let endpoint {
-                if !(endpoint.hasPrefix("https://") || endpoint.hasPrefix("http://"))
-                    || URL(string: endpoint)?.host == nil
-                    || endpoint.utf8.count > 2048
-                {
-                    builder.issue(Keys.endpoint.name, "must be an http or https URL (got \"\(endpoint.prefix(80))\")")
-                } else if let refusal = PlainHTTP.refusal(url: endpoint, allowInsecure: builder.allowInsecureHTTP) {
-                    builder.issue(Keys.endpoint.name, refusal)
-                }
+                builder.checkHTTPURL(endpoint, key: Keys.endpoint.name)
             }
             let ratio =
                 builder.parsed(Keys.sampleRatio, expected: "a number from 0 to 1") { text in

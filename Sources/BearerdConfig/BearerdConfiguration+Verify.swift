@@ -55,16 +55,7 @@ extension BearerdConfiguration.Auth {
             case ("discover", nil):
                 keys = .discovered
             case (let url?, nil):
-                if !(url.hasPrefix("https://") || url.hasPrefix("http://")) || URL(string: url)?.host == nil
-                    || url.utf8.count > 2048
-                {
-                    builder.issue(
-                        "auth.verify.jwks_uri",
-                        "must be discover or an http(s) URL (got \"\(url.prefix(80))\")"
-                    )
-                } else if let refusal = PlainHTTP.refusal(url: url, allowInsecure: builder.allowInsecureHTTP) {
-                    builder.issue("auth.verify.jwks_uri", refusal)
-                }
+                builder.checkHTTPURL(url, key: "auth.verify.jwks_uri", expected: "discover or an http(s) URL")
                 keys = .jwks(url)
             case (nil, let path?):
                 if let problem = SecretFileCheck.problem(path: path) {

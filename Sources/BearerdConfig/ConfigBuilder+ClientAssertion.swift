@@ -73,14 +73,13 @@ extension ConfigBuilder {
                 )
             }
         default:
-            if !(audience.hasPrefix("https://") || audience.hasPrefix("http://")) || URL(string: audience)?.host == nil
-                || audience.utf8.count > 2048
-            {
-                self.issue(
-                    "auth.client_assertion_audience",
-                    "must be endpoint, issuer or an http(s) URL (got \"\(audience.prefix(80))\")"
-                )
-            }
+            // A name the token server knows itself by, not a place bearerd reaches.
+            self.checkHTTPURL(
+                audience,
+                key: "auth.client_assertion_audience",
+                expected: "endpoint, issuer or an http(s) URL",
+                reached: false
+            )
         }
         return (keyFile, keyID, algorithm, audience, nil)
     }

@@ -153,6 +153,21 @@ struct ConfigValidationTests {
             ("MIN\nlisten:\n  a: b", "listen", "must be a list"),
             ("MIN\nlog: verbose", "log", "must be a mapping"),
             ("MIN\nupstream:\n  url: [a, b]", "upstream.url", "single value"),
+            // One check for every URL the config names (ConfigBuilder.checkHTTPURL): bounded,
+            // with a host, no fragment where a browser would drop it, plain http only to loopback.
+            (
+                "upstream:\n  url: http://x\nauth:\n  token_url: https://auth.example/\(String(repeating: "a", count: 2100))\n  client_id: c",
+                "auth.token_url", "must be an http or https URL"
+            ),
+            (
+                "upstream:\n  url: http://x\nauth:\n  issuer: https://auth.example\n  client_id: c\n  authorization_url: https://auth.example/authorize#x",
+                "auth.authorization_url", "without a fragment"
+            ),
+            (
+                "upstream:\n  url: http://x\nauth:\n  token_url: http://auth.example/token\n  client_id: c",
+                "auth.token_url", "allow_insecure_http"
+            ),
+            ("MIN\ntracing:\n  endpoint: otlp://collector:4318", "tracing.endpoint", "must be an http or https URL"),
         ]
     )
     func badValueNamesItsKey(body: String, key: String, message: String) {
