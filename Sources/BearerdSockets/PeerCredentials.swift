@@ -12,13 +12,6 @@ package enum PeerCredentials {
         Self.check(channel) { $0.uid == 0 || $0.uid == getuid() }
     }
 
-    /// Whether the peer's uid is in `uids` or its primary gid in `gids` (the proxy's
-    /// `socket_allow_uids` / `socket_allow_gids`).
-    package static func isListed(_ channel: any Channel, uids: Set<UInt32>, gids: Set<UInt32>) -> EventLoopFuture<Bool>
-    {
-        Self.check(channel) { uids.contains($0.uid) || gids.contains($0.gid) }
-    }
-
     /// The peer of a unix socket: uid, gid and pid; `nil` if the kernel does not say.
     package static func caller(_ channel: any Channel) -> EventLoopFuture<Caller?> {
         guard let provider = channel as? any SocketOptionProvider else {

@@ -57,7 +57,7 @@ struct ScopeRequests: Sendable {
             scope: self.asked.isEmpty ? nil : self.asked.joined(separator: " "),
             acrValues: self.acrValues.isEmpty ? nil : self.acrValues.joined(separator: " "),
             maxAge: self.maxAge,
-            path: Self.firstSegment(path),
+            path: PathPrefix.of(path),
             at: at,
             action: action
         )
@@ -103,13 +103,6 @@ struct ScopeRequests: Sendable {
 
     mutating func setAction(_ action: String) {
         self.last?.action = action
-    }
-
-    /// Only the first segment of a path is kept: the rest may identify a person's data.
-    static func firstSegment(_ path: String) -> String {
-        let trimmed = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
-        let segments = trimmed.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: true)
-        return "/" + (segments.first.map { String($0.prefix(64)) } ?? "")
     }
 
     /// The union, in order, without repeats.

@@ -56,7 +56,7 @@ extension TokenManager {
             level: self.machine.forcedRefresh.pauses == 1 ? .warning : .debug,
             "the upstream refuses freshly refreshed tokens too on this path; its 401s force no refresh for a while",
             metadata: [
-                "path_prefix": "\(ForcedRefreshGuard.key(path))",
+                "path_prefix": "\(PathPrefix.of(path))",
                 "refused_in_a_row": "\(RefreshPolicy.freshRejectionsBeforePause)",
                 "pause_s": "\(Int(RefreshPolicy.forcedRefreshPause))",
                 "hint": "a path that answers 401 whatever the token: check the account's rights, or deny_paths",

@@ -41,7 +41,7 @@ extension TokenManager {
             "the API asks for more than the token has",
             metadata: [
                 "error": "\(challenge.kind.rawValue)", "scope": "\(challenge.scopes.joined(separator: " "))",
-                "path_prefix": "\(ScopeRequests.firstSegment(path))", "action": "\(action)",
+                "path_prefix": "\(PathPrefix.of(path))", "action": "\(action)",
             ]
         )
         guard session?.kind == .client, self.policy.scopeStepUp, self.fleet == nil, case .success = decision else {

@@ -52,6 +52,21 @@ struct ScopeStepUpTests {
         harness.endpoint.requests.map { FakeTokenEndpoint.form($0)["scope"] ?? "" }
     }
 
+    /// Some APIs put their key in the path (`/bot<token>/getMe`): what the engine logs and
+    /// `status` shows of a path is its first segment only when it cannot be a credential.
+    @Test func aPathThatCarriesACredentialIsNeverLoggedOrShown() async throws {
+        let harness = Self.client()
+        let first = try await harness.manager.token()
+        let key = "bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+        _ = await harness.manager.upstreamAskedForMore(Self.admin, token: first, path: "/\(key)/getMe")
+        _ = await harness.manager.freshTokenAnswered(first, refused: true, path: "/\(key)/getMe")
+        _ = await harness.manager.freshTokenAnswered(first, refused: true, path: "/\(key)/getMe")
+        let status = await harness.manager.status()
+        #expect(status.apiAsks?.path == "/*")
+        #expect(harness.logText.contains("\"path_prefix\": /*"), "\(harness.logText)")
+        #expect(!harness.logText.contains("AAHdqT") && !"\(status)".contains("AAHdqT"))
+    }
+
     @Test func anAllowedScopeIsAskedForAtOnceKeptAndTheRequestRetried() async throws {
         let harness = Self.client()
         let first = try await harness.manager.token()

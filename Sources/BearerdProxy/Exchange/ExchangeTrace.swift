@@ -1,3 +1,4 @@
+import BearerdAuth
 import BearerdWire
 import Foundation
 import NIOCore
@@ -34,37 +35,19 @@ struct ExchangeTrace {
         if incoming.traceparent != nil {
             tracing.tracer.extract(incoming, into: &context, using: TraceHeadersExtractor())
         }
+        let route = PathPrefix.of(head.uri)
         let span = tracing.tracer.startAnySpan(
-            "\(head.method.rawValue) \(Self.pathPrefix(head.uri))",
+            "\(head.method.rawValue) \(route)",
             context: context,
             ofKind: .server
         )
         span.attributes["http.request.method"] = head.method.rawValue
-        span.attributes["bearerd.path_prefix"] = Self.pathPrefix(head.uri)
+        span.attributes["bearerd.path_prefix"] = route
         var fields: [(String, String)] = []
         tracing.tracer.inject(span.context, into: &fields, using: FieldInjector())
         self.span = span
         self.upstreamFields = fields
         self.traceID = fields.first { $0.0 == "traceparent" }.flatMap { Self.traceID(of: $0.1) }
-    }
-
-    /// The first segment of the path (`/api` of `/api/v1/users/42?x=1`): a route's rough name,
-    /// never an id or a query. A segment that could be a credential (some APIs put their key
-    /// there: `/bot123:AAH…`) is `/*`: longer than 24 characters, or anything but letters,
-    /// digits, `.`, `_` and `-`.
-    static func pathPrefix(_ uri: String) -> String {
-        guard uri.utf8.first == UInt8(ascii: "/") else { return "/*" }
-        let segment = uri.utf8.dropFirst().prefix {
-            $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
-        }
-        let plain = segment.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-        }
-        guard plain, segment.count <= 24 else { return "/*" }
-        return "/" + String(decoding: segment, as: UTF8.self)
     }
 
     /// `00-<trace id>-<span id>-<flags>`: the trace id's 32 hex digits.
