@@ -1,3 +1,4 @@
+import BearerdAuth
 import AsyncHTTPClient
 import BearerdConfig
 import BearerdFiles
@@ -49,20 +50,14 @@ package struct HTTPClientTokenTransport: TokenTransport {
     /// head and then drips the body cannot keep the refresh in flight.
     package func send(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         let timeout = self.timeout
-        return try await withThrowingTaskGroup(of: TokenHTTPResponse.self) { group in
-            group.addTask {
-                do {
-                    return try await self.exchange(request)
-                } catch {
-                    throw TokenEngineError.transport(error, url: request.url)
-                }
+        return try await withDeadline(timeout) {
+            do {
+                return try await self.exchange(request)
+            } catch {
+                throw TokenEngineError.transport(error, url: request.url)
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw TokenEngineError.transport(timeout: timeout)
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        } expired: {
+            throw TokenEngineError.transport(timeout: timeout)
         }
     }
 

@@ -1,3 +1,4 @@
+import BearerdAuth
 import PostgresNIO
 
 extension PostgresSessionStore {
@@ -15,27 +16,16 @@ extension PostgresSessionStore {
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let limit = limit ?? self.statementLimit
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            while let next = try await group.next() {
-                if let value = next { return value }
-                if Task.isCancelled { break }
-                self.logger.warning(
-                    "PostgreSQL did not answer; closing the connection",
-                    metadata: ["waited_for": "\(what)", "limit": "\(limit)"]
-                )
-                try? await connection.close()
-                throw FleetStoreError(
-                    code: .unavailable,
-                    description: "PostgreSQL did not answer \(what) within \(limit)"
-                )
-            }
-            throw CancellationError()
+        return try await withDeadline(limit, body) {
+            self.logger.warning(
+                "PostgreSQL did not answer; closing the connection",
+                metadata: ["waited_for": "\(what)", "limit": "\(limit)"]
+            )
+            try? await connection.close()
+            throw FleetStoreError(
+                code: .unavailable,
+                description: "PostgreSQL did not answer \(what) within \(limit)"
+            )
         }
     }
 }

@@ -1,3 +1,4 @@
+import BearerdAuth
 import BearerdStore
 import BearerdTokens
 import Foundation
@@ -293,28 +294,19 @@ package final class PostgresSessionStore: SharedSessionStore {
     ) async throws -> T {
         let leased = LeaseFlag()
         let limit = self.settings.connectTimeout
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                try await self.client.withConnection { connection in
-                    leased.value.store(true, ordering: .releasing)
-                    return try await body(connection)
-                }
+        return try await withDeadline(limit) {
+            try await self.client.withConnection { connection in
+                leased.value.store(true, ordering: .releasing)
+                return try await body(connection)
             }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return nil
+        } expired: {
+            // A connection already leased runs `body` to its end (its statements have their own).
+            guard leased.value.load(ordering: .acquiring) else {
+                throw FleetStoreError(
+                    code: .unavailable,
+                    description: "no connection to PostgreSQL within store.postgres.connect_timeout (\(limit))"
+                )
             }
-            defer { group.cancelAll() }
-            while let next = try await group.next() {
-                if let value = next { return value }
-                if !leased.value.load(ordering: .acquiring) {
-                    throw FleetStoreError(
-                        code: .unavailable,
-                        description: "no connection to PostgreSQL within store.postgres.connect_timeout (\(limit))"
-                    )
-                }
-            }
-            throw CancellationError()
         }
     }
 }
