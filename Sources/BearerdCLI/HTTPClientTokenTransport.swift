@@ -1,5 +1,5 @@
-import BearerdAuth
 import AsyncHTTPClient
+import BearerdAuth
 import BearerdConfig
 import BearerdFiles
 import BearerdProxy
