@@ -52,7 +52,7 @@ package struct HTTPClientTokenTransport: TokenTransport {
         let timeout = self.timeout
         return try await withDeadline(timeout) {
             do {
-                return try await self.exchange(request)
+                return try await self.sendAgainIfNeverSent(request)
             } catch {
                 throw TokenEngineError.transport(error, url: request.url)
             }
@@ -61,8 +61,8 @@ package struct HTTPClientTokenTransport: TokenTransport {
         }
     }
 
-    private func exchange(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
-        try await Self.againIfNeverSent { try await self.exchangeOnce(request) }
+    private func sendAgainIfNeverSent(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
+        try await Self.againIfNeverSent { try await self.sendOnce(request) }
     }
 
     /// Runs `attempt`, and once more if it failed before the request was handed to a connection:
@@ -78,7 +78,7 @@ package struct HTTPClientTokenTransport: TokenTransport {
         }
     }
 
-    private func exchangeOnce(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
+    private func sendOnce(_ request: TokenHTTPRequest) async throws -> TokenHTTPResponse {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }

@@ -10,9 +10,9 @@ import Metrics
 extension TokenManager {
     /// The body of the one refresh (or login) task in fleet mode. Without the lock nothing is
     /// sent: a lone refresh is exactly the reuse the lock prevents.
-    func performShared(_ grant: Grant?, reason: RefreshReason) async -> ExchangeResult {
+    func performShared(_ grant: Grant?, reason: RefreshReason) async -> AttemptResult {
         guard let fleet = self.fleet else { return .failed("no fleet store") }
-        let outcome: Result<ExchangeResult, any Error>
+        let outcome: Result<AttemptResult, any Error>
         do {
             outcome = .success(
                 try await fleet.withRefreshLock { row, lease in
@@ -32,7 +32,7 @@ extension TokenManager {
 
     /// The fleet's store could not be had: keep the token until it really expires, retry later.
     /// `keep`: the session to serve meanwhile, when the row gave a newer one than the state's.
-    private func withoutLock(_ error: any Error, login: Bool, keep: Session?? = nil) -> ExchangeResult {
+    private func withoutLock(_ error: any Error, login: Bool, keep: Session?? = nil) -> AttemptResult {
         let why = "the fleet's store is unavailable (\(error))"
         self.fleetRow.problem = why
         Self.count("transient")
@@ -68,7 +68,7 @@ extension TokenManager {
         reason: RefreshReason,
         row: SharedSession,
         lease: any SharedSessionLease
-    ) async -> ExchangeResult {
+    ) async -> AttemptResult {
         let now = self.clock.now
         self.refreshLockTaken()
         // The store answered: whatever was wrong with it is over (a reason found below stays).
@@ -163,9 +163,14 @@ extension TokenManager {
         }
         let before = self.stored
         let sent = ContinuousClock.now
-        let outcome = await Self.exchange(chosen, source: self.source, transport: self.transport, clock: self.clock)
+        let outcome = await Self.askTokenEndpoint(
+            chosen,
+            source: self.source,
+            transport: self.transport,
+            clock: self.clock
+        )
         self.refreshAnswered(after: ContinuousClock.now - sent, grant: self.name(of: chosen))
-        let result: ExchangeResult
+        let result: AttemptResult
         if self.verifier != nil,
             let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)
         {

@@ -25,7 +25,7 @@ extension TokenManager {
         try await self.logInWith(.password(username: username, password: password))
     }
 
-    /// Logs in with a refresh token from elsewhere (`--refresh-token-stdin`): it is exchanged at
+    /// Logs in with a refresh token from elsewhere (`--refresh-token-stdin`): it is sent at
     /// once, so a bad one is refused now and the one stored is the server's fresh answer.
     package func logIn(refreshToken: Secret) async throws(TokenEngineError) {
         try await self.logInWith(.importedRefreshToken(refreshToken))

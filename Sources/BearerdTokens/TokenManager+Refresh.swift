@@ -37,7 +37,7 @@ extension TokenManager {
     /// never holds back an explicit login. In fleet mode `grant` is `nil` for a refresh: the
     /// grant comes from the row, under the lock.
     @discardableResult
-    func start(_ grant: Grant?, reason: RefreshReason) -> Task<ExchangeResult, Never>? {
+    func start(_ grant: Grant?, reason: RefreshReason) -> Task<AttemptResult, Never>? {
         let now = self.clock.now
         let previous = self.currentSession
         let admission = self.step {
@@ -62,7 +62,7 @@ extension TokenManager {
             self.persist()
         }
         let task = Task {
-            let result: ExchangeResult
+            let result: AttemptResult
             if self.fleet != nil {
                 result = await self.performShared(grant, reason: reason)
             } else if let grant {
@@ -78,9 +78,14 @@ extension TokenManager {
     }
 
     /// The body of the one task of a refresh: ask, then apply the answer exactly once.
-    private func perform(_ grant: Grant, previous: Session?, reason: RefreshReason) async -> ExchangeResult {
+    private func perform(_ grant: Grant, previous: Session?, reason: RefreshReason) async -> AttemptResult {
         let sent = ContinuousClock.now
-        let outcome = await Self.exchange(grant, source: self.source, transport: self.transport, clock: self.clock)
+        let outcome = await Self.askTokenEndpoint(
+            grant,
+            source: self.source,
+            transport: self.transport,
+            clock: self.clock
+        )
         self.refreshAnswered(after: ContinuousClock.now - sent, grant: self.name(of: grant))
         if self.verifier != nil,
             let why = await Self.verificationProblem(outcome, verifier: self.verifier, transport: self.transport)
@@ -91,7 +96,7 @@ extension TokenManager {
     }
 
     /// Talks to the token endpoint, off the actor.
-    nonisolated static func exchange(
+    nonisolated static func askTokenEndpoint(
         _ grant: Grant,
         source: any TokenSource,
         transport: any TokenTransport,
@@ -136,7 +141,7 @@ extension TokenManager {
         }
     }
 
-    func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: RefreshReason) -> ExchangeResult {
+    func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: RefreshReason) -> AttemptResult {
         let now = self.clock.now
         switch outcome {
         case .issued(let issued, let serverDate):
@@ -199,7 +204,7 @@ extension TokenManager {
         platformStale: Bool = false,
         grant: Grant,
         previous: Session?
-    ) -> ExchangeResult {
+    ) -> AttemptResult {
         let now = self.clock.now
         self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
         Self.count("transient")

@@ -33,7 +33,7 @@ extension TokenManager.Grant {
 extension TokenManager {
     /// A 4xx: the credentials are no good. The only path that drops stored tokens, and only the
     /// user's: the client token stays.
-    func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> ExchangeResult {
+    func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> AttemptResult {
         let code = error ?? "HTTP \(status)"
         Self.count("rejected")
         if code == "invalid_client", case .refreshToken = grant, self.source.forgetRegistration() {

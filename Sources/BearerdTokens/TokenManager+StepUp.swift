@@ -6,7 +6,7 @@ extension TokenManager {
     /// The API answered 403 asking for more than `token` has (RFC 6750 §3.1, RFC 9470) to a
     /// request for `path`. It is noted for `status` and the next login. For a client token under
     /// `auth.scope_step_up`, the client grant is asked at once for the allowed scopes missing
-    /// (one exchange at a time, within the rate limits), and the new token is returned when the
+    /// (one attempt at a time, within the rate limits), and the new token is returned when the
     /// server granted them; a refusal keeps the token in hand and pauses that scope.
     package func upstreamAskedForMore(
         _ challenge: ScopeChallenge,

@@ -50,7 +50,7 @@ extension TokenManager {
     }
 
     /// Ends the refresh's span with its result, linked to every request that waited for it.
-    func endRefreshSpan(_ result: ExchangeResult) {
+    func endRefreshSpan(_ result: AttemptResult) {
         guard let span = self.trace.span else { return }
         self.trace.span = nil
         // Without a token request (a fleet host adopted the row, the store failed), the last

@@ -32,7 +32,7 @@ extension TokenManager {
         grant: Grant,
         previous: Session?,
         reason: RefreshReason
-    ) -> ExchangeResult {
+    ) -> AttemptResult {
         let now = self.clock.now
         let problem = "the access token the token server issued failed auth.verify: \(why)"
         Self.count("unverified")

@@ -12,8 +12,8 @@ import Tracing
 /// one task that talks to the token endpoint; every caller that needs a token meanwhile awaits
 /// that task. So a refresh token is sent once, whatever the number of callers.
 package actor TokenManager: TokenProvider {
-    /// How one exchange with the token endpoint ended, for the caller that asked for it.
-    enum ExchangeResult: Sendable {
+    /// How one attempt at the token endpoint ended, for the caller that asked for it.
+    enum AttemptResult: Sendable {
         case issued
         case failed(String)
     }
@@ -51,7 +51,7 @@ package actor TokenManager: TokenProvider {
         }
     }
 
-    /// The last exchange with the token endpoint, for `bearerd status`.
+    /// The last attempt at the token endpoint, for `bearerd status`.
     struct LastRefresh: Sendable, Equatable {
         var at: Date
         var grant: String
@@ -64,7 +64,7 @@ package actor TokenManager: TokenProvider {
     /// The rules: the state, the retries, the forced-refresh guard, the clocks' last reading.
     var machine: RefreshStateMachine
     /// The task of the one attempt in flight while `machine` is `.refreshing`.
-    var inFlight: Task<ExchangeResult, Never>?
+    var inFlight: Task<AttemptResult, Never>?
     /// The snapshot and the next attempt, for the data path; the timer's wake-up.
     nonisolated let outbox = Outbox()
     /// What the store should hold: the user's session and the client token, apart.
@@ -80,7 +80,7 @@ package actor TokenManager: TokenProvider {
     var authorizations = PendingAuthorizations()
     /// What the API asked for beyond the token (403 `insufficient_scope`).
     var scopeRequests = ScopeRequests()
-    /// The last exchange with the token endpoint, for `status`.
+    /// The last attempt at the token endpoint, for `status`.
     var lastRefresh: LastRefresh?
 
     /// Starts from the store: the user's session, else `seed` (`auth.refresh_token_file`) when
@@ -273,7 +273,7 @@ package actor TokenManager: TokenProvider {
     }
 
     /// The attempt in flight, while there is one.
-    var attemptInFlight: Task<ExchangeResult, Never>? {
+    var attemptInFlight: Task<AttemptResult, Never>? {
         guard self.state.isRefreshing else { return nil }
         return self.inFlight
     }
