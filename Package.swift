@@ -6,6 +6,35 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// The products the targets use, each named once.
+enum Product {
+    static let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+    static let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+    static let configuration: Target.Dependency = .product(name: "Configuration", package: "swift-configuration")
+    static let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
+    static let inMemoryLogging: Target.Dependency = .product(name: "InMemoryLogging", package: "swift-log")
+    static let jwtKit: Target.Dependency = .product(name: "JWTKit", package: "jwt-kit")
+    static let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+    static let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
+    static let nioConcurrencyHelpers: Target.Dependency = .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+    static let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+    static let nioEmbedded: Target.Dependency = .product(name: "NIOEmbedded", package: "swift-nio")
+    static let nioExtras: Target.Dependency = .product(name: "NIOExtras", package: "swift-nio-extras")
+    static let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
+    static let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
+    static let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl")
+    static let otel: Target.Dependency = .product(name: "OTel", package: "swift-otel")
+    static let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+    static let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+    static let serviceLifecycle: Target.Dependency = .product(
+        name: "ServiceLifecycle",
+        package: "swift-service-lifecycle"
+    )
+    static let tracing: Target.Dependency = .product(name: "Tracing", package: "swift-distributed-tracing")
+    static let unixSignals: Target.Dependency = .product(name: "UnixSignals", package: "swift-service-lifecycle")
+    static let yams: Target.Dependency = .product(name: "Yams", package: "Yams")
+}
+
 // How the daemon is linked on Linux (measured for issue 14, RSS under load):
 // - `-static-stdlib`: the Swift runtime and Foundation are linked in and dead-stripped, instead of
 //   mapping fourteen toolchain libraries whose pages the kernel faults in 64 KiB at a time;
@@ -62,7 +91,7 @@ let package = Package(
             name: "BearerdAuth",
             dependencies: [
                 "BearerdFiles", "BearerdLogging",
-                .product(name: "Logging", package: "swift-log"),
+                Product.logging,
             ],
             swiftSettings: strict
         ),
@@ -78,7 +107,7 @@ let package = Package(
             name: "BearerdSockets",
             dependencies: [
                 "BearerdFiles",
-                .product(name: "NIOCore", package: "swift-nio"),
+                Product.nioCore,
             ],
             swiftSettings: strict
         ),
@@ -86,7 +115,7 @@ let package = Package(
         .target(
             name: "BearerdWire",
             dependencies: [
-                .product(name: "NIOCore", package: "swift-nio")
+                Product.nioCore
             ],
             swiftSettings: strict
         ),
@@ -103,10 +132,10 @@ let package = Package(
                 // ...): the config reads them, the modules do not read the config.
                 "BearerdTokens",
                 "BearerdWire",
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Yams", package: "Yams"),
+                Product.configuration,
+                Product.yams,
                 // `log.level` is read as swift-log's `Logger.Level`, not a string.
-                .product(name: "Logging", package: "swift-log"),
+                Product.logging,
             ],
             swiftSettings: strict
         ),
@@ -118,12 +147,12 @@ let package = Package(
             dependencies: [
                 "BearerdAuth",
                 "BearerdFiles",
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                Product.tracing,
+                Product.logging,
+                Product.serviceLifecycle,
+                Product.metrics,
                 // SHA-256 for PKCE (RFC 7636): already linked for JOSE, BoringSSL-backed.
-                .product(name: "Crypto", package: "swift-crypto"),
+                Product.crypto,
             ],
             swiftSettings: strict
         ),
@@ -143,7 +172,7 @@ let package = Package(
                 "BearerdTokens",
                 "BearerdFiles",
                 "CBearerdCrypto",
-                .product(name: "Logging", package: "swift-log"),
+                Product.logging,
             ],
             swiftSettings: strict
         ),
@@ -154,13 +183,13 @@ let package = Package(
                 "BearerdAuth",
                 "BearerdTokens",
                 "BearerdStore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                Product.postgresNIO,
+                Product.nioCore,
+                Product.nioPosix,
+                Product.nioSSL,
+                Product.logging,
+                Product.metrics,
+                Product.serviceLifecycle,
             ],
             swiftSettings: strict
         ),
@@ -171,8 +200,8 @@ let package = Package(
             dependencies: [
                 "BearerdAuth",
                 "BearerdTokens",
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                Product.jwtKit,
+                Product.crypto,
             ],
             swiftSettings: strict
         ),
@@ -180,8 +209,8 @@ let package = Package(
         .target(
             name: "BearerdLogging",
             dependencies: [
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                Product.logging,
+                Product.nioCore,
             ],
             swiftSettings: strict
         ),
@@ -190,22 +219,22 @@ let package = Package(
             name: "BearerdProxy",
             dependencies: [
                 "BearerdLogging",
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                Product.tracing,
                 "BearerdFiles",
                 "BearerdSockets",
                 "BearerdAuth",
                 "BearerdWire",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOExtras", package: "swift-nio-extras"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                Product.nioCore,
+                Product.nioConcurrencyHelpers,
+                Product.nioPosix,
+                Product.nioHTTP1,
+                Product.nioSSL,
+                Product.nioExtras,
+                Product.logging,
+                Product.serviceLifecycle,
+                Product.metrics,
                 // SHA-1 for a WebSocket 101's Sec-WebSocket-Accept (RFC 6455 §4.2.2).
-                .product(name: "Crypto", package: "swift-crypto"),
+                Product.crypto,
             ],
             swiftSettings: strict
         ),
@@ -217,12 +246,12 @@ let package = Package(
                 "BearerdAuth",
                 "BearerdTokens",
                 "BearerdSockets",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                Product.nioCore,
+                Product.nioConcurrencyHelpers,
+                Product.nioPosix,
+                Product.nioHTTP1,
+                Product.logging,
+                Product.serviceLifecycle,
             ],
             swiftSettings: strict
         ),
@@ -230,8 +259,8 @@ let package = Package(
         .target(
             name: "BearerdSystemd",
             dependencies: [
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                Product.logging,
+                Product.serviceLifecycle,
             ],
             swiftSettings: strict
         ),
@@ -252,19 +281,19 @@ let package = Package(
                 "BearerdAdmin",
                 "BearerdSystemd",
                 "BearerdWire",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "OTel", package: "swift-otel"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                Product.argumentParser,
+                Product.asyncHTTPClient,
+                Product.logging,
+                Product.metrics,
+                Product.prometheus,
+                Product.otel,
+                Product.tracing,
+                Product.serviceLifecycle,
+                Product.unixSignals,
+                Product.nioCore,
+                Product.nioPosix,
+                Product.nioHTTP1,
+                Product.nioSSL,
             ],
             swiftSettings: strict
         ),
@@ -272,7 +301,7 @@ let package = Package(
             name: "bearerd",
             dependencies: [
                 "BearerdCLI",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                Product.argumentParser,
             ],
             swiftSettings: strict,
             linkerSettings: daemonLinking
@@ -285,9 +314,9 @@ let package = Package(
             name: "BearerdFuzzTargets",
             dependencies: [
                 "BearerdAuth", "BearerdTokens", "BearerdConfig", "BearerdStore", "BearerdWire",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                Product.nioCore,
+                Product.nioEmbedded,
+                Product.nioHTTP1,
             ],
             swiftSettings: strict
         ),
@@ -304,12 +333,12 @@ let package = Package(
                 "BearerdTokens",
                 "BearerdConfig",
                 "BearerdProxy",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "InMemoryLogging", package: "swift-log"),
+                Product.nioCore,
+                Product.nioPosix,
+                Product.nioHTTP1,
+                Product.nioSSL,
+                Product.logging,
+                Product.inMemoryLogging,
             ],
             path: "Tests/BearerdTestSupport",
             swiftSettings: strict
@@ -323,8 +352,8 @@ let package = Package(
             name: "BearerdConfigTests",
             dependencies: [
                 "BearerdConfig", "BearerdAuth", "BearerdTokens", "BearerdWire", "BearerdTestSupport",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Configuration", package: "swift-configuration"),
+                Product.logging,
+                Product.configuration,
             ],
             swiftSettings: strict
         ),
@@ -332,7 +361,7 @@ let package = Package(
             name: "BearerdWireTests",
             dependencies: [
                 "BearerdWire",
-                .product(name: "NIOCore", package: "swift-nio"),
+                Product.nioCore,
             ],
             swiftSettings: strict
         ),
@@ -340,10 +369,10 @@ let package = Package(
             name: "BearerdLoggingTests",
             dependencies: [
                 "BearerdLogging",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "InMemoryLogging", package: "swift-log"),
+                Product.nioCore,
+                Product.nioEmbedded,
+                Product.logging,
+                Product.inMemoryLogging,
             ],
             swiftSettings: strict
         ),
@@ -352,14 +381,14 @@ let package = Package(
             dependencies: [
                 "BearerdProxy", "BearerdAuth", "BearerdConfig", "BearerdSockets", "BearerdTestSupport",
                 "BearerdLogging", "BearerdWire",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "InMemoryLogging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                Product.nioCore,
+                Product.nioPosix,
+                Product.nioHTTP1,
+                Product.nioConcurrencyHelpers,
+                Product.nioEmbedded,
+                Product.logging,
+                Product.inMemoryLogging,
+                Product.serviceLifecycle,
             ],
             swiftSettings: strict
         ),
@@ -367,9 +396,9 @@ let package = Package(
             name: "BearerdTokensTests",
             dependencies: [
                 "BearerdTokens", "BearerdAuth", "BearerdFiles", "BearerdTestSupport",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "InMemoryLogging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                Product.logging,
+                Product.inMemoryLogging,
+                Product.nioCore,
             ],
             swiftSettings: strict
         ),
@@ -378,10 +407,10 @@ let package = Package(
             dependencies: [
                 "BearerdFleet", "BearerdTokens", "BearerdStore", "BearerdConfig", "BearerdAuth", "BearerdTestSupport",
                 "BearerdJOSE",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "InMemoryLogging", package: "swift-log"),
+                Product.postgresNIO,
+                Product.nioPosix,
+                Product.logging,
+                Product.inMemoryLogging,
             ],
             swiftSettings: strict
         ),
@@ -389,7 +418,7 @@ let package = Package(
             name: "BearerdJOSETests",
             dependencies: [
                 "BearerdJOSE", "BearerdTokens", "BearerdAuth", "BearerdTestSupport",
-                .product(name: "JWTKit", package: "jwt-kit"),
+                Product.jwtKit,
             ],
             swiftSettings: strict
         ),
@@ -402,9 +431,9 @@ let package = Package(
             name: "BearerdE2ETests",
             dependencies: [
                 "BearerdTestSupport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                Product.nioCore,
+                Product.nioPosix,
+                Product.nioHTTP1,
             ],
             swiftSettings: strict
         ),
@@ -412,10 +441,10 @@ let package = Package(
             name: "BearerdCLITests",
             dependencies: [
                 "BearerdCLI", "BearerdTestSupport", "BearerdConfig", "BearerdFiles",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                Product.asyncHTTPClient,
+                Product.nioCore,
+                Product.nioPosix,
+                Product.nioHTTP1,
             ],
             swiftSettings: strict
         ),
