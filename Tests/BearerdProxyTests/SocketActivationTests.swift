@@ -41,15 +41,13 @@ struct SocketActivationTests {
         accepted: Bool
     ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let settings = try HeaderRewriterTests.settings(anyUser ? "socket_allow_any_user: true\n" : "")
+        var settings = try HeaderRewriterTests.settings(anyUser ? "socket_allow_any_user: true\n" : "")
+        settings.listeners.listen = []
+        settings.listeners.allowRemote = allowRemote
         let descriptor = Self.listening(on: host)
         do {
             let listeners = try await ProxyListeners.bind(
-                listen: [],
                 passed: [descriptor],
-                allowRemote: allowRemote,
-                socketMode: 0o600,
-                socketGroup: nil,
                 settings: settings,
                 tokens: RecordingTokenProvider(token: "t"),
                 group: group,

@@ -79,9 +79,6 @@ package struct ProxyFixture: Sendable {
             var settings = try ProxySettings(configuration: configuration)
             settings.dpop = dpop
             let listeners = try await ProxyListeners.bind(
-                listen: configuration.listen,
-                socketMode: configuration.socketMode,
-                socketGroup: configuration.socketGroup,
                 settings: settings,
                 tokens: provider,
                 group: group,

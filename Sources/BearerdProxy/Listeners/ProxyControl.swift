@@ -18,12 +18,7 @@ package final class ProxyControl: Sendable {
         guard let listeners = self.listeners.withLock({ $0 }) else {
             throw ProxyError.setup("the proxy is not listening yet")
         }
-        try await listeners.reload(
-            settings: settings,
-            listen: settings.listeners.listen,
-            socketMode: settings.listeners.socketMode,
-            socketGroup: settings.listeners.socketGroup
-        )
+        try await listeners.reload(settings: settings)
     }
 
     /// The addresses listened on now.

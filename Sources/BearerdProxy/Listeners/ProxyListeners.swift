@@ -9,18 +9,6 @@ import NIOExtras
 import NIOHTTP1
 import NIOPosix
 
-/// Tells a client connection that a reload replaced its settings. An idle one is handed over to
-/// the new settings (`successor` makes its handler: the next request meets the new config, and
-/// the client sees nothing); a busy one closes after the exchange in flight, and a request not
-/// yet forwarded gets a 503 to send again.
-struct ProxyRetireEvent: Sendable {
-    /// Whether the new lists admit the caller for sure (otherwise it could not be named now).
-    let admitted: Bool
-    /// The handler that serves the connection under the new settings, on its event loop; it
-    /// keeps the caller `existing` names (its program as read at the accept), when there is one.
-    let successor: @Sendable (_ viaTCP: Bool, _ existing: ConnectionCaller?, _ loop: any EventLoop) -> ProxyHandler?
-}
-
 /// The bound listening sockets of a running proxy, what new connections are served with, and
 /// their graceful shutdown. A reload swaps the settings and upstream pools, binds or closes
 /// listeners, and binds the connections already open: callers the new lists no longer admit are
@@ -87,20 +75,18 @@ package final class ProxyListeners: Sendable {
         self.logger = logger
     }
 
-    /// Binds every address in `listen` — or, under socket activation, serves the listening
-    /// sockets systemd `passed` instead — and starts serving.
+    /// Binds every address of `settings.listeners` — or, under socket activation, serves the
+    /// listening sockets systemd `passed` instead — and starts serving.
     /// - Throws: ``ProxyError`` or the bind error; whatever was bound is closed again.
     package static func bind(
-        listen: [ListenAddress],
         passed: [Int32] = [],
-        allowRemote: Bool = false,
-        socketMode: UInt32,
-        socketGroup: UInt32?,
         settings: ProxySettings,
         tokens: any TokenProvider,
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> ProxyListeners {
+        let (listen, allowRemote) = (settings.listeners.listen, settings.listeners.allowRemote)
+        let (socketMode, socketGroup) = (settings.listeners.socketMode, settings.listeners.socketGroup)
         let listeners = ProxyListeners(
             generation: Generation(settings: settings, group: group),
             tokens: tokens,
@@ -159,15 +145,12 @@ package final class ProxyListeners: Sendable {
         return listeners
     }
 
-    /// Serves new connections with `settings` (a new upstream, timeouts, limits) and on
-    /// `listen`: new addresses are bound first, then the ones no longer listed stop accepting
+    /// Serves new connections with `settings` (a new upstream, timeouts, limits) and on its
+    /// listen addresses: new ones are bound first, then the ones no longer listed stop accepting
     /// and drain. A bind that fails changes nothing. Sockets systemd passed are kept as they are.
-    package func reload(
-        settings: ProxySettings,
-        listen: [ListenAddress],
-        socketMode: UInt32,
-        socketGroup: UInt32?
-    ) async throws {
+    package func reload(settings: ProxySettings) async throws {
+        let listen = settings.listeners.listen
+        let (socketMode, socketGroup) = (settings.listeners.socketMode, settings.listeners.socketGroup)
         let (current, running) = self.state.withLockedValue { ($0.listeners, $0.generation.settings) }
         // The DPoP key and nonce are the session's: the running ones go on (auth.dpop is restart-only).
         var settings = settings

@@ -38,11 +38,7 @@ package struct ProxyServer: Service {
 
     package func run() async throws {
         let listeners = try await ProxyListeners.bind(
-            listen: self.settings.listeners.listen,
             passed: self.passed,
-            allowRemote: self.settings.listeners.allowRemote,
-            socketMode: self.settings.listeners.socketMode,
-            socketGroup: self.settings.listeners.socketGroup,
             settings: self.settings,
             tokens: self.tokens,
             group: self.group,
