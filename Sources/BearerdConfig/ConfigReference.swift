@@ -4,8 +4,10 @@
 /// `scripts/config-reference`; a test fails when a committed copy differs.
 package enum ConfigReference {
     /// The annotated example config: every key with its default or a sample, and its doc.
-    package static func exampleConfig() -> String {
-        var printer = Printer()
+    /// `setting` writes some keys with other values (`store.key_file: store.key`, as an
+    /// installed config has it), by the key's full name.
+    package static func exampleConfig(setting values: [String: String] = [:]) -> String {
+        var printer = Printer(values: values)
         printer.comment(Self.preamble, indent: "")
         printer.continues = false
         for section in ConfigSchema.layout {
@@ -81,6 +83,8 @@ package enum ConfigReference {
 
     /// Writes sections as YAML with comments, two spaces per level.
     private struct Printer {
+        /// Keys written with these values instead of their samples, by full name.
+        let values: [String: String]
         var text = ""
         /// Whether the next paragraph continues the comment block above it (after a heading or
         /// a `name:` line) instead of starting a new one after a blank line.
@@ -125,7 +129,7 @@ package enum ConfigReference {
                     self.paragraph(paragraph, indent: inner)
                 case .key(let key):
                     self.paragraph(key.doc, indent: inner)
-                    self.line(inner + Self.entry(key))
+                    self.line(inner + self.entry(key))
                     self.continues = false
                 case .section(let subsection):
                     self.section(subsection, indent: inner)
@@ -141,7 +145,7 @@ package enum ConfigReference {
             self.line(indent + "# " + Self.leaf(section.name) + ":")
             for key in section.keys {
                 if !key.doc.isEmpty { self.comment(key.doc, indent: indent + "#   ") }
-                self.line(indent + "#   " + Self.entry(key))
+                self.line(indent + "#   " + self.entry(key))
             }
             self.continues = false
         }
@@ -151,8 +155,9 @@ package enum ConfigReference {
         }
 
         /// `key: value`, or `# key: value` for a key the example leaves out.
-        static func entry(_ key: ConfigKeyDescriptor) -> String {
-            switch key.sample {
+        func entry(_ key: ConfigKeyDescriptor) -> String {
+            if let value = self.values[key.name] { return "\(key.leaf): \(value)" }
+            return switch key.sample {
             case .default: "\(key.leaf): \(Self.defaultValue(key))"
             case .set(let value): "\(key.leaf): \(value)"
             case .commented(let value): "# \(key.leaf): \(value)"

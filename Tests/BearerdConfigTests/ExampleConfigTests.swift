@@ -90,6 +90,18 @@ struct ExampleConfigTests {
         #expect(documented.count == real.count && documented.count > 50)
     }
 
+    /// The config scripts/install and the package put in /etc/bearerd is the example with the
+    /// keys an installation sets, and nothing else changed.
+    @Test func theInstalledConfigIsTheExampleWithTheKeysAnInstallationSets() {
+        let example = ConfigReference.exampleConfig().split(separator: "\n", omittingEmptySubsequences: false)
+        let installed = ConfigReference.exampleConfig(setting: [
+            "store.key_file": "store.key", "socket_allow_gids": "[bearerd]",
+        ]).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(example.count == installed.count)
+        let changed = zip(example, installed).filter { $0 != $1 }.map { String($0.1) }
+        #expect(changed == ["socket_allow_gids: [bearerd]", "  key_file: store.key"])
+    }
+
     /// A client built in code (tests, the fuzz target) is the one a config writing only its
     /// token URL and client id gives: its other fields come from the same descriptors.
     @Test func aClientBuiltInCodeHasTheDeclaredDefaults() throws {
