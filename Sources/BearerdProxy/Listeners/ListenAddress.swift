@@ -1,5 +1,6 @@
-#if canImport(Glibc)
 import BearerdWire
+
+#if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
@@ -72,12 +73,14 @@ package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func isIPv4(_ text: String) -> Bool {
-        var address = in_addr()
+        // Bytes rather than `in_addr()`: NIO's C module declares the type too, and which one a
+        // release build resolves the initializer to is not this file's to choose.
+        var address = [UInt8](repeating: 0, count: 4)
         return inet_pton(AF_INET, text, &address) == 1
     }
 
     static func isIPv6(_ text: String) -> Bool {
-        var address = in6_addr()
+        var address = [UInt8](repeating: 0, count: 16)
         return inet_pton(AF_INET6, text, &address) == 1
     }
 }
