@@ -165,7 +165,7 @@ extension TokenManager {
         case .rejected(let status, let error):
             return self.rejected(status: status, error: error, grant: grant, previous: previous)
         case .unreadable(let why) where grant.isLogin:
-            self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
+            self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), outcome: .failed(why))
             self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
             self.loginFailed(why: why, previous: previous)
             return .failed("login failed: \(why)")
@@ -206,7 +206,7 @@ extension TokenManager {
         previous: Session?
     ) -> AttemptResult {
         let now = self.clock.now
-        self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(why)")
+        self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), outcome: .failed(why))
         Self.count("transient")
         if grant.isLogin {
             self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
@@ -251,7 +251,7 @@ extension TokenManager {
             receivedAt: now,
             serverDate: serverDate
         )
-        self.lastRefresh = LastRefresh(at: now, grant: grant, result: "ok")
+        self.lastRefresh = LastRefresh(at: now, grant: grant, outcome: .ok)
         Self.count("ok")
         switch kind {
         case .user: self.stored.user = session.stored

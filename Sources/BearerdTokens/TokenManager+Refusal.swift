@@ -54,7 +54,7 @@ extension TokenManager {
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
-                result: "rejected (\(code))"
+                outcome: .rejected(code)
             )
             if previous?.kind == .client { self.stored.client = nil } else { self.stored.user = nil }
             self.persist()
@@ -67,7 +67,7 @@ extension TokenManager {
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
-                result: "rejected (\(code))"
+                outcome: .rejected(code)
             )
             let left = previous.map { .ready($0) } ?? self.fallback(reason: "no token: run `bearerd login`")
             self.step { $0.settled(left, why: why, now: self.clock.now) }
@@ -84,7 +84,7 @@ extension TokenManager {
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
-                result: "rejected (\(code))"
+                outcome: .rejected(code)
             )
             let left = previous.map { .ready($0) } ?? self.fallback(reason: "no token")
             self.step { $0.settled(left, why: nil, now: self.clock.now) }
@@ -95,7 +95,7 @@ extension TokenManager {
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
-                result: "rejected (\(code))"
+                outcome: .rejected(code)
             )
             // A token exchanged from the platform's token stays valid at the API until it
             // expires, whatever the server now thinks of the subject token: it serves meanwhile,

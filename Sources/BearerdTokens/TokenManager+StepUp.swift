@@ -65,7 +65,7 @@ extension TokenManager {
             let task = self.start(.clientCredentials(adding: added), reason: .scopeStepUp)
         else { return nil }
         if case .failed(let why) = await task.value {
-            if self.lastRefresh?.result.hasPrefix("rejected") == true {
+            if case .rejected = self.lastRefresh?.outcome {
                 // Refused: the scope waits. (An outage is not a refusal: the next try asks again.)
                 self.scopeRequests.refused(missing, now: self.clock.now)
             }

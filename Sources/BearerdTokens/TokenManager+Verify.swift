@@ -36,7 +36,7 @@ extension TokenManager {
         let now = self.clock.now
         let problem = "the access token the token server issued failed auth.verify: \(why)"
         Self.count("unverified")
-        self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), result: "failed: \(problem)")
+        self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), outcome: .failed(problem))
         if grant.isLogin {
             self.logger.error("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(problem)"])
             self.loginFailed(why: problem, previous: previous)

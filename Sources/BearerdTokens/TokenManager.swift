@@ -53,9 +53,26 @@ package actor TokenManager: TokenProvider {
 
     /// The last attempt at the token endpoint, for `bearerd status`.
     struct LastRefresh: Sendable, Equatable {
+        /// How it ended: compared by code, shown by ``result``.
+        enum Outcome: Sendable, Equatable {
+            case ok
+            /// A 4xx: the server's `error`, or `HTTP <status>`.
+            case rejected(String)
+            case failed(String)
+        }
+
         var at: Date
         var grant: String
-        var result: String
+        var outcome: Outcome
+
+        /// What `status` and the refresh's span say.
+        var result: String {
+            switch self.outcome {
+            case .ok: "ok"
+            case .rejected(let code): "rejected (\(code))"
+            case .failed(let why): "failed: \(why)"
+            }
+        }
     }
 
     /// What the engine talks to.
