@@ -13,7 +13,7 @@ extension TokenManager {
         }
         if self.fleet != nil {
             // What to send is decided under the fleet's lock, from the row.
-            _ = await self.start(nil, reason: reason)?.value
+            _ = await self.begin(.fromFleetRow, reason: reason)?.value
             return
         }
         let grant: Grant
@@ -32,14 +32,25 @@ extension TokenManager {
         _ = await self.start(grant, reason: reason)?.value
     }
 
+    /// What an attempt sends: a grant chosen here (a login, a step-up, a refresh of this host's
+    /// session), or, in fleet mode, what the fleet's row holds, chosen under its lock.
+    enum Sending {
+        case grant(Grant)
+        case fromFleetRow
+    }
+
     /// Enters `.refreshing` with the task that sends `grant` and returns it, unless
     /// `auth.max_refreshes_per_minute` says wait (then `nil`, and the state says why). The limit
-    /// never holds back an explicit login. In fleet mode `grant` is `nil` for a refresh: the
-    /// grant comes from the row, under the lock.
+    /// never holds back an explicit login.
     @discardableResult
-    func start(_ grant: Grant?, reason: RefreshReason) -> Task<AttemptResult, Never>? {
+    func start(_ grant: Grant, reason: RefreshReason) -> Task<AttemptResult, Never>? {
+        self.begin(.grant(grant), reason: reason)
+    }
+
+    private func begin(_ sending: Sending, reason: RefreshReason) -> Task<AttemptResult, Never>? {
         let now = self.clock.now
         let previous = self.currentSession
+        let grant: Grant? = if case .grant(let grant) = sending { grant } else { nil }
         let admission = self.step {
             $0.attemptAsked(login: grant?.isLogin == true, now: now, platformInputs: self.source.clientGrantInputs())
         }
@@ -62,14 +73,13 @@ extension TokenManager {
             self.persist()
         }
         let task = Task {
-            let result: AttemptResult
-            if self.fleet != nil {
-                result = await self.performShared(grant, reason: reason)
-            } else if let grant {
-                result = await self.perform(grant, previous: previous, reason: reason)
-            } else {
-                result = .failed("no grant to send")
-            }
+            // In fleet mode every attempt, a login's too, goes through the fleet's lock.
+            let result: AttemptResult =
+                if let grant, self.fleet == nil {
+                    await self.perform(grant, previous: previous, reason: reason)
+                } else {
+                    await self.performShared(grant, reason: reason)
+                }
             self.endRefreshSpan(result)
             return result
         }
