@@ -70,7 +70,11 @@ enum Discovery {
                 continue
             }
             guard Self.sameIdentifier(document["issuer"]?.stringValue, issuer) else {
-                problems.append("\(url): its issuer is not auth.issuer (RFC 8414 §3.3), so it is not used")
+                // The name the server gives itself: `localhost` against `127.0.0.1` is enough.
+                let named = document["issuer"]?.stringValue.map(Self.quoted) ?? "missing"
+                problems.append(
+                    "\(url): its issuer is \(named), not auth.issuer \(Self.quoted(issuer)) (RFC 8414 §3.3), so it is not used; if this is the right server, set auth.issuer to exactly the issuer it names"
+                )
                 continue
             }
             documents.append((url, document))
@@ -135,6 +139,15 @@ enum Discovery {
             )
         }
         return metadata
+    }
+
+    /// A value a server sent, for a message: quoted, at most 200 characters, control characters
+    /// and quotes shown as `?`.
+    static func quoted(_ text: String) -> String {
+        let shown = text.prefix(200).unicodeScalars.map { scalar in
+            scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\"" ? "?" : String(scalar)
+        }
+        return "\"" + shown.joined() + (text.count > 200 ? "…" : "") + "\""
     }
 
     /// Issuers (RFC 8414 §3.3) and resource identifiers (RFC 9728 §3.3) compare as strings, but

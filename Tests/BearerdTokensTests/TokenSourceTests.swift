@@ -87,11 +87,22 @@ struct TokenSourceTests {
         arguments: [
             (
                 "https://idp.example", #"{"issuer":"https://evil.example","token_endpoint":"https://evil.example/t"}"#,
-                false, "its issuer is not auth.issuer"
+                false, #"its issuer is "https://evil.example", not auth.issuer "https://idp.example""#
             ),
             (
                 "https://idp.example", #"{"token_endpoint":"https://idp.example/t"}"#, false,
-                "its issuer is not auth.issuer"
+                #"its issuer is missing, not auth.issuer "https://idp.example""#
+            ),
+            (
+                // The usual mix-up: the server calls itself localhost, the config 127.0.0.1.
+                "http://127.0.0.1:9000",
+                #"{"issuer":"http://localhost:9000","token_endpoint":"http://localhost:9000/t"}"#,
+                false, #"its issuer is "http://localhost:9000", not auth.issuer "http://127.0.0.1:9000""#
+            ),
+            (
+                "https://idp.example",
+                #"{"issuer":"https://idp.example\nforged: line","token_endpoint":"https://x/t"}"#,
+                false, #"its issuer is "https://idp.example?forged: line""#
             ),
             (
                 "https://idp.example", #"{"issuer":"https://idp.example","token_endpoint":"http://idp.example/t"}"#,
