@@ -48,8 +48,9 @@ extension TokenManager {
                 why: why,
                 reason: why,
                 keep: previous,
+                platformFiles: .unchanged,
                 now: self.clock.now,
-                random: self.random()
+                random: self.random
             )
         }
         self.logger.warning(

@@ -48,6 +48,9 @@ extension TokenManager {
     }
 
     private func begin(_ sending: Sending, reason: RefreshReason) -> Task<AttemptResult, Never>? {
+        // Without a fleet there is no row to take a grant from; nothing starts (no `.refreshing`
+        // that no task would end).
+        if case .fromFleetRow = sending, self.fleet == nil { return nil }
         let now = self.clock.now
         let previous = self.currentSession
         let grant: Grant? = if case .grant(let grant) = sending { grant } else { nil }
@@ -152,6 +155,10 @@ extension TokenManager {
     }
 
     func apply(_ outcome: TokenOutcome, grant: Grant, previous: Session?, reason: RefreshReason) -> AttemptResult {
+        // A suspend or a step during the attempt is noticed before its end is judged: a failure
+        // just after a wake is the network coming back, and a step applies to the old session,
+        // not to the one this answer brings.
+        self.noticeClockJumps()
         let now = self.clock.now
         switch outcome {
         case .issued(let issued, let serverDate):
@@ -182,12 +189,13 @@ extension TokenManager {
         case .unreadable(let why):
             // The client grant's own files (a subject token, an assertion) cannot be read: a
             // renewed file is tried at once.
-            let stale = if case .clientCredentials = grant { true } else { false }
+            let stale: RefreshStateMachine.PlatformFiles =
+                if case .clientCredentials = grant { .stale } else { .notAtFault }
             return self.failed(
                 why: why,
                 retryAfter: nil,
                 answered: true,
-                platformStale: stale,
+                platformFiles: stale,
                 grant: grant,
                 previous: previous
             )
@@ -211,7 +219,7 @@ extension TokenManager {
         why: String,
         retryAfter: Duration?,
         answered: Bool,
-        platformStale: Bool = false,
+        platformFiles: RefreshStateMachine.PlatformFiles = .notAtFault,
         grant: Grant,
         previous: Session?
     ) -> AttemptResult {
@@ -229,9 +237,9 @@ extension TokenManager {
                 why: why,
                 reason: "the token server is unavailable: \(why)",
                 keep: previous,
-                platformStale: platformStale,
+                platformFiles: platformFiles,
                 now: now,
-                random: self.random()
+                random: self.random
             )
         }
         self.logger.warning(

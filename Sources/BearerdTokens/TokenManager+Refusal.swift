@@ -109,9 +109,9 @@ extension TokenManager {
                     why: why,
                     reason: why,
                     keep: keep,
-                    platformStale: true,
+                    platformFiles: .stale,
                     now: self.clock.now,
-                    random: self.random()
+                    random: self.random
                 )
             }
             self.logger.error(

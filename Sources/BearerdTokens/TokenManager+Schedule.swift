@@ -24,6 +24,12 @@ extension TokenManager {
                 group.cancelAll()
             }
             if Task.isCancelled { return }
+            if self.changes.generation == generation, deadline.map({ self.clock.now < $0 }) ?? true {
+                // Woken only to look at the clocks: the rest waits for its own time (a failed
+                // write is tried again every ``RefreshStateMachine/saveRetryInterval``, not at each look).
+                self.noticeClockJumps()
+                if self.changes.generation == generation { continue }
+            }
             await self.timerFired()
         }
     }

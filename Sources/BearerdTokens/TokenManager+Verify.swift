@@ -58,7 +58,15 @@ extension TokenManager {
         }
         // Not an outage: waiting callers do not make bearerd spend a refresh token every 3 s.
         let delay = self.step {
-            $0.backOff(.refusal, why: problem, reason: problem, keep: kept, now: now, random: self.random())
+            $0.backOff(
+                .refusal,
+                why: problem,
+                reason: problem,
+                keep: kept,
+                platformFiles: .unchanged,
+                now: now,
+                random: self.random
+            )
         }
         self.logger.error(
             "token refresh failed: the new access token failed verification; it is not used",

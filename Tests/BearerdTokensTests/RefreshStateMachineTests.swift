@@ -44,7 +44,7 @@ struct RefreshStateMachineTests {
         case freshTokenAnswered(path: String, refused: Bool)
         case attemptAsked(login: Bool = false, inputs: Int? = nil)
         case issued(TokenSession)
-        case backOff(RetrySchedule.Failure, keep: TokenSession?, stale: Bool = false)
+        case backOff(RetrySchedule.Failure, keep: TokenSession?, files: Machine.PlatformFiles = .notAtFault)
         case replaced(State)
         case clocks(monotonic: Double, boot: Double, wall: Double)
     }
@@ -75,16 +75,16 @@ struct RefreshStateMachineTests {
                 machine.issued(session, now: now)
                 return .none
             }()
-        case .backOff(let failure, let keep, let stale):
+        case .backOff(let failure, let keep, let files):
             .delay(
                 machine.backOff(
                     failure,
                     why: "down",
                     reason: "down",
                     keep: keep,
-                    platformStale: stale,
+                    platformFiles: files,
                     now: now,
-                    random: 1
+                    random: { 1 }
                 )
             )
         case .replaced(let state):
@@ -410,7 +410,7 @@ struct RefreshStateMachineTests {
             start: .ready(session(refreshToken: nil, kind: .client)),
             steps: [
                 (.attemptAsked(inputs: 7), 3540),
-                (.backOff(.refusal, keep: session(refreshToken: nil, kind: .client), stale: true), 3541),
+                (.backOff(.refusal, keep: session(refreshToken: nil, kind: .client), files: .stale), 3541),
                 (.timerFired(inputs: 7), 3541.5),
             ],
             state: .waiting(session(refreshToken: nil, kind: .client), retryAt: at(3542), reason: "down"),
@@ -418,11 +418,25 @@ struct RefreshStateMachineTests {
             clientGrant: .tokenExchange
         ),
         Row(
+            name: "a fleet store outage while a refused exchange waits does not forget the platform's files",
+            start: .ready(session(refreshToken: nil, kind: .client)),
+            steps: [
+                (.attemptAsked(inputs: 7), 3540),
+                (.backOff(.refusal, keep: session(refreshToken: nil, kind: .client), files: .stale), 3541),
+                (.attemptAsked(inputs: 7), 3542),
+                (.backOff(.storeUnavailable, keep: session(refreshToken: nil, kind: .client), files: .unchanged), 3543),
+                (.timerFired(inputs: 8), 3543.5),
+            ],
+            state: .waiting(session(refreshToken: nil, kind: .client), retryAt: at(3545), reason: "down"),
+            action: .attempt(.platformTokenRenewed),
+            clientGrant: .tokenExchange
+        ),
+        Row(
             name: "a renewed platform token is exchanged at once",
             start: .ready(session(refreshToken: nil, kind: .client)),
             steps: [
                 (.attemptAsked(inputs: 7), 3540),
-                (.backOff(.refusal, keep: session(refreshToken: nil, kind: .client), stale: true), 3541),
+                (.backOff(.refusal, keep: session(refreshToken: nil, kind: .client), files: .stale), 3541),
                 (.timerFired(inputs: 8), 3541.5),
             ],
             state: .waiting(session(refreshToken: nil, kind: .client), retryAt: at(3542), reason: "down"),
@@ -453,9 +467,9 @@ struct RefreshStateMachineTests {
             why: "no",
             reason: "no",
             keep: nil,
-            platformStale: true,
+            platformFiles: .stale,
             now: Self.at(3541),
-            random: 1
+            random: { 1 }
         )
         #expect(machine.watchesPlatformInputs)
         #expect(machine.nextWake(now: Self.at(3541), saveBehind: false) == Self.at(3542))
@@ -479,7 +493,7 @@ struct RefreshStateMachineTests {
             reason: "x",
             keep: Self.session(),
             now: Self.at(3541),
-            random: 1
+            random: { 1 }
         )
         #expect(machine.generation != generation, "every change is published")
         #expect(machine.usable?.until == Self.at(3600), "during an outage the token serves to its real end")

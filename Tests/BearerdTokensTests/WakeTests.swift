@@ -41,6 +41,32 @@ struct WakeTests {
         return harness
     }
 
+    /// The clocks are looked at before an attempt's end is judged: a suspend while the request
+    /// was out makes its failure the network coming back, not a failure to count (the timer
+    /// awaits its own attempt, so its 2 s look cannot notice it first).
+    @Test func aSuspendDuringAnAttemptIsNoticedBeforeItsFailureIsJudged() async throws {
+        let failing = Flag()
+        let box = Mutex<(ManualTokenClock, ManualClockSource)?>(nil)
+        let harness = TokenHarness(random: 1) { _, index in
+            if failing.isOn {
+                if let (clock, clocks) = box.withLock({ $0 }) {
+                    clock.advance(by: .seconds(7200))
+                    clocks.suspend(7200)
+                }
+                throw TestClientError("connection refused")
+            }
+            return FakeTokenEndpoint.tokens(access: "access-\(index)", refresh: "refresh-\(index)", expiresIn: 3600)
+        }
+        box.withLock { $0 = (harness.clock, harness.clocks) }
+        _ = try await harness.manager.token()
+        failing.set(true)
+        await harness.manager.refresh(reason: .proactive)
+        let status = await harness.manager.status()
+        #expect(status.failuresInARow == 0, "a failure just after a wake is not counted")
+        #expect(harness.logText.contains("the machine was suspended"))
+        #expect(harness.logText.contains(#""retry_in_s": 1.0"#), "retried in a second, not after a backoff")
+    }
+
     @Test func afterATwoHourSleepOneRefreshBringsAFreshTokenAndFailuresWhileTheNetworkComesBackDoNotCount()
         async throws
     {

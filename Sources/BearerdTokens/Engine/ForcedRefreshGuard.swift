@@ -7,7 +7,8 @@ import Foundation
 /// ``RefreshPolicy/freshRejectionsBeforePause`` requests in a row to one path were refused again
 /// with the fresh token their 401 brought, that path's 401s force none for
 /// ``RefreshPolicy/forcedRefreshPause``; a revoked token met on any other path is still replaced
-/// at its first 401. A path is keyed by its first segment (``PathPrefix``). A pure value:
+/// at its first 401. A path is keyed by its first segment as sent (``key(_:)``; what logs show of it
+/// is ``PathPrefix``). A pure value:
 /// the engine feeds it paths and times.
 struct ForcedRefreshGuard: Sendable {
     struct Scope: Sendable, Equatable {
@@ -23,9 +24,22 @@ struct ForcedRefreshGuard: Sendable {
     /// How many pauses began, over the daemon's life (the first is said at warning).
     private(set) var pauses = 0
 
+    /// The key of a request path: its first segment as sent, bounded, without query or fragment.
+    /// Not ``PathPrefix``, which shows every segment that could be a credential as `/*`: two
+    /// tenants' `/<uuid>/…` paths must not share one pause. The key is never logged.
+    static func key(_ path: String) -> String {
+        var key = Substring(path)
+        if let end = key.firstIndex(where: { $0 == "?" || $0 == "#" }) { key = key[..<end] }
+        if key.first == "/" {
+            let rest = key.dropFirst()
+            if let slash = rest.firstIndex(of: "/") { key = key[..<slash] }
+        }
+        return String(key.prefix(64))
+    }
+
     /// Whether a 401 to a request for `path` may force a refresh at `now`.
     mutating func mayForce(path: String, now: Date) -> Bool {
-        let key = PathPrefix.of(path)
+        let key = Self.key(path)
         guard let until = self.scopes[key]?.pausedUntil else { return true }
         guard now >= until else { return false }
         self.scopes[key] = nil
@@ -35,7 +49,7 @@ struct ForcedRefreshGuard: Sendable {
     /// A request to `path` retried with a fresh token was answered: 401 (`refused`) or not.
     /// Returns whether this answer began a pause of that path.
     mutating func freshTokenAnswered(path: String, refused: Bool, now: Date) -> Bool {
-        let key = PathPrefix.of(path)
+        let key = Self.key(path)
         if self.scopes[key]?.pausedUntil != nil { return false }
         guard refused else {
             self.scopes[key] = nil

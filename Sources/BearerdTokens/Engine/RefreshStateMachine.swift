@@ -305,20 +305,35 @@ struct RefreshStateMachine: Sendable {
         self.enter(state, now: now)
     }
 
+    /// What a failure says of the platform's files the client grant sends.
+    enum PlatformFiles: Sendable, Equatable {
+        /// The grant failed on them as they are: a renewed file is tried at once.
+        case stale
+        /// The failure was not theirs (an outage): wait out the backoff whatever they do.
+        case notAtFault
+        /// The failure says nothing of them (the fleet's store, a token that failed auth.verify):
+        /// what was known stands.
+        case unchanged
+    }
+
     /// An attempt failed and is retried after the backoff, or when the server asked; `keep`
-    /// serves meanwhile until it expires. `platformStale`: the client grant failed on the
-    /// platform's files as they are, so a renewed file is tried at once. Returns the delay.
+    /// serves meanwhile until it expires. Returns the delay. `random` is drawn only for a
+    /// backoff.
     mutating func backOff(
         _ failure: RetrySchedule.Failure,
         why: String,
         reason: String,
         keep: TokenSession?,
-        platformStale: Bool = false,
+        platformFiles: PlatformFiles = .notAtFault,
         now: Date,
-        random: Double
+        random: () -> Double
     ) -> TimeInterval {
         let delay = self.retry.failed(failure, now: now, policy: self.policy, random: random)
-        self.platformInputsFailed = platformStale ? self.platformInputsSent : nil
+        switch platformFiles {
+        case .stale: self.platformInputsFailed = self.platformInputsSent
+        case .notAtFault: self.platformInputsFailed = nil
+        case .unchanged: break
+        }
         self.lastOutcome = why
         self.rejectedByUpstream = nil
         self.enter(.waiting(keep, retryAt: now.addingTimeInterval(delay), reason: reason), now: now)

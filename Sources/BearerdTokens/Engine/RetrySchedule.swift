@@ -93,7 +93,7 @@ struct RetrySchedule: Sendable, Equatable {
         _ failure: Failure,
         now: Date,
         policy: RefreshPolicy,
-        random: Double
+        random: () -> Double
     ) -> TimeInterval {
         switch failure {
         case .outage(answered: false, _) where self.justWoke(now):
@@ -104,18 +104,19 @@ struct RetrySchedule: Sendable, Equatable {
             return Self.wakeRetry
         case .outage(_, let retryAfter):
             self.failures += 1
-            let delay = retryAfter?.seconds ?? policy.backoff(failures: self.failures, random: random).seconds
+            // The random draw only when there is a backoff to jitter.
+            let delay = retryAfter?.seconds ?? policy.backoff(failures: self.failures, random: random()).seconds
             // The server's own word on when to come back stands, even for waiting callers.
             self.heldUntil = retryAfter.map { now.addingTimeInterval($0.seconds) }
             return delay
         case .refusal:
             self.failures += 1
-            let delay = policy.backoff(failures: self.failures, random: random).seconds
+            let delay = policy.backoff(failures: self.failures, random: random()).seconds
             self.heldUntil = now.addingTimeInterval(delay)
             return delay
         case .storeUnavailable:
             self.failures += 1
-            return policy.backoff(failures: self.failures, random: random).seconds
+            return policy.backoff(failures: self.failures, random: random()).seconds
         }
     }
 
