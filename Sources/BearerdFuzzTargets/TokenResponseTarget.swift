@@ -55,8 +55,19 @@ enum TokenResponseTarget {
                 promise(!scope.isEmpty && scope.utf8.count <= 1024, "a scope is 1 to 1024 bytes")
             }
             return "issued"
-        case .rejected(let status, let error):
+        case .rejected(let status, let error, let description):
             promise((400..<500).contains(status), "only a 4xx rejects")
+            if let description {
+                promise(
+                    description.count <= 201
+                        && description.unicodeScalars.allSatisfy {
+                            ($0.value >= 0x20 && $0.value <= 0x7E && $0 != "\"" && $0 != "\\") || $0 == "…"
+                        },
+                    "an error description is at most 200 printable characters, without quotes or backslashes"
+                )
+                let runs = description.split { !($0.isASCII && ($0.isLetter || $0.isNumber || "-._~+/=".contains($0))) }
+                promise(runs.allSatisfy { $0.count < 20 }, "no run of 20 token characters (a credential) is shown")
+            }
             if let error {
                 promise(
                     error.utf8.count <= 64 && error.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value <= 0x7E },

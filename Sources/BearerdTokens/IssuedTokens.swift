@@ -33,7 +33,9 @@ package enum TokenOutcome: Sendable {
     case issued(IssuedTokens, serverDate: Date?)
     /// A 4xx other than 408 and 429: the credentials sent are no good. The only outcome that
     /// wipes stored tokens.
-    case rejected(status: Int, error: String?)
+    /// `error` is RFC 6749 §5.2's code, `description` its `error_description`, bounded and with
+    /// anything that could be a credential taken out (``TokenResponseClassifier/errorDescription(_:)``).
+    case rejected(status: Int, error: String?, description: String? = nil)
     /// 5xx, 408, 429, a network error or a timeout: keep everything and retry later.
     case unavailable(reason: String, retryAfter: Duration?)
     /// A 2xx bearerd cannot read, or a request the source cannot make for a reason of the
@@ -91,7 +93,11 @@ package enum TokenResponseClassifier {
                     retryAfter: nil
                 )
             default:
-                return .rejected(status: response.status, error: error)
+                return .rejected(
+                    status: response.status,
+                    error: error,
+                    description: Self.errorDescription(response.body)
+                )
             }
         default:
             return .unavailable(
@@ -99,6 +105,36 @@ package enum TokenResponseClassifier {
                 retryAfter: response.header("retry-after").flatMap { HTTPDate.retryAfter($0, now: now) }
             )
         }
+    }
+
+    /// RFC 6749 §5.2 `error_description`, for a person to read beside the code: at most 200
+    /// characters of it, characters outside the RFC's set (printable ASCII but `"` and `\\`) shown
+    /// as `?`, and every run of 20 or more token characters (a JWT, an opaque token, a code a
+    /// server repeats) shown as `…`, so no credential reaches a log line or a message.
+    static func errorDescription(_ body: [UInt8]) -> String? {
+        guard let text = JSONValue.parse(body)?["error_description"]?.stringValue, !text.isEmpty else {
+            return nil
+        }
+        var shown = ""
+        var run = ""
+        func endRun() {
+            shown += run.count >= 20 ? "…" : run
+            run = ""
+        }
+        for scalar in text.unicodeScalars.prefix(200) {
+            let isTokenCharacter =
+                (scalar.value >= 0x30 && scalar.value <= 0x39) || (scalar.value >= 0x41 && scalar.value <= 0x5A)
+                || (scalar.value >= 0x61 && scalar.value <= 0x7A) || "-._~+/=".unicodeScalars.contains(scalar)
+            if isTokenCharacter {
+                run.unicodeScalars.append(scalar)
+                continue
+            }
+            endRun()
+            let allowed = scalar.value >= 0x20 && scalar.value <= 0x7E && scalar != "\"" && scalar != "\\"
+            shown += allowed ? String(scalar) : "?"
+        }
+        endRun()
+        return shown + (text.unicodeScalars.count > 200 ? "…" : "")
     }
 
     /// RFC 6749 §5.2 `error`, when the body is a JSON object with a string `error` made of the

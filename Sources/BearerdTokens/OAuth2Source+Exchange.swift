@@ -56,7 +56,13 @@ extension OAuth2Source {
 
     package func clientGrantRefusal(code: String) -> String {
         guard let exchange = self.settings.client.tokenExchange else {
-            return "the token server rejected the client credentials (\(code)): check \(self.credentialKeys)"
+            let what =
+                switch code {
+                case "invalid_scope": "check auth.scopes"
+                case "unauthorized_client": "the server does not let auth.client_id use client_credentials"
+                default: "check \(self.credentialKeys)"
+                }
+            return "the token server rejected the client credentials (\(code)): \(what)"
         }
         let files =
             exchange.actorTokenFile == nil

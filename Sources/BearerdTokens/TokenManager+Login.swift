@@ -101,17 +101,17 @@ extension TokenManager {
                 )
                 await self.publishShared()
                 return
-            case .rejected(_, "authorization_pending"):
+            case .rejected(_, "authorization_pending", _):
                 continue
-            case .rejected(_, "slow_down"):
+            case .rejected(_, "slow_down", _):
                 interval += 5
-            case .rejected(_, "access_denied"):
+            case .rejected(_, "access_denied", _):
                 throw TokenEngineError.login("the device login was refused at the server")
-            case .rejected(_, "expired_token"):
+            case .rejected(_, "expired_token", _):
                 throw TokenEngineError.login(
                     "the code expired before it was approved: run `bearerd login --device` again"
                 )
-            case .rejected(let status, let error):
+            case .rejected(let status, let error, _):
                 throw TokenEngineError.login("the token server refused the device login (\(error ?? "HTTP \(status)"))")
             case .unavailable(let why, _), .unreadable(let why), .unreachable(let why):
                 // RFC 8628 §3.5: back off on errors that are not answers.

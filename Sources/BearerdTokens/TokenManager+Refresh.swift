@@ -179,8 +179,14 @@ extension TokenManager {
                 reason: reason
             )
             return .issued
-        case .rejected(let status, let error):
-            return self.rejected(status: status, error: error, grant: grant, previous: previous)
+        case .rejected(let status, let error, let description):
+            return self.rejected(
+                status: status,
+                error: error,
+                description: description,
+                grant: grant,
+                previous: previous
+            )
         case .unreadable(let why) where grant.isLogin:
             self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), outcome: .failed(why))
             self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])

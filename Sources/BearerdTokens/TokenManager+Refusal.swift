@@ -2,21 +2,46 @@ import Foundation
 import Logging
 
 extension TokenManager.Grant {
-    /// What the token server refused when it answered a login (a password or an imported
-    /// refresh token) with a 4xx, and what to check: `code` is the answer's `error`, or
-    /// `HTTP <status>` when it names none. Only `invalid_grant` blames the user's credentials;
-    /// any other refusal (`invalid_client`, a bare 401 or 403) may be the client's own
-    /// authentication, so it names the keys that configure it (`credentialKeys`, no values).
-    func refusal(code: String, credentialKeys: String) -> String {
-        let grantRefused = code == "invalid_grant"
-        if code == "invalid_client" || code == "unauthorized_client" {
-            return "this client (\(code)): check \(credentialKeys)"
+    /// The grant's name as RFC 6749 and the token server's settings call it.
+    var grantType: String {
+        switch self {
+        case .refreshToken, .importedRefreshToken: "refresh_token"
+        case .clientCredentials: "client_credentials"
+        case .password: "password"
+        case .authorizationCode: "authorization_code"
         }
+    }
+
+    /// What the token server refused when it answered with a 4xx, and which keys to check:
+    /// `code` is the answer's `error` (RFC 6749 §5.2), or `HTTP <status>` when it names none.
+    /// Each code points at what it is about: `invalid_scope` at auth.scopes, `invalid_client` at
+    /// the client's keys (`credentialKeys`, names only), `unauthorized_client` and
+    /// `unsupported_grant_type` at the grant, `invalid_grant` at the user's credentials or the
+    /// refresh token. Without a code, a 401 is the client's authentication (RFC 6749 §5.2) and
+    /// anything else may be either.
+    func refusal(code: String, credentialKeys: String) -> String {
+        switch code {
+        case "invalid_scope":
+            return "the scope asked for (invalid_scope): check auth.scopes"
+        case "invalid_client", "HTTP 401":
+            return "this client's authentication (\(code)): check \(credentialKeys)"
+        case "unauthorized_client":
+            return
+                "the \(self.grantType) grant to this client (unauthorized_client): allow it for auth.client_id at the token server, or log in another way"
+        case "unsupported_grant_type":
+            return
+                "the \(self.grantType) grant (unsupported_grant_type): the token server does not offer it; log in another way"
+        case "invalid_request":
+            return "a request it could not take (invalid_request): check auth.extra_params and auth.client_auth"
+        default:
+            break
+        }
+        let grantRefused = code == "invalid_grant"
         switch self {
         case .password:
             return grantRefused
                 ? "the login (\(code)): check the user name and password"
-                : "the login (\(code)): check \(credentialKeys); then the user name and password"
+                : "the login (\(code)): check the user name and password, then \(credentialKeys)"
         case .authorizationCode:
             return grantRefused
                 ? "the authorization code (\(code)): it expired, was used already, or the client's redirect URI or PKCE does not match; run `bearerd login` again"
@@ -28,13 +53,25 @@ extension TokenManager.Grant {
                     + " or for another client"
         }
     }
+
+    /// The server's own words (`error_description`, already bounded and cleaned), after ours.
+    static func saying(_ description: String?) -> String {
+        description.map { "; the token server says: \"\($0)\"" } ?? ""
+    }
 }
 
 extension TokenManager {
     /// A 4xx: the credentials are no good. The only path that drops stored tokens, and only the
     /// user's: the client token stays.
-    func rejected(status: Int, error: String?, grant: Grant, previous: Session?) -> AttemptResult {
+    func rejected(
+        status: Int,
+        error: String?,
+        description: String? = nil,
+        grant: Grant,
+        previous: Session?
+    ) -> AttemptResult {
         let code = error ?? "HTTP \(status)"
+        let saying = Grant.saying(description)
         Self.count("rejected")
         if code == "invalid_client", case .refreshToken = grant, self.source.forgetRegistration() {
             // The client bearerd registered is gone at the server: the next login registers anew.
@@ -50,7 +87,7 @@ extension TokenManager {
                 "the token server rejected the refresh token; the stored tokens are wiped: run `bearerd login`",
                 metadata: ["status": "\(status)", "error": "\(code)"]
             )
-            let why = "the token server rejected the refresh token (\(code))"
+            let why = "the token server rejected the refresh token (\(code))\(saying)"
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
@@ -63,7 +100,7 @@ extension TokenManager {
             return .failed(why)
         case .password, .importedRefreshToken, .authorizationCode:
             let what = grant.refusal(code: code, credentialKeys: self.source.credentialKeys)
-            let why = "the token server refused \(what)"
+            let why = "the token server refused \(what)\(saying)"
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),
@@ -91,7 +128,7 @@ extension TokenManager {
             return .failed("the token server refused it (\(code))")
         case .clientCredentials:
             // Nothing stored to wipe; back off so a disabled client is not hammered.
-            let why = self.source.clientGrantRefusal(code: code)
+            let why = self.source.clientGrantRefusal(code: code) + saying
             self.lastRefresh = LastRefresh(
                 at: self.clock.now,
                 grant: self.name(of: grant),

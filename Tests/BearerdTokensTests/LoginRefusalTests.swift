@@ -70,6 +70,47 @@ struct LoginRefusalTests {
         }
     }
 
+    /// Each RFC 6749 §5.2 code points at the keys it is about, with the server's own words
+    /// beside (issue 50: a server that answered invalid_scope was told to check the client's
+    /// secret, then the user's password).
+    @Test(
+        arguments: [
+            (
+                400, #"{"error":"invalid_scope","error_description":"scope 'admin' is not allowed"}"#,
+                ["auth.scopes", #"the token server says: "scope 'admin' is not allowed""#],
+                ["user name", "auth.client_secret_file"]
+            ),
+            (400, #"{"error":"invalid_client"}"#, ["this client's authentication", "auth.client_id"], ["user name"]),
+            (401, "", ["this client's authentication (HTTP 401)", "auth.client_id"], ["user name"]),
+            (
+                400, #"{"error":"unauthorized_client"}"#, ["the password grant", "allow it for auth.client_id"],
+                ["user name"]
+            ),
+            (
+                400, #"{"error":"unsupported_grant_type"}"#, ["the password grant (unsupported_grant_type)"],
+                ["user name"]
+            ),
+            (
+                400,
+                #"{"error":"invalid_grant","error_description":"Invalid credentials for token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl\n"}"#,
+                ["check the user name and password", #"the token server says: "Invalid credentials for token …?""#],
+                ["eyJhbGci", "auth.client_id"]
+            ),
+        ] as [(Int, String, [String], [String])]
+    )
+    func eachCodePointsAtItsKeys(status: Int, body: String, named: [String], notNamed: [String]) async throws {
+        let harness = TokenHarness(source: Self.source(.clientSecretBasic, keyID: nil), seed: nil) { _, _ in
+            FakeTokenEndpoint.json(body, status: status)
+        }
+        let refused = await #expect(throws: TokenEngineError.self) {
+            try await harness.manager.logIn(username: "alice", password: Secret("alice-pass-7731"))
+        }
+        let message = refused?.message ?? ""
+        for text in named { #expect(message.contains(text), "\(message)") }
+        for text in notNamed { #expect(!message.contains(text), "\(message)") }
+        for secret in Self.secrets { #expect(!message.contains(secret), "\(message)") }
+    }
+
     /// `invalid_grant` is about the user's grant: the client's keys are not blamed.
     @Test func anInvalidGrantBlamesTheUserAlone() async throws {
         let harness = TokenHarness(source: Self.source(.privateKeyJWT, keyID: "key-1"), seed: nil) { _, _ in

@@ -176,7 +176,7 @@ struct TokenSourceTests {
         )
         switch outcome {
         case .issued: Issue.record("issued for \(status)")
-        case .rejected(_, let error): #expect(expected == "rejected" + (error.map { " " + $0 } ?? ""))
+        case .rejected(_, let error, _): #expect(expected == "rejected" + (error.map { " " + $0 } ?? ""))
         case .unavailable: #expect(expected == "unavailable")
         case .unreadable: #expect(expected == "unreadable")
         case .unreachable: Issue.record("no answer for \(status)")
