@@ -23,7 +23,9 @@ final class ReloadService: Service, Sendable {
 
     let configPath: String
     let environment: [String: String]
-    let running: Mutex<BearerdConfiguration>
+    /// What was written for the config that runs, key by key: the next reload compares against
+    /// it. The keys a reload does not apply keep their values from the start (``RestartOnlyKeys``).
+    let running: Mutex<WrittenValues>
     let proxy: ProxyControl
     let manager: TokenManager?
     let logLevel: LogLevelSetting
@@ -44,7 +46,7 @@ final class ReloadService: Service, Sendable {
     ) {
         self.configPath = configPath
         self.environment = environment
-        self.running = Mutex(running)
+        self.running = Mutex(running.written)
         self.proxy = proxy
         self.manager = manager
         self.logLevel = logLevel
@@ -110,7 +112,7 @@ final class ReloadService: Service, Sendable {
         await self.manager?.update(policy: TokenPlan.policy(new.auth))
         self.logLevel.value = new.log.level
         self.logger.debug("log level applied", metadata: ["log_level": "\(new.log.level)"])
-        let restartOnly = RestartOnlyKeys.changed(from: old, to: new)
+        let restartOnly = RestartOnlyKeys.changed(from: old, to: new.written)
         let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }
         if !useless.isEmpty {
             self.logger.error(
@@ -126,7 +128,7 @@ final class ReloadService: Service, Sendable {
             )
         }
         // What runs now; the restart-only keys keep their running values for the next comparison.
-        self.running.withLock { $0 = restartOnly.isEmpty ? new : Self.merging(new, keepingSessionOf: old) }
+        self.running.withLock { $0 = RestartOnlyKeys.running(new.written, keeping: old) }
         self.logger.notice(
             "config reloaded",
             metadata: [
@@ -135,26 +137,6 @@ final class ReloadService: Service, Sendable {
             ]
         )
         return .applied(restartPending: restartOnly)
-    }
-
-    /// `new`, with the token source and store that keep running.
-    static func merging(_ new: BearerdConfiguration, keepingSessionOf old: BearerdConfiguration) -> BearerdConfiguration
-    {
-        var merged = new
-        merged.auth.source = old.auth.source
-        merged.auth.refreshTokenFile = old.auth.refreshTokenFile
-        merged.auth.caFile = old.auth.caFile
-        merged.auth.tlsClientCertificate = old.auth.tlsClientCertificate
-        merged.auth.verify = old.auth.verify
-        merged.auth.dpop = old.auth.dpop
-        merged.auth.requestTimeout = old.auth.requestTimeout
-        merged.auth.connectTimeout = old.auth.connectTimeout
-        merged.store = old.store
-        merged.admin = old.admin
-        merged.threads = old.threads
-        merged.shutdownGrace = old.shutdownGrace
-        merged.written = RestartOnlyKeys.running(new.written, keeping: old.written)
-        return merged
     }
 }
 

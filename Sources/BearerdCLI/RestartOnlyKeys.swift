@@ -14,8 +14,12 @@ enum RestartOnlyKeys {
     static let all = ConfigSchema.keys(reloading: .restart) + ConfigSchema.keys(reloading: .newSession)
 
     /// The keys a reload does not apply whose written values differ, sorted.
+    static func changed(from old: WrittenValues, to new: WrittenValues) -> [String] {
+        Self.all.filter { old[$0] != new[$0] }.sorted()
+    }
+
     static func changed(from old: BearerdConfiguration, to new: BearerdConfiguration) -> [String] {
-        Self.all.filter { old.written[$0] != new.written[$0] }.sorted()
+        Self.changed(from: old.written, to: new.written)
     }
 
     /// `new`'s written values, with `old`'s for the keys a reload does not apply: what runs.
