@@ -50,7 +50,10 @@ package struct ConfigLoader: Sendable {
             )
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        return try self.load(yaml: text, source: path, baseDirectory: directory)
+        let configuration = try self.load(yaml: text, source: path, baseDirectory: directory)
+        let exposed = Self.readableCredentials(configuration, path: path)
+        guard exposed.isEmpty else { throw ConfigError(issues: exposed) }
+        return configuration
     }
 
     /// Loads and validates YAML text; relative file names resolve against `baseDirectory`.
