@@ -133,3 +133,31 @@ private final class Dripper: ChannelInboundHandler {
         }
     }
 }
+
+/// A TLS failure with the token server is said in words, naming the key that fixes it, and
+/// never with BoringSSL's text, which names files of the build (issue 50).
+@Suite("Token transport: TLS failures in words")
+struct TLSFailureWordsTests {
+    static let observed =
+        "handshakeFailed(NIOSSL.BoringSSLError.sslError([Error: 268435581 error:1000007d:SSL routines:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED at /work/main/.build/checkouts/swift-nio-ssl/Sources/CNIOBoringSSL/ssl/handshake.cc:320]))"
+
+    @Test(
+        arguments: [
+            (observed, "not trusted (CERTIFICATE_VERIFY_FAILED): set auth.ca_file"),
+            (
+                "handshakeFailed(NIOSSL.BoringSSLError.sslError([Error: 268435703 error:100000f7:SSL routines:OPENSSL_internal:WRONG_VERSION_NUMBER at /x/tls_record.cc:231]))",
+                "does not answer in TLS (WRONG_VERSION_NUMBER): is it a plain http port?"
+            ),
+            (
+                "handshakeFailed(NIOSSL.BoringSSLError.sslError([Error: 268436496 error:10000410:SSL routines:OPENSSL_internal:SSLV3_ALERT_HANDSHAKE_FAILURE at /x/tls_record.cc:592]))",
+                "refused the TLS handshake (SSLV3_ALERT_HANDSHAKE_FAILURE): it may want a client certificate (auth.tls_cert_file)"
+            ),
+            ("uncleanShutdown", "TLS with auth.example:443 failed"),
+        ]
+    )
+    func saidInWordsWithoutTheLibrarysText(text: String, expected: String) {
+        let words = TokenEngineError.describeTLS(text, target: "auth.example:443")
+        #expect(words.contains(expected), "\(words)")
+        #expect(!words.contains("/") && !words.contains("OPENSSL_internal") && !words.contains("BoringSSL"), "\(words)")
+    }
+}
