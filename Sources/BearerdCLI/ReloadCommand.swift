@@ -12,7 +12,8 @@ struct ReloadCommand: AsyncParsableCommand {
         discussion: """
             Returns once the new config is live (exit 0) or refused (exit 78 for errors in the \
             config, 1 for anything else, the reason printed); a refused config leaves the running \
-            one serving. systemd's ExecReload= runs this, so `systemctl reload bearerd` fails \
+            one serving. When some changed keys wait for a restart (the token source, the store, \
+            the threads), the first line names them, the rest is live, and the exit is 75. systemd's ExecReload= runs this, so `systemctl reload bearerd` fails \
             visibly on a broken config. The running daemon judges the config and applies it; \
             with no daemon, nothing is reloaded. SIGHUP reloads too, but says nothing back.
             """
@@ -58,19 +59,22 @@ struct ReloadCommand: AsyncParsableCommand {
             StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(failure.exitCode)
         }
+        var waiting = false
         do {
             let answer = try await channel.request(.POST, "/v1/reload", as: AdminMessages.Reloaded.self)
             await channel.close()
             if answer.restartPending.isEmpty {
                 print("reloaded: the new config is live")
             } else {
+                // Not "live": a person who fixed one of these keys must not think it applies.
                 print(
-                    "reloaded: the new config is live, but these keys take effect at the next restart: \(answer.restartPending.joined(separator: ", "))"
+                    "reloaded in part: \(answer.restartPending.joined(separator: ", ")) wait for a restart (the running values serve until then; `systemctl restart bearerd` applies them); the rest of the new config is live"
                 )
             }
             print(
                 "open connections: idle ones now serve the new config, busy ones close after their request; callers the lists no longer admit were closed"
             )
+            waiting = !answer.restartPending.isEmpty
         } catch let failure as AdminMessages.Failure {
             await channel.close()
             switch failure.error {
@@ -89,6 +93,8 @@ struct ReloadCommand: AsyncParsableCommand {
             StandardError.emit("bearerd: the daemon did not answer the reload: \(error)")
             throw ExitCode.failure
         }
+        // Some of it waits for a restart: not a success for systemd's ExecReload= either.
+        if waiting { throw ExitCode(75) }
     }
 
     private static func refused(_ reason: String) {

@@ -71,8 +71,12 @@ enum TokenPlan {
             source = OAuth2Source(
                 settings: .init(
                     client: oauth2,
+                    // Read now so a missing file stops the start; read again before each request.
                     clientSecret: try oauth2.clientSecretFile.map {
                         try Self.readSecret($0, key: "auth.client_secret_file", what: "client secret")
+                    },
+                    clientSecretFile: oauth2.clientSecretFile.map {
+                        SecretFile(path: $0, key: "auth.client_secret_file")
                     },
                     allowInsecureHTTP: auth.allowInsecureHTTP,
                     assertionSigner: try Self.assertionSigner(oauth2, clock: clock),

@@ -6,8 +6,12 @@ extension OAuth2Source {
     package struct Settings: Sendable {
         /// `auth.token_url` or `auth.issuer`, the client and its grants, as configured.
         package var client: OAuth2Client
-        /// The content of `auth.client_secret_file`.
+        /// The content of `auth.client_secret_file` as it was at start (or a secret given in
+        /// code).
         package var clientSecret: Secret?
+        /// `auth.client_secret_file`: read again before each request that sends the secret,
+        /// so a replaced secret needs no restart; ``clientSecret`` is used when it is `nil`.
+        package var clientSecretFile: SecretFile?
         /// Whether discovered endpoints may be plain http to another machine (`allow_insecure_http`).
         package var allowInsecureHTTP: Bool
         /// Signs the assertion of ``ClientAuthentication/privateKeyJWT``.
@@ -20,6 +24,7 @@ extension OAuth2Source {
         package init(
             client: OAuth2Client,
             clientSecret: Secret? = nil,
+            clientSecretFile: SecretFile? = nil,
             allowInsecureHTTP: Bool = false,
             assertionSigner: (any ClientAssertionSigner)? = nil,
             dpop: Bool = false,
@@ -27,6 +32,7 @@ extension OAuth2Source {
         ) {
             self.client = client
             self.clientSecret = clientSecret
+            self.clientSecretFile = clientSecretFile
             self.allowInsecureHTTP = allowInsecureHTTP
             self.assertionSigner = assertionSigner
             self.dpop = dpop

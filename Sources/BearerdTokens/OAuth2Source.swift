@@ -210,11 +210,12 @@ package final class OAuth2Source: TokenSource {
         switch client.authentication {
         case .clientSecretBasic:
             // RFC 6749 §2.3.1: both parts form-encoded before base64.
-            let pair = FormEncoding.escape(client.id) + ":" + FormEncoding.escape(client.secret?.value ?? "")
+            let secret = try self.secretToSend(client)
+            let pair = FormEncoding.escape(client.id) + ":" + FormEncoding.escape(secret?.value ?? "")
             headers.append(("authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
         case .clientSecretPost:
             fields.append(("client_id", client.id))
-            fields.append(("client_secret", client.secret?.value ?? ""))
+            fields.append(("client_secret", try self.secretToSend(client)?.value ?? ""))
         case .privateKeyJWT:
             guard let signer = self.settings.assertionSigner else {
                 throw TokenEngineError.source("auth.client_auth: private_key_jwt needs auth.client_key_file")
@@ -230,6 +231,17 @@ package final class OAuth2Source: TokenSource {
             fields.append(("client_id", client.id))
         }
         return TokenHTTPRequest(url: url, headers: headers, body: FormEncoding.encode(fields))
+    }
+
+    /// The secret a request sends: a registered client's own, else `auth.client_secret_file`
+    /// as it is now, else the one given at start.
+    func secretToSend(
+        _ client: (id: String, secret: Secret?, authentication: ClientAuthentication)
+    ) throws(TokenEngineError) -> Secret? {
+        if self.found.withLock({ $0.registration }) == nil, let file = self.settings.clientSecretFile {
+            return try file.read()
+        }
+        return client.secret
     }
 
     /// The issuer's JWKS, as its metadata names it (`auth.verify.jwks_uri: discover`).

@@ -22,6 +22,33 @@ struct TokenSourceTests {
         )
     }
 
+    /// `auth.client_secret_file` is read before each request that sends it: a secret replaced
+    /// in the file is sent from the next request on, without a restart (issue 50: a reload said
+    /// "live" while the old secret kept being sent), and a file gone bad is a clear error under
+    /// its key, not the secret read at start sent on.
+    @Test func aReplacedSecretFileIsSentFromTheNextRequestOn() async throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("first-secret-0001\n", to: "client.secret", mode: 0o600)
+        var settings = OAuth2Source.Settings(
+            endpoint: .tokenURL("https://auth.example/token"),
+            clientID: "app",
+            clientSecret: Secret("first-secret-0001"),
+            clientAuthentication: .clientSecretPost
+        )
+        settings.clientSecretFile = SecretFile(path: path, key: "auth.client_secret_file")
+        let source = OAuth2Source(settings: settings)
+        let first = try await source.refreshRequest(Secret("r"), transport: self.endpoint)
+        #expect(FakeTokenEndpoint.form(first)["client_secret"] == "first-secret-0001")
+        _ = try directory.write("second-secret-0002\n", to: "client.secret", mode: 0o600)
+        let second = try await source.refreshRequest(Secret("r"), transport: self.endpoint)
+        #expect(FakeTokenEndpoint.form(second)["client_secret"] == "second-secret-0002")
+        _ = try directory.write("", to: "client.secret", mode: 0o600)
+        let error = await #expect(throws: TokenEngineError.self) {
+            _ = try await source.refreshRequest(Secret("r"), transport: self.endpoint)
+        }
+        #expect(error?.code == .source && error?.message.hasPrefix("auth.client_secret_file: ") == true)
+    }
+
     @Test func clientSecretBasicFormEncodesBothPartsIntoTheHeader() async throws {
         let request = try await self.oauth2(.clientSecretBasic).refreshRequest(Secret("r/t"), transport: self.endpoint)
         let form = FakeTokenEndpoint.form(request)
