@@ -34,6 +34,19 @@ struct ScopeStepUpEndToEndTests {
             secret: "cc-secret",
             extra: "  client_credentials: true\n  scopes: [read]\n  scope_step_up: true\n  scope_step_up_allow: [admin]"
         )
+        // The client token first: django-oauth-toolkit hashes the client secret on each token
+        // request, and on a loaded machine the first one can outlast proxy.token_wait (2 s);
+        // this test is about the step-up, not the start.
+        let deadline = ContinuousClock.now + .seconds(30)
+        func ready() async throws -> Bool {
+            try await allowed.status().split(separator: "\n").contains {
+                let line = $0.trimmingCharacters(in: .whitespaces)
+                return line.hasPrefix("state:") && line.hasSuffix(" ready")
+            }
+        }
+        while try await !ready(), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
         let first = try await Self.get(allowed.port, "/api/admin")
         #expect(first.status == 200 && first.body.contains("\"admin\": true"), "\(first)")
         let status = try await allowed.status()
