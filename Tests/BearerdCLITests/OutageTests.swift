@@ -70,7 +70,10 @@ struct OutageTests {
         print("outage: \(counts) over 30 s, slowest answer \(worst), Retry-After values \(retryAfters)")
         #expect((counts[503] ?? 0) > 100, "the token expired and clients were told so: \(counts)")
         #expect(Set(counts.keys).isSubset(of: [200, 503]), "\(counts)")
-        #expect(worst < .milliseconds(600), "token_wait (500 ms) + 100 ms; slowest was \(worst)")
+        // Bounded by token_wait, not by the outage. Alone the slowest answer takes about 10 ms;
+        // in the full test command, 141 suites share 2 cores and it took 367 to 837 ms in five
+        // runs of one day, so the bound is twice token_wait.
+        #expect(worst < .milliseconds(1000), "2 × token_wait (500 ms); slowest was \(worst)")
         #expect(retryAfters.allSatisfy { Int($0).map { $0 >= 1 && $0 <= 300 } ?? false })
         // Monitoring reads `status`'s exit code: no token to send is not "0, fine".
         let status = try await BearerdProcess.run(["status", "-c", config])
