@@ -76,7 +76,7 @@ enum TokenPlan {
                         try Self.readSecret($0, key: "auth.client_secret_file", what: "client secret")
                     },
                     clientSecretFile: oauth2.clientSecretFile.map {
-                        SecretFile(path: $0, key: "auth.client_secret_file")
+                        SecretFile(path: $0, key: "auth.client_secret_file", what: "client secret")
                     },
                     allowInsecureHTTP: auth.allowInsecureHTTP,
                     assertionSigner: try Self.assertionSigner(oauth2, clock: clock),
@@ -102,15 +102,14 @@ enum TokenPlan {
         )
     }
 
-    /// A secret file's content, surrounding white space removed; `key` names the file's setting
-    /// and `what` the secret in errors.
+    /// A secret file's content, read as the engine reads it before each request
+    /// (``SecretFile``); `key` names the file's setting and `what` the secret in errors.
     static func readSecret(_ path: String, key: String, what: String) throws(CommandError) -> Secret {
-        let bytes = try Self.readFile(path, key: key)
-        let value = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !value.isEmpty, !value.contains(where: { $0.isNewline }) else {
-            throw CommandError(key: key, "\(path) must hold the \(what) alone, on one line")
+        do throws(TokenEngineError) {
+            return try SecretFile(path: path, key: key, what: what).read()
+        } catch {
+            throw CommandError(keys: [key], message: error.message)
         }
-        return Secret(value)
     }
 
     /// A file's bytes, read through a checked directory (no symlinks or foreign owners where

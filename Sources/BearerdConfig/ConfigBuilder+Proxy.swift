@@ -1,3 +1,4 @@
+import BearerdAuth
 import BearerdFiles
 import BearerdProxy
 import BearerdWire

@@ -9,10 +9,13 @@ package struct SecretFile: Sendable, Equatable {
     package var path: String
     /// The config key that names the file, for messages.
     package var key: String
+    /// What the file holds, for messages: "client secret", "refresh token".
+    package var what: String
 
-    package init(path: String, key: String) {
+    package init(path: String, key: String, what: String = "secret") {
         self.path = path
         self.key = key
+        self.what = what
     }
 
     /// The secret: the file's one line, at most 64 KiB, through a checked directory.
@@ -27,10 +30,12 @@ package struct SecretFile: Sendable, Equatable {
         } catch {
             throw .source("\(self.key): cannot read \(self.path): \(error)")
         }
-        guard let contents else { throw .source("\(self.key): \(self.path) does not exist") }
+        guard let contents else {
+            throw .source("\(self.key): \(self.path) does not exist: create it, or correct the path")
+        }
         let value = String(decoding: contents.bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !value.isEmpty, !value.contains(where: \.isNewline) else {
-            throw .source("\(self.key): \(self.path) must hold the secret alone, on one line")
+            throw .source("\(self.key): \(self.path) must hold the \(self.what) alone, on one line")
         }
         return Secret(value)
     }

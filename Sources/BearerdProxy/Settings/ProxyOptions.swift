@@ -44,17 +44,9 @@ package struct ProxyOptions: Sendable {
     /// `proxy.add_headers`: fields sent upstream with every request, replacing the client's.
     package var addHeaders: [Header]
 
-    /// A header field bearerd adds to every upstream request (`proxy.add_headers`).
-    package struct Header: Sendable, Equatable {
-        /// As written in the config (names compare without case).
-        package var name: String
-        package var value: String
-
-        package init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
+    /// A header field bearerd adds to every upstream request (`proxy.add_headers`), its name as
+    /// written in the config (names compare without case).
+    package typealias Header = NameValue
 
     /// Every list empty and every switch off, the limits at zero: the config's reader sets
     /// each field from its key.
