@@ -114,12 +114,23 @@ struct ConnectionStateMachineTests {
         #expect(due == .close)
     }
 
-    @Test func aLastResponseClosesThenLingersForTheLingerTime() {
+    /// A client that asked to close and sent its request whole sends nothing more (RFC 9112
+    /// §9.6): its connection closes after the response, without lingering, as nginx's does.
+    @Test func aClientThatAskedToCloseAndSentItsRequestWholeIsNotLingeredFor() {
         var machine = Self.accepted()
         let job = Self.job()
         machine.begin(job, Self.exchange(closes: true))
         let end = machine.exchangeEnded(job, now: Self.ms(100))
-        #expect(end?.action == .closeAfterWrite)
+        #expect(end?.action == .closeAfterWrite(linger: false))
+        #expect(machine.dropsInput)
+    }
+
+    @Test func aLastResponseBeforeTheRequestsEndClosesThenLingersForTheLingerTime() {
+        var machine = Self.accepted()
+        let job = Self.job()
+        machine.begin(job, Self.exchange(closes: true, ended: false))
+        let end = machine.exchangeEnded(job, now: Self.ms(100))
+        #expect(end?.action == .closeAfterWrite(linger: true))
         #expect(end?.ended.closeReason == .clientAsked, "the ended exchange's record comes back, for its log line")
         #expect(machine.dropsInput)
         let until = machine.lingerStarted(now: Self.ms(150))
@@ -150,7 +161,7 @@ struct ConnectionStateMachineTests {
         // and says so when it ends: one record, not two.
         #expect(busy.readExchange(of: job) { $0.closeReason } == .retiring)
         let end = busy.exchangeEnded(job, now: Self.ms(10))
-        #expect(end?.action == .closeAfterWrite)
+        #expect(end?.action == .closeAfterWrite(linger: true), "its client may send another request")
     }
 
     /// After a reload no request goes upstream under the old settings: an idle connection

@@ -47,4 +47,33 @@ struct LingerTests {
         proxy.wait(milliseconds: 1)
         #expect(!proxy.client.isActive, "a client that never closes is closed after the linger time")
     }
+
+    /// `curl` in a loop: a request that says `Connection: close` and came whole is answered and
+    /// its connection closed at once, as nginx does, not half-closed and waited on (a shutdown,
+    /// a wakeup, a read and a timer more for every such request).
+    @Test func aClientThatSaidCloseAndSentItsRequestWholeIsClosedAtOnce() throws {
+        let proxy = try EmbeddedProxy("")
+        let recorder = HalfCloseRecorder()
+        try proxy.client.pipeline.syncOperations.addHandler(recorder, position: .first)
+        try proxy.send("GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        try proxy.upstream.answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        let answer = try proxy.received()
+        #expect(answer.hasPrefix("HTTP/1.1 200 ") && answer.hasSuffix("ok"), "\(answer.prefix(200))")
+        #expect(!recorder.outputClosed, "half-closed and lingered for a client that is done")
+        #expect(recorder.fullCloses == 1 && !proxy.client.isActive)
+    }
+
+    /// The same client sending more after its request (which it said it would not) is lingered
+    /// for: closing with its bytes unread would reset the connection under the answer.
+    @Test func bytesAfterARequestThatSaidCloseAreLingeredFor() throws {
+        let proxy = try EmbeddedProxy("")
+        let recorder = HalfCloseRecorder()
+        try proxy.client.pipeline.syncOperations.addHandler(recorder, position: .first)
+        try proxy.send("GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /y HTTP/1.1\r\n")
+        try proxy.upstream.answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        #expect(try proxy.received().hasPrefix("HTTP/1.1 200 "))
+        #expect(recorder.outputClosed && recorder.fullCloses == 0 && proxy.client.isActive)
+        proxy.wait(milliseconds: 2000)
+        #expect(!proxy.client.isActive, "closed after the linger time")
+    }
 }

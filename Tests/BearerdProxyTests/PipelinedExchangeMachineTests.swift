@@ -78,7 +78,7 @@ struct PipelinedExchangeMachineTests {
         connection.begin(third, Self.exchange(closes: true))
         try Self.serve(third, on: &connection)
         let last = connection.exchangeEnded(third, now: Self.t0 + .milliseconds(12))
-        #expect(last?.action == .closeAfterWrite, "its client asked to close: the exchange's record says so")
+        #expect(last?.action == .closeAfterWrite(linger: false), "its client asked to close: the record says so")
         #expect(connection.dropsInput)
     }
 
@@ -94,7 +94,7 @@ struct PipelinedExchangeMachineTests {
         try Self.serve(first, on: &connection)
         let end = connection.exchangeEnded(first, now: Self.t0)
         #expect(end?.ended.closeReason == .retiring)
-        #expect(end?.action == .closeAfterWrite)
+        #expect(end?.action == .closeAfterWrite(linger: true))
         #expect(connection.dropsInput, "the pipelined request is dropped: the client sends it again")
     }
 

@@ -69,10 +69,11 @@ extension ProxyHandler {
         if case .keepOpen(let idleUntil) = action { self.arm(idleUntil) }
         self.logAccess(exchange, ended, outcome: nil, now: now)
         switch action {
-        case .closeAfterWrite:
+        case .closeAfterWrite(let linger):
             self.timer.cancel()
             context.writeAndFlush(self.wrapOutboundOut(end ?? WireFormat.empty)).assumeIsolated().whenComplete { _ in
-                self.linger()
+                // Bytes past the request, from a client that said it was done, are a reason to.
+                if linger || self.inbound.readableBytes > 0 { self.linger() } else { self.closeClient() }
             }
         case .keepOpen:
             if let end { context.write(self.wrapOutboundOut(end), promise: nil) }

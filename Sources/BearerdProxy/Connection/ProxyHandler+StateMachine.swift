@@ -49,8 +49,12 @@ extension ProxyHandler {
 
         /// What the handler does when an exchange ends.
         enum EndAction: Equatable {
-            /// The response is the connection's last: flush it, then linger.
-            case closeAfterWrite
+            /// The response is the connection's last: flush it, then close. `linger`: half-close
+            /// and drop what the client still sends first (``ProxyHandler/linger()``); not when the
+            /// client asked to close and its request came whole, as nginx's `lingering_close on`
+            /// decides: such a client sends nothing more (RFC 9112 §9.6), and the linger would cost
+            /// each `curl` in a loop a shutdown, a wakeup, a read and a timer.
+            case closeAfterWrite(linger: Bool)
             /// The connection serves the next request; it may wait for it until the deadline.
             case keepOpen(idleUntil: NIODeadline)
         }
@@ -180,7 +184,8 @@ extension ProxyHandler {
             guard self.isInFlight(ref), let exchange = self.exchange else { return nil }
             if exchange.closesConnection {
                 self.state = .closed
-                return (.closeAfterWrite, exchange)
+                let done = exchange.closeReason == .clientAsked && exchange.requestEnded
+                return (.closeAfterWrite(linger: !done), exchange)
             }
             self.state = exchange.requestEnded ? .idle(since: now, head: nil) : .discarding(since: now)
             return (.keepOpen(idleUntil: now + self.idleTimeout), exchange)
