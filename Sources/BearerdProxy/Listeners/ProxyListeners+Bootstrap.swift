@@ -33,7 +33,10 @@ extension ProxyListeners {
                     try sync.addHandler(quiesce.makeServerChannelHandler(channel: channel))
                 }
             }
-            .childChannelOption(.maxMessagesPerRead, value: 8)
+            // No child channel options: NIO applies each through a chain of futures, and each
+            // TCP_NODELAY with a getsockname(2) and a setsockopt(2), on every connection
+            // accepted. ServerBootstrap sets TCP_NODELAY on the listener, which accepted sockets
+            // inherit on Linux (`AcceptedSocketTests`); the read batch is set in place (`serve`).
             .childChannelInitializer { channel in
                 if limiter.takeRefusal(channel) {
                     return channel.eventLoop.makeCompletedFuture {
@@ -52,7 +55,6 @@ extension ProxyListeners {
             }
         if tcp {
             bootstrap = bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
         }
         return bootstrap
     }
@@ -118,6 +120,7 @@ extension ProxyListeners {
                         failures: self.failures
                     )
                 else { throw ProxyError.setup("no upstream pool for this event loop") }
+                try channel.syncOptions?.setOption(.maxMessagesPerRead, value: 8)
                 try channel.pipeline.syncOperations.addHandler(handler)
             }
         }
