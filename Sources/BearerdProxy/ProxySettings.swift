@@ -100,3 +100,16 @@ package struct ProxySettings: Sendable {
         self.accessLogQuery = accessLogQuery
     }
 }
+
+extension ProxySettings {
+    /// One generation's settings, shared by reference: each connection holds this rather than a
+    /// copy of the struct, whose copy retained each of its ~25 reference-counted fields once per
+    /// connection and released them again when it closed.
+    package final class Shared: Sendable {
+        package let value: ProxySettings
+
+        package init(_ value: ProxySettings) {
+            self.value = value
+        }
+    }
+}

@@ -32,23 +32,31 @@ struct AcceptedSocketTests {
         }
     }
 
-    /// This process's connected IPv4 sockets whose local port is `localPort`.
+    /// This process's connected IPv4 sockets whose local port is `localPort`. The addresses are
+    /// read as bytes: in a clean build `sockaddr_in` resolves to CNIOLinux's copy, which this
+    /// target does not import.
     static func acceptedSockets(localPort: Int) -> [Int32] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return names.compactMap(Int32.init).filter { descriptor in
-            var local = sockaddr_in()
-            var peer = sockaddr_in()
-            var size = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let named = withUnsafeMutablePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &size) }
-            }
-            guard named == 0, local.sin_family == sa_family_t(AF_INET),
-                Int(UInt16(bigEndian: local.sin_port)) == localPort
+            guard let local = Self.address(of: descriptor, getsockname), local.family == AF_INET,
+                local.port == localPort
             else { return false }
-            size = socklen_t(MemoryLayout<sockaddr_in>.size)
-            return withUnsafeMutablePointer(to: &peer) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &size) }
-            } == 0
+            return Self.address(of: descriptor, getpeername) != nil
         }
+    }
+
+    /// The family and port of a socket's address, as `call` (getsockname, getpeername) gives it.
+    static func address(
+        of descriptor: Int32,
+        _ call: (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?) -> Int32
+    ) -> (family: Int32, port: Int)? {
+        var bytes = [UInt8](repeating: 0, count: 128)
+        var size = socklen_t(bytes.count)
+        let result = bytes.withUnsafeMutableBytes { raw in
+            call(descriptor, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &size)
+        }
+        guard result == 0, size >= 4 else { return nil }
+        // sa_family in host order, then (for AF_INET) the port in network order.
+        return (Int32(UInt16(bytes[0]) | UInt16(bytes[1]) << 8), Int(bytes[2]) << 8 | Int(bytes[3]))
     }
 }

@@ -55,7 +55,7 @@ struct EmbeddedProxy {
         let upstream = EmbeddedUpstream(loop: client.embeddedEventLoop)
         let settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9")
         let handler = ProxyHandler(
-            settings: settings,
+            settings: ProxySettings.Shared(settings),
             retryBudget: SharedBudget(limit: 1 << 20),
             viaTCP: false,
             pool: UpstreamConnectionPool(

@@ -10,7 +10,7 @@ extension ProxyHandler {
     /// always has the token "t" and a pool on the channel's loop.
     static func testing(settings: ProxySettings, viaTCP: Bool, channel: EmbeddedChannel) -> ProxyHandler {
         ProxyHandler(
-            settings: settings,
+            settings: ProxySettings.Shared(settings),
             retryBudget: SharedBudget(limit: 1 << 20),
             viaTCP: viaTCP,
             pool: UpstreamConnectionPool(

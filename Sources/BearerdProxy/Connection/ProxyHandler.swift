@@ -18,7 +18,12 @@ final class ProxyHandler: ChannelDuplexHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    let settings: ProxySettings
+    /// The generation's settings, shared with its other connections.
+    let shared: ProxySettings.Shared
+    /// Read in place through the shared box (a borrow, not a copy of the struct).
+    var settings: ProxySettings {
+        _read { yield self.shared.value }
+    }
     /// Bytes of request bodies kept for retries, over every connection of the generation.
     let retryBudget: SharedBudget
     /// The connection came in on a TCP listener (known from the listener, never guessed from
@@ -82,7 +87,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     let caller: ConnectionCaller?
 
     init(
-        settings: ProxySettings,
+        settings shared: ProxySettings.Shared,
         retryBudget: SharedBudget,
         viaTCP: Bool,
         pool: UpstreamConnectionPool,
@@ -93,7 +98,8 @@ final class ProxyHandler: ChannelDuplexHandler {
         caller: ConnectionCaller? = nil
     ) {
         self.caller = caller
-        self.settings = settings
+        self.shared = shared
+        let settings = shared.value
         self.parser = RequestParser(limits: settings.requestLimits)
         self.exchangeTimeouts = ExchangeDeadlines.Timeouts(
             body: TimeAmount(settings.proxy.limits.bodyTimeout),

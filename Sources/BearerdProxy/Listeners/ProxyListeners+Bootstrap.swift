@@ -84,9 +84,8 @@ extension ProxyListeners {
         /// is then made again under the new one.
         func serve(_ channel: any Channel, caller: Caller?, asked: Asked) -> EventLoopFuture<Void> {
             let generation = self.state.withLockedValue { $0.generation }
-            let settings = generation.settings
-            let admission = settings.admission
-            if !asked.contains(.caller) && (!self.viaTCP || admission.needsCaller || settings.accessLog) {
+            let admission = generation.settings.admission
+            if !asked.contains(.caller) && (!self.viaTCP || admission.needsCaller || generation.settings.accessLog) {
                 // The owner of a TCP client's socket: one netlink request on this event loop.
                 let lookup = self.viaTCP ? Caller.ofTCP(channel) : PeerCredentials.caller(channel)
                 return lookup.flatMap { self.serve(channel, caller: $0, asked: asked.union(.caller)) }

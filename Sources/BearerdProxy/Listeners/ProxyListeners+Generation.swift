@@ -9,7 +9,10 @@ extension ProxyListeners {
     /// What a new connection is served with: the settings and one upstream pool per event loop,
     /// and the connections it serves, so that a reload can bind them to the next generation.
     final class Generation: Sendable {
-        let settings: ProxySettings
+        let shared: ProxySettings.Shared
+        var settings: ProxySettings {
+            _read { yield self.shared.value }
+        }
         let pools: [ObjectIdentifier: UpstreamConnectionPool]
         /// Request bodies kept for retries, over all of this generation's connections.
         let retryBudget = SharedBudget(limit: ProxySettings.retryBufferTotal)
@@ -31,7 +34,7 @@ extension ProxyListeners {
         }
 
         init(settings: ProxySettings, group: any EventLoopGroup) {
-            self.settings = settings
+            self.shared = ProxySettings.Shared(settings)
             var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
             let budget = SharedBudget(limit: settings.upstream.maxIdleConnections)
             for loop in group.makeIterator() {
@@ -77,7 +80,7 @@ extension ProxyListeners {
         ) -> ProxyHandler? {
             guard let pool = self.pools[ObjectIdentifier(loop)] else { return nil }
             return ProxyHandler(
-                settings: self.settings,
+                settings: self.shared,
                 retryBudget: self.retryBudget,
                 viaTCP: viaTCP,
                 pool: pool,
