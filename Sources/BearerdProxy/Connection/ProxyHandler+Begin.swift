@@ -63,7 +63,7 @@ extension ProxyHandler {
             failure.retryAfterSeconds = tokens.secondsUntilNextAttempt() ?? 1
             self.fail(exchange, failure)
         }
-        context.eventLoop.makeFutureWithTask {
+        self.calls.answer(on: context.eventLoop) {
             guard let waiter else { return try await tokens.token() }
             return try await ServiceContext.withValue(waiter) { try await tokens.token() }
         }

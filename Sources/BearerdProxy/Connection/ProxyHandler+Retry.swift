@@ -19,7 +19,7 @@ extension ProxyHandler {
         // A path that refuses every token pauses the refreshes its own 401s force, not others'.
         let path = exchange.request.uri
         let challenge = asked?.challenge
-        context.eventLoop.makeFutureWithTask {
+        self.calls.answer(on: context.eventLoop) {
             let ask: @Sendable () async -> BearerToken? = {
                 if let challenge { return await tokens.upstreamAskedForMore(challenge, token: token, path: path) }
                 return await tokens.upstreamRejected(token, path: path)

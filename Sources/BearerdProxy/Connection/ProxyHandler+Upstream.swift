@@ -69,24 +69,17 @@ extension ProxyHandler: UpstreamConnectionOwner {
         if let token = forward.reportRejection {
             let tokens = self.tokens
             let path = exchange.request.uri
-            self.context?.eventLoop.makeFutureWithTask { _ = await tokens.upstreamRejected(token, path: path) }
-                .whenComplete { _ in }
+            self.calls.tell { _ = await tokens.upstreamRejected(token, path: path) }
         }
         if let (challenge, token) = forward.reportChallenge {
             let tokens = self.tokens
             let path = exchange.request.uri
-            self.context?.eventLoop.makeFutureWithTask {
-                _ = await tokens.upstreamAskedForMore(challenge, token: token, path: path)
-            }
-            .whenComplete { _ in }
+            self.calls.tell { _ = await tokens.upstreamAskedForMore(challenge, token: token, path: path) }
         }
         if let (token, refused) = forward.freshTokenAnswer {
             let tokens = self.tokens
             let path = exchange.request.uri
-            self.context?.eventLoop.makeFutureWithTask {
-                await tokens.freshTokenAnswered(token, refused: refused, path: path)
-            }
-            .whenComplete { _ in }
+            self.calls.tell { await tokens.freshTokenAnswered(token, refused: refused, path: path) }
         }
         // This answer goes to the client: no retry can follow, so the kept body goes.
         exchange.retryBody.drop()

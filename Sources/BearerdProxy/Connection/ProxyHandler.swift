@@ -31,6 +31,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     let viaTCP: Bool
     let pool: UpstreamConnectionPool
     let tokens: any TokenProvider
+    /// The provider's answers this connection waits for, counted for shutdown.
+    let calls: ProviderCalls
     let logger: Logger
     /// What a client, the upstream or the token server can cause at request rate is logged
     /// through this, shared by every connection: once per kind, then summarised.
@@ -92,6 +94,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         viaTCP: Bool,
         pool: UpstreamConnectionPool,
         tokens: any TokenProvider,
+        calls: ProviderCalls = ProviderCalls(),
         metrics: ProxyMetrics,
         logger: Logger,
         failures: ThrottledLogger,
@@ -116,6 +119,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         self.viaTCP = viaTCP
         self.pool = pool
         self.tokens = tokens
+        self.calls = calls
         self.metrics = metrics
         self.logger = logger
         self.failures = failures

@@ -14,6 +14,8 @@ extension ProxyListeners {
             _read { yield self.shared.value }
         }
         let pools: [ObjectIdentifier: UpstreamConnectionPool]
+        /// The provider's answers connections wait for, over every generation (shutdown waits).
+        let calls: ProviderCalls
         /// Request bodies kept for retries, over all of this generation's connections.
         let retryBudget = SharedBudget(limit: ProxySettings.retryBufferTotal)
         private let served = NIOLockedValueBox(Served())
@@ -33,8 +35,9 @@ extension ProxyListeners {
             var viaTCP: Bool
         }
 
-        init(settings: ProxySettings, group: any EventLoopGroup) {
+        init(settings: ProxySettings, group: any EventLoopGroup, calls: ProviderCalls) {
             self.shared = ProxySettings.Shared(settings)
+            self.calls = calls
             var pools: [ObjectIdentifier: UpstreamConnectionPool] = [:]
             let budget = SharedBudget(limit: settings.upstream.maxIdleConnections)
             for loop in group.makeIterator() {
@@ -85,6 +88,7 @@ extension ProxyListeners {
                 viaTCP: viaTCP,
                 pool: pool,
                 tokens: tokens,
+                calls: self.calls,
                 metrics: metrics,
                 logger: logger,
                 failures: failures,

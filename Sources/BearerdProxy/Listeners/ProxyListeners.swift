@@ -41,6 +41,8 @@ package final class ProxyListeners: Sendable {
 
     let state: NIOLockedValueBox<State>
     let tokens: any TokenProvider
+    /// The provider's answers connections wait for, over every generation.
+    var calls: ProviderCalls { self.state.withLockedValue { $0.generation.calls } }
     let metrics: ProxyMetrics
     /// `proxy.max_connections`, over every listener and generation.
     let limiter: ConnectionLimiter
@@ -88,7 +90,7 @@ package final class ProxyListeners: Sendable {
         let (listen, allowRemote) = (settings.listeners.listen, settings.listeners.allowRemote)
         let (socketMode, socketGroup) = (settings.listeners.socketMode, settings.listeners.socketGroup)
         let listeners = ProxyListeners(
-            generation: Generation(settings: settings, group: group),
+            generation: Generation(settings: settings, group: group, calls: ProviderCalls()),
             tokens: tokens,
             group: group,
             logger: logger
@@ -169,7 +171,7 @@ package final class ProxyListeners: Sendable {
                 throw error
             }
         }
-        let next = Generation(settings: settings, group: self.group)
+        let next = Generation(settings: settings, group: self.group, calls: self.calls)
         let (removed, old) = self.state.withLockedValue { state -> ([Listener], Generation) in
             let removed =
                 activated ? [] : state.listeners.filter { listener in !listen.contains { $0 == listener.address } }
@@ -280,6 +282,11 @@ package final class ProxyListeners: Sendable {
                 "requests still in flight after shutdown_grace; closing their connections",
                 metadata: ["shutdown_grace": "\(grace)"]
             )
+        }
+        // The provider's answers still to come complete promises on the event loops, which must
+        // still run then: the connections are gone, so the calls are cancelled and awaited.
+        if !(await self.calls.drain(within: .seconds(2))) {
+            self.logger.debug("token provider calls still running at shutdown")
         }
         // What the last window counted, not left unsaid when bearerd stops.
         self.failures.flush()
