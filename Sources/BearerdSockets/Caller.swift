@@ -24,21 +24,23 @@ package struct Caller: Sendable, Equatable {
     /// connection still stands once the kernel has named it: had the client reset it, another
     /// process's new connection could have taken its addresses and ports in between.
     package static func ofTCP(_ channel: any Channel) -> EventLoopFuture<Caller?> {
-        guard let remote = channel.remoteAddress, let local = channel.localAddress,
-            let owner = SocketOwner.of(remote: remote, local: local),
-            let provider = channel as? any SocketOptionProvider
-        else { return channel.eventLoop.makeSucceededFuture(nil) }
-        // `struct tcp_info` begins with the state; the kernel copies as much as is asked for.
-        let info: EventLoopFuture<TCPState> = provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(IPPROTO_TCP),
-            name: SocketOptionName(TCP_INFO)
-        )
-        return info.map { $0.state == 1 || $0.state == 8 ? Caller(uid: owner.uid) : nil }.recover { _ in nil }
+        if channel.eventLoop.inEventLoop { return channel.eventLoop.makeSucceededFuture(Self.ofTCPNow(channel)) }
+        return channel.eventLoop.submit { Self.ofTCPNow(channel) }
     }
 
-    /// The first byte of `struct tcp_info`: ESTABLISHED is 1, CLOSE_WAIT 8.
-    struct TCPState: Sendable {
-        var state: UInt8 = 0
+    /// ``ofTCP(_:)`` on the channel's event loop, without a future: one netlink request and one
+    /// getsockopt(2), asked of a connection as it is accepted.
+    package static func ofTCPNow(_ channel: any Channel) -> Caller? {
+        channel.eventLoop.preconditionInEventLoop()
+        guard let remote = channel.remoteAddress, let local = channel.localAddress,
+            let owner = SocketOwner.of(remote: remote, local: local)
+        else { return nil }
+        // `struct tcp_info` begins with the state, and the kernel copies as much of it as is
+        // asked for: an option read as a C int holds the state in its first byte.
+        let info = ChannelOptions.Types.SocketOption(level: SocketOptionLevel(IPPROTO_TCP), name: TCP_INFO)
+        guard let value = try? channel.syncOptions?.getOption(info) else { return nil }
+        let state = withUnsafeBytes(of: value) { $0[0] }
+        return state == 1 || state == 8 ? Caller(uid: owner.uid) : nil  // ESTABLISHED, CLOSE_WAIT
     }
 
     /// Whether `socket_allow_uids` / `socket_allow_gids` let this caller in: its uid, its gid (a

@@ -83,44 +83,53 @@ extension ProxyListeners {
         /// generation in force, which a reload during the asking may have replaced: the decision
         /// is then made again under the new one.
         func serve(_ channel: any Channel, caller: Caller?, asked: Asked) -> EventLoopFuture<Void> {
-            let generation = self.state.withLockedValue { $0.generation }
-            let admission = generation.settings.admission
-            if !asked.contains(.caller) && (!self.viaTCP || admission.needsCaller || generation.settings.accessLog) {
-                // The owner of a TCP client's socket: one netlink request on this event loop.
-                let lookup = self.viaTCP ? Caller.ofTCP(channel) : PeerCredentials.caller(channel)
-                return lookup.flatMap { self.serve(channel, caller: $0, asked: asked.union(.caller)) }
-            }
-            if !asked.contains(.groups), let caller, admission.needsGroups(caller) {
-                // Its account's groups, off the loop; once: a lookup that gave up (slow NSS, too
-                // many pending) leaves them unknown, and the caller not listed by group.
-                return CallerGroupsLookup.lookUp(caller.uid, on: channel.eventLoop).flatMap {
-                    self.serve(channel, caller: caller, asked: asked.union(.groups))
+            var (caller, asked) = (caller, asked)
+            while true {
+                let generation = self.state.withLockedValue { $0.generation }
+                let admission = generation.settings.admission
+                if !asked.contains(.caller) && (!self.viaTCP || admission.needsCaller || generation.settings.accessLog)
+                {
+                    asked.insert(.caller)
+                    // The owner of a TCP client's socket: one netlink request on this event loop,
+                    // answered in place (no future to hop through).
+                    guard self.viaTCP else {
+                        return PeerCredentials.caller(channel).flatMap { [asked] in
+                            self.serve(channel, caller: $0, asked: asked)
+                        }
+                    }
+                    caller = Caller.ofTCPNow(channel)
+                    continue
                 }
-            }
-            guard admission.admits(caller) else {
-                self.metrics.callerRefused()
-                CallerRefusals.log(caller, viaTCP: self.viaTCP, failures: self.failures, now: channel.eventLoop.now)
-                channel.close(promise: nil)
-                return channel.eventLoop.makeSucceededVoidFuture()
-            }
-            guard generation.serve(channel, caller: caller, viaTCP: self.viaTCP) else {
+                if !asked.contains(.groups), let caller, admission.needsGroups(caller) {
+                    // Its account's groups, off the loop; once: a lookup that gave up (slow NSS,
+                    // too many pending) leaves them unknown, and the caller not listed by group.
+                    return CallerGroupsLookup.lookUp(caller.uid, on: channel.eventLoop).flatMap { [asked] in
+                        self.serve(channel, caller: caller, asked: asked.union(.groups))
+                    }
+                }
+                guard admission.admits(caller) else {
+                    self.metrics.callerRefused()
+                    CallerRefusals.log(caller, viaTCP: self.viaTCP, failures: self.failures, now: channel.eventLoop.now)
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
                 // A reload retired the generation meanwhile: the new one decides.
-                return self.serve(channel, caller: caller, asked: asked)
-            }
-            return channel.eventLoop.makeCompletedFuture {
-                guard
-                    let handler = generation.handler(
-                        viaTCP: self.viaTCP,
-                        caller: caller,
-                        on: channel.eventLoop,
-                        tokens: self.tokens,
-                        metrics: self.metrics,
-                        logger: self.logger,
-                        failures: self.failures
-                    )
-                else { throw ProxyError.setup("no upstream pool for this event loop") }
-                try channel.syncOptions?.setOption(.maxMessagesPerRead, value: 8)
-                try channel.pipeline.syncOperations.addHandler(handler)
+                guard generation.serve(channel, caller: caller, viaTCP: self.viaTCP) else { continue }
+                return channel.eventLoop.makeCompletedFuture { [caller] in
+                    guard
+                        let handler = generation.handler(
+                            viaTCP: self.viaTCP,
+                            caller: caller,
+                            on: channel.eventLoop,
+                            tokens: self.tokens,
+                            metrics: self.metrics,
+                            logger: self.logger,
+                            failures: self.failures
+                        )
+                    else { throw ProxyError.setup("no upstream pool for this event loop") }
+                    try channel.syncOptions?.setOption(.maxMessagesPerRead, value: 8)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
             }
         }
     }
