@@ -1,3 +1,4 @@
+import BearerdLogging
 import Foundation
 import Logging
 
@@ -52,44 +53,12 @@ package struct LogfmtLogHandler: LogHandler {
     }
 
     static func appendValue(_ value: String, to line: inout String) {
-        let needsQuotes =
-            value.isEmpty
-            || value.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
-            // Past ASCII, C1 controls and bidirectional marks (looked for only then).
-            || value.utf8.contains { $0 >= 0x80 } && value.unicodeScalars.contains(where: PrintableText.isControl)
-        guard needsQuotes else {
-            line += value
-            return
-        }
-        line += "\""
-        for character in value.unicodeScalars {
-            switch character {
-            case "\"": line += "\\\""
-            case "\\": line += "\\\\"
-            case "\n": line += "\\n"
-            case "\r": line += "\\r"
-            case "\t": line += "\\t"
-            default:
-                // C0, DEL, C1 and the bidirectional and line-separating marks: a log reader's
-                // terminal would act on them, or show the line in another order.
-                if PrintableText.isControl(character) {
-                    line += "\\u{\(String(character.value, radix: 16))}"
-                } else {
-                    line.unicodeScalars.append(character)
-                }
-            }
-        }
-        line += "\""
+        Logfmt.appendValue(value, to: &line)
     }
 
-    private static func priority(_ level: Logger.Level) -> Int {
-        switch level {
-        case .trace, .debug: 7
-        case .info: 6
-        case .notice: 5
-        case .warning: 4
-        case .error: 3
-        case .critical: 2
-        }
-    }
+    static func timestamp() -> String { Logfmt.timestamp() }
+
+    static func timestamp(milliseconds: Int) -> String { Logfmt.timestamp(milliseconds: milliseconds) }
+
+    private static func priority(_ level: Logger.Level) -> Int { Logfmt.priority(level) }
 }

@@ -1,3 +1,5 @@
+import BearerdLogging
+
 /// Text a token server chose (a `sub`, a `scope`, a device `user_code`, an error description) as
 /// it may reach a terminal or systemd's `STATUS=` line: only printable characters. C0 and C1
 /// controls (escape sequences that move the cursor or retitle the window), DEL, newlines and
@@ -8,14 +10,7 @@ enum PrintableText {
         return String(String.UnicodeScalarView(text.unicodeScalars.map { Self.isControl($0) ? "?" : $0 }))
     }
 
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F: true
-        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
-        case 0x2028, 0x2029: true
-        default: false
-        }
-    }
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool { Logfmt.isControl(scalar) }
 
     /// The text with each control, DEL, C1 control and bidirectional or line-separating mark
     /// written as `\u{XX}`: for lines that quote a config's values back (`check-config`), where

@@ -1,12 +1,12 @@
 import Foundation
 
-extension LogfmtLogHandler {
+extension Logfmt {
     /// The time now as `2026-11-25T18:28:49.911Z` (UTC, milliseconds).
     ///
     /// Written by hand rather than with Foundation's ISO 8601 format style, which builds an ICU
     /// calendar and time zone: that pulled ICU's code into a daemon that otherwise never needs
     /// it, and cost more per log line. `Date` itself is only a clock read.
-    static func timestamp() -> String {
+    package static func timestamp() -> String {
         // A clock beyond what an Int counts in milliseconds reads as 1970, never a trap in a log call.
         let milliseconds = Int(exactly: (Date.now.timeIntervalSince1970 * 1000).rounded(.down)) ?? 0
         return Self.timestamp(milliseconds: milliseconds)
@@ -14,7 +14,7 @@ extension LogfmtLogHandler {
 
     /// `milliseconds` since 1970-01-01T00:00:00Z, in the form above (a clock set before 1970
     /// reads as 1970).
-    static func timestamp(milliseconds: Int) -> String {
+    package static func timestamp(milliseconds: Int) -> String {
         let milliseconds = max(0, milliseconds)
         let seconds = milliseconds / 1000
         let secondOfDay = seconds % 86_400
@@ -40,7 +40,7 @@ extension LogfmtLogHandler {
 
     /// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's
     /// `civil_from_days`, exact for every day an `Int` can count).
-    static func civilDate(daysSince1970: Int) -> (year: Int, month: Int, day: Int) {
+    package static func civilDate(daysSince1970: Int) -> (year: Int, month: Int, day: Int) {
         let z = daysSince1970 + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
