@@ -23,6 +23,8 @@ struct Daemon {
     private let group: MultiThreadedEventLoopGroup
     private let serviceGroup: ServiceGroup
     private let logger: Logger
+    /// The access lines' writer, flushed and stopped once the proxy has drained.
+    private let accessLog: AccessLog
 
     /// Assembles every part; nothing runs yet. Throws a ``CommandError`` naming what to fix.
     init(
@@ -48,6 +50,17 @@ struct Daemon {
         let tracing = try DaemonTracing.make(configuration.tracing, environment: environment, logger: logger)
         var settings = prepared.settings
         settings.tracing = tracing.map { ProxyTracing(tracer: $0.tracer) }
+        // Started whether or not log.access is on now: a reload may turn it on.
+        let accessLog: AccessLog
+        do {
+            accessLog = try AccessLog(
+                configuration.log.accessFile.map { .file($0) }
+                    ?? .standardError(journald: environment["JOURNAL_STREAM"] != nil)
+            )
+        } catch {
+            throw CommandError(key: "log.access_file", "\(error)")
+        }
+        settings.accessLines = accessLog
         // A store error is mapped to exit 78 by `serve`, as every other failure here.
         let engine = try TokenEngine.make(prepared, tracer: tracing?.tracer, logger: logger)
         let threads = configuration.threads == 0 ? System.coreCount : configuration.threads
@@ -122,6 +135,7 @@ struct Daemon {
         )
         self.group = group
         self.logger = logger
+        self.accessLog = accessLog
         self.serviceGroup = ServiceGroup(
             configuration: .init(
                 services: services.map { .init(service: $0) },
@@ -142,6 +156,7 @@ struct Daemon {
         } catch {
             outcome = .failure(error)
         }
+        self.accessLog.stop()
         try? await self.group.shutdownGracefully()
         if case .failure(let error) = outcome {
             self.logger.critical("bearerd stopped on an error", metadata: ["error": "\(error)"])

@@ -61,6 +61,9 @@ extension BearerdConfiguration {
         package var access: Bool
         /// `log.access_query`: include the query string in access lines.
         package var accessQuery: Bool
+        /// `log.access_file`, resolved: the file access lines go to; `nil`: standard error (the
+        /// journal under systemd).
+        package var accessFile: String?
 
         init(reading builder: inout ConfigBuilder) {
             typealias Keys = ConfigKeys.Admin
@@ -68,6 +71,14 @@ extension BearerdConfiguration {
             self.level = builder.choice(Keys.logLevel).flatMap(Logger.Level.init(rawValue:)) ?? .info
             self.access = builder.bool(Keys.logAccess)
             self.accessQuery = builder.bool(Keys.logAccessQuery)
+            // systemd's LogsDirectory= (the packaged units set it): the first directory it names.
+            let logsDirectory = builder.environment["LOGS_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+            switch builder.string(Keys.logAccessFile) {
+            case "stderr": self.accessFile = nil
+            case let raw?:
+                self.accessFile = raw.hasPrefix("/") ? raw : (logsDirectory ?? builder.baseDirectory) + "/" + raw
+            case nil: self.accessFile = logsDirectory.map { $0 + "/access.log" }
+            }
         }
     }
 }
@@ -126,11 +137,26 @@ extension ConfigKeys {
             reload: .applies,
             doc: "Include the query string in access lines. Off by default: queries often carry secrets."
         )
+        static let logAccessFile = ConfigKeyDescriptor.text(
+            "log.access_file",
+            "a file name, or stderr",
+            reload: .restart,
+            sample: .commented("/var/log/bearerd/access.log"),
+            doc: """
+                Where access lines go: a file, appended to and opened again at every reload (so logrotate
+                can move it: the package's /etc/logrotate.d/bearerd does), or `stderr`. They are written in
+                batches, at most a second late, by a thread of their own; when the destination does not
+                keep up, lines past 1 MiB waiting are dropped and a line says how many. Default:
+                $LOGS_DIRECTORY/access.log under systemd (LogsDirectory=bearerd in the units: at request
+                rates the journal's rate limit, 10,000 lines in 30 s, would drop bearerd's own warnings with
+                them), otherwise standard error. A relative name is in that directory.
+                """
+        )
 
         static let sections = [
             ConfigSection("admin", [.key(socket)]),
             ConfigSection("metrics", [.key(metricsListen)]),
-            ConfigSection("log", [.key(logLevel), .key(logAccess), .key(logAccessQuery)]),
+            ConfigSection("log", [.key(logLevel), .key(logAccess), .key(logAccessQuery), .key(logAccessFile)]),
         ]
     }
 }

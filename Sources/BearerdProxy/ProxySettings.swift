@@ -47,6 +47,9 @@ package struct ProxySettings: Sendable {
     let htuPrefix: String
     /// Whether to log one line per request.
     package var accessLog: Bool
+    /// The daemon's batched writer of those lines; `nil`: they go through the connection's
+    /// logger (tests). Set by the daemon, kept across reloads, which reopen its file.
+    package var accessLines: AccessLog?
     /// Whether access lines include the query string.
     package var accessLogQuery: Bool
 

@@ -36,31 +36,33 @@ extension ProxyHandler {
             exchange.trace = nil
         }
         guard self.settings.accessLog else { return }
-        var metadata: Logger.Metadata = [
-            "method": .string(exchange.request.method.rawValue),
-            "path": .string(self.loggedPath(exchange.request.uri)),
-            "status": .stringConvertible(status ?? 0),
-            "bytes_in": .stringConvertible(ended.requestBodyBytes),
-            "bytes_out": .stringConvertible(ended.responseBodyBytes),
-            "duration_ms": .string(Self.milliseconds(now - exchange.startedAt)),
-        ]
-        if let upstreamStartedAt = exchange.upstreamStartedAt {
-            metadata["upstream_ms"] = .string(Self.milliseconds(now - upstreamStartedAt))
-        }
+        var record = AccessRecord(
+            method: exchange.request.method.rawValue,
+            path: self.loggedPath(exchange.request.uri),
+            status: status ?? 0,
+            bytesIn: ended.requestBodyBytes,
+            bytesOut: ended.responseBodyBytes,
+            duration: (now - exchange.startedAt).nanoseconds / 100_000,
+            upstream: exchange.upstreamStartedAt.map { (now - $0).nanoseconds / 100_000 },
+            traceID: traceID,
+            outcome: outcome
+        )
         if let caller = self.caller {
-            metadata["caller_uid"] = .stringConvertible(caller.uid)
-            if let pid = caller.pid { metadata["caller_pid"] = .stringConvertible(pid) }
+            record.callerUID = caller.uid
+            record.callerPID = caller.pid
             if let executable = caller.executable {
-                metadata["caller_exe"] = .string(executable)
+                record.callerExecutable = executable
                 // Read at the accept: said when that was a while ago, and it may be stale.
-                if let age = caller.executableAge(now: now) { metadata["caller_exe_age_s"] = .stringConvertible(age) }
+                record.callerExecutableAge = caller.executableAge(now: now)
             }
         }
-        if let traceID { metadata["trace_id"] = .string(traceID) }
-        if let outcome { metadata["outcome"] = .string(outcome) }
-        if ended.replayed { metadata["retried"] = "stale_connection" }
-        if ended.authRetry.retried { metadata["retried"] = ended.heldForScope ? "upstream_403_scope" : "upstream_401" }
-        self.logger.info("request", metadata: metadata)
+        if ended.replayed { record.retried = "stale_connection" }
+        if ended.authRetry.retried { record.retried = ended.heldForScope ? "upstream_403_scope" : "upstream_401" }
+        if let accessLog = self.settings.accessLines {
+            accessLog.write(record)
+        } else {
+            self.logger.info("request", metadata: record.metadata)
+        }
     }
 
     private func loggedPath(_ uri: String) -> String {
@@ -69,10 +71,5 @@ extension ProxyHandler {
         if self.settings.accessLogQuery { return uri }
         guard let query = uri.firstIndex(of: "?") else { return uri }
         return String(uri[..<query])
-    }
-
-    private static func milliseconds(_ amount: TimeAmount) -> String {
-        let tenths = amount.nanoseconds / 100_000
-        return "\(tenths / 10).\(tenths % 10)"
     }
 }

@@ -159,6 +159,10 @@ package final class ProxyListeners: Sendable {
         settings.dpop = running.dpop
         // So is the tracer: its exporter runs for the daemon's life (tracing.* are restart-only).
         settings.tracing = running.tracing
+        // And the access lines' writer (log.access_file is restart-only); its file is opened
+        // again, so that logrotate can have moved it away.
+        settings.accessLines = running.accessLines
+        settings.accessLines?.reopen()
         let activated = current.contains { $0.address == nil }
         var added: [Listener] = []
         if !activated {
