@@ -149,7 +149,8 @@ extension ConfigKeys {
                 keep up, lines past 1 MiB waiting are dropped and a line says how many. Default:
                 $LOGS_DIRECTORY/access.log under systemd (LogsDirectory=bearerd in the units: at request
                 rates the journal's rate limit, 10,000 lines in 30 s, would drop bearerd's own warnings with
-                them), otherwise standard error. A relative name is in that directory.
+                them), otherwise standard error. A relative name is in $LOGS_DIRECTORY under systemd,
+                otherwise next to this file.
                 """
         )
 
