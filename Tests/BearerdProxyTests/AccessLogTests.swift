@@ -125,6 +125,22 @@ struct AccessLogTests {
         log.stop(limit: 0.5)
     }
 
+    /// An access line is an info line, as when it went through the logger: `log.level:
+    /// warning` leaves it out of the daemon's writer too.
+    @Test(arguments: [(Logger.Level.info, 1), (.warning, 0)])
+    func theLogLevelDecidesAsForAnyInfoLine(level: Logger.Level, lines: Int) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/access.log"
+        let log = try AccessLog(.file(path), interval: 60)
+        let proxy = try EmbeddedProxy("", accessLines: log, logLevel: level)
+        try proxy.send("GET /x HTTP/1.1\r\nHost: h\r\n\r\n")
+        try proxy.upstream.answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        #expect(try proxy.received().hasPrefix("HTTP/1.1 200 "))
+        log.stop()
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.split(separator: "\n").count == lines, "\(text)")
+    }
+
     private func waitForLines(_ count: Int, in path: String) throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {

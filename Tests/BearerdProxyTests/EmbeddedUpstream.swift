@@ -49,11 +49,15 @@ struct EmbeddedProxy {
     let client: EmbeddedChannel
     let upstream: EmbeddedUpstream
 
-    /// A unix-socket client (no shared key, no Host check) of a handler on `yaml`.
-    init(_ yaml: String) throws {
+    /// A unix-socket client (no shared key, no Host check) of a handler on `yaml`; its access
+    /// lines go to `accessLines` when given, and its logger logs at `logLevel`.
+    init(_ yaml: String, accessLines: AccessLog? = nil, logLevel: Logger.Level = .info) throws {
         let client = EmbeddedChannel()
         let upstream = EmbeddedUpstream(loop: client.embeddedEventLoop)
-        let settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9")
+        var settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9")
+        settings.accessLines = accessLines
+        var logger = Logger(label: "test")
+        logger.logLevel = logLevel
         let handler = ProxyHandler(
             settings: ProxySettings.Shared(settings),
             retryBudget: SharedBudget(limit: 1 << 20),
@@ -66,7 +70,7 @@ struct EmbeddedProxy {
             ),
             tokens: RecordingTokenProvider(token: "t"),
             metrics: ProxyMetrics(),
-            logger: Logger(label: "test"),
+            logger: logger,
             failures: ThrottledLogger(logger: Logger(label: "test"), eventLoop: client.eventLoop)
         )
         try client.pipeline.syncOperations.addHandler(handler)

@@ -35,7 +35,8 @@ extension ProxyHandler {
             )
             exchange.trace = nil
         }
-        guard self.settings.accessLog else { return }
+        // An info line, as when it went through the logger: `log.level: warning` quiets it too.
+        guard self.settings.accessLog, self.logger.logLevel <= .info else { return }
         var record = AccessRecord(
             method: exchange.request.method.rawValue,
             path: self.loggedPath(exchange.request.uri),
