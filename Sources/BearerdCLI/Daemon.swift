@@ -156,8 +156,10 @@ struct Daemon {
         } catch {
             outcome = .failure(error)
         }
-        self.accessLog.stop()
         try? await self.group.shutdownGracefully()
+        // After the event loops: connections still open past shutdown_grace close with them,
+        // and their exchanges' lines are written too.
+        self.accessLog.stop()
         if case .failure(let error) = outcome {
             self.logger.critical("bearerd stopped on an error", metadata: ["error": "\(error)"])
             throw CommandError("bearerd stopped on an error: \(error)", underlying: error)

@@ -141,6 +141,22 @@ struct AccessLogTests {
         #expect(text.split(separator: "\n").count == lines, "\(text)")
     }
 
+    /// To standard error (a pipe, shared with the other log lines) a batch goes in whole lines
+    /// of at most 4096 bytes, each write atomic there; a longer line goes alone.
+    @Test func aBatchForStandardErrorGoesInWholeLinesOfAtMostPipeBuf() {
+        let lines = (0..<200).map { String(repeating: "x", count: $0 * 7 % 300) + "\n" }
+        let long = String(repeating: "y", count: 5000) + "\n"
+        let batch = Array((lines[..<100].joined() + long + lines[100...].joined()).utf8)
+        let pieces = AccessLog.pieces(of: batch[...])
+        #expect(pieces.first?.lowerBound == 0 && pieces.last?.upperBound == batch.count)
+        #expect(zip(pieces, pieces.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound })
+        for piece in pieces {
+            #expect(batch[piece.upperBound - 1] == UInt8(ascii: "\n"), "a piece ends inside a line")
+            #expect(piece.count <= 4096 || batch[piece].filter { $0 == UInt8(ascii: "\n") }.count == 1)
+        }
+        #expect(pieces.contains { $0.count == 5001 }, "the long line alone")
+    }
+
     private func waitForLines(_ count: Int, in path: String) throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {

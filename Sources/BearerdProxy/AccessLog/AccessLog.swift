@@ -125,6 +125,16 @@ package final class AccessLog: @unchecked Sendable {
                 if descriptor >= 0 {
                     close(self.descriptor)
                     self.descriptor = descriptor
+                } else {
+                    // Said on standard error (the journal), where bearerd's other lines go.
+                    let error = String(cString: strerror(errno))
+                    var line = "ts=\(Logfmt.timestamp()) level=warning msg=\"log.access_file: cannot open it again;"
+                    line += " access lines go on to the file it had open\" path="
+                    Logfmt.appendValue(path, to: &line)
+                    line += " error="
+                    Logfmt.appendValue(error, to: &line)
+                    line += "\n"
+                    _ = line.utf8CString.withUnsafeBufferPointer { Glibc.write(2, $0.baseAddress, $0.count - 1) }
                 }
                 self.put(batch[reopenAt...])
             } else {
@@ -151,8 +161,36 @@ package final class AccessLog: @unchecked Sendable {
         return Array(line.utf8)
     }
 
-    /// Writes `bytes` whole (a short write continues; an error drops the rest).
+    /// Writes `bytes`: to a file at once; to standard error in ``pieces(of:)``.
     private func put(_ bytes: ArraySlice<UInt8>) {
+        guard case .standardError = self.destination else { return self.putWhole(bytes) }
+        for piece in Self.pieces(of: bytes) { self.putWhole(bytes[piece]) }
+    }
+
+    /// Standard error is shared with bearerd's other lines and is often a pipe (a container's,
+    /// journald's stream): a write of at most `PIPE_BUF` (4096) bytes is atomic there, so the
+    /// batch goes in pieces of whole lines of at most that, and no other line lands inside
+    /// one. A line longer than that goes alone.
+    static func pieces(of bytes: ArraySlice<UInt8>, limit: Int = 4096) -> [Range<Int>] {
+        var pieces: [Range<Int>] = []
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            var end = min(start + limit, bytes.endIndex)
+            if end < bytes.endIndex {
+                if let newline = bytes[start..<end].lastIndex(of: UInt8(ascii: "\n")) {
+                    end = newline + 1
+                } else {
+                    end = bytes[end...].firstIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? bytes.endIndex
+                }
+            }
+            pieces.append(start..<end)
+            start = end
+        }
+        return pieces
+    }
+
+    /// Writes `bytes` whole (a short write continues; an error drops the rest).
+    private func putWhole(_ bytes: ArraySlice<UInt8>) {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {

@@ -288,7 +288,8 @@ package final class ProxyListeners: Sendable {
             )
         }
         // The provider's answers still to come complete promises on the event loops, which must
-        // still run then: the connections are gone, so the calls are cancelled and awaited.
+        // still run then: they are cancelled (a connection still open past shutdown_grace gets
+        // its request's failure) and awaited.
         if !(await self.calls.drain(within: .seconds(2))) {
             self.logger.debug("token provider calls still running at shutdown")
         }
