@@ -39,6 +39,11 @@ struct CallerOfTCPTests {
         var reset: [Int32] = [1, 0]
         setsockopt(first.descriptor, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<Int32>.size * 2))
         close(first.descriptor)
+        // The reset reaches the accepted socket first (under load it can lag the close): a SYN
+        // with the same addresses before it would meet a connection that still stands.
+        try await waitUntil(.seconds(10)) {
+            (try? await old.eventLoop.submit { Self.state(of: old) }.get()) != 1
+        }
         let second = try Self.connect(from: first.port, to: target)
         try await waitUntil(.seconds(5)) { accepted.withLockedValue { $0.count } == 2 }
         let new = accepted.withLockedValue { $0[1] }
@@ -52,6 +57,14 @@ struct CallerOfTCPTests {
         for channel in accepted.withLockedValue({ $0 }) { try? await channel.close() }
         try await server.close()
         try await group.shutdownGracefully()
+    }
+
+    /// The first byte of the accepted socket's `tcp_info`: its state (1: ESTABLISHED); nil when
+    /// it cannot be read.
+    static func state(of channel: any Channel) -> UInt8? {
+        let info = ChannelOptions.Types.SocketOption(level: SocketOptionLevel(IPPROTO_TCP), name: TCP_INFO)
+        guard let value = try? channel.syncOptions?.getOption(info) else { return nil }
+        return withUnsafeBytes(of: value) { $0[0] }
     }
 
     /// A blocking client socket bound to 127.0.0.1:`port` (0: any) with SO_REUSEADDR, connected
