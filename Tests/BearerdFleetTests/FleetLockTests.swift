@@ -178,9 +178,12 @@ struct FleetLockTests {
             // The token is still valid, but the next host refreshes at once, with the same
             // refresh token (inside the server's grace period for it).
             _ = try await fleet[1].manager.token()
-            try await waitUntil(.seconds(5)) { endpoint.requests.count == 1 }
+            // "At once": before the fixture's lock timeout (10 s) could have passed. 5 s ran out
+            // once (the run of fbd1fb9), with the fleet suites' PostgreSQL servers all starting
+            // together; 8 s still tells "at once" from "after the timeout".
+            try await waitUntil(.seconds(8)) { endpoint.requests.count == 1 }
             #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
-            try await waitUntil(.seconds(5)) { fleet[1].manager.currentToken()?.value == "access-new-0" }
+            try await waitUntil(.seconds(8)) { fleet[1].manager.currentToken()?.value == "access-new-0" }
         }
     }
 
