@@ -177,10 +177,8 @@ struct FleetLockTests {
             await fleet[0].stop()
             // Its session ended with it; under load PostgreSQL can take seconds to see that, and
             // until then the lock is still held (what the lock timeout covers, not this test).
-            try await waitUntil(.seconds(30), every: .milliseconds(50)) {
-                (try? await database.sql("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'"))
-                    == "0"
-            }
+            let open = "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'"
+            try await waitUntil(.seconds(30), every: .milliseconds(50)) { (try? await database.sql(open)) == "0" }
             // The token is still valid, but the next host refreshes at once, with the same
             // refresh token (inside the server's grace period for it).
             _ = try await fleet[1].manager.token()
