@@ -70,7 +70,12 @@ enum StatusText {
         if let grant = status.clientGrant {
             var text = grant.source.replacingOccurrences(of: "_", with: " ")
             if let file = grant.subjectTokenFile { text += " of \(file)" }
+            if let program = grant.command { text += " \(program)" }
             lines.append(("client token", text))
+            if let ran = grant.commandRanAt, let ended = grant.commandEnded {
+                lines.append(("last command", Self.time(ran, now: status.now) + ", " + ended))
+                if let said = grant.commandStderr { lines.append(("command said", said)) }
+            }
             if let expiresAt = grant.subjectTokenExpiresAt {
                 let who = grant.subjectTokenSubject.map { " (sub \($0))" } ?? ""
                 lines.append(("subject expires", Self.time(expiresAt, now: status.now) + who))

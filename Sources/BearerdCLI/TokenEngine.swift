@@ -52,9 +52,20 @@ enum TokenEngine {
                     underlying: error
                 )
             }
+            let tokenTransport: any TokenTransport =
+                if let command = source as? CommandSource {
+                    CommandTokenTransport(
+                        settings: command.settings,
+                        runner: SpawnedCommandRunner(),
+                        record: command.record,
+                        clock: prepared.engineClock
+                    )
+                } else {
+                    dpop.map { DPoPTokenTransport(client, prover: $0) } ?? client
+                }
             let manager = TokenManager(
                 source: source,
-                transport: dpop.map { DPoPTokenTransport(client, prover: $0) } ?? client,
+                transport: tokenTransport,
                 store: store,
                 seed: seed,
                 policy: policy,

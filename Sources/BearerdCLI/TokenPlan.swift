@@ -47,6 +47,9 @@ enum TokenPlan {
         policy.defaultLifetime = auth.defaultLifetime
         policy.maxRefreshesPerMinute = auth.maxRefreshesPerMinute
         policy.inFlightLimit = auth.requestTimeout * 3 + .seconds(5)
+        if case .command(let command) = auth.source {
+            policy.inFlightLimit = max(policy.inFlightLimit, command.timeout + .seconds(5))
+        }
         policy.scopeStepUp = auth.scopeStepUp.enabled
         policy.scopeStepUpAllowed = Set(auth.scopeStepUp.allowed)
         return policy
@@ -86,6 +89,8 @@ enum TokenPlan {
             )
         case .json(let json):
             source = JSONSource(settings: json)
+        case .command(let command):
+            source = CommandSource(settings: command)
         }
         return .engine(
             source: source,

@@ -15,6 +15,8 @@ extension BearerdConfiguration {
             case staticFile(String)
             case oauth2(OAuth2)
             case json(JSON)
+            /// `auth.command`: a program on the host prints the token.
+            case command(Command)
         }
 
         /// A name and a value (`audience=https://api`, `X-Amz-Target: …`).
@@ -55,8 +57,9 @@ extension BearerdConfiguration {
                 builder.string(Keys.tokenURL) != nil || builder.string(Keys.issuer) != nil
                 || builder.bool(Keys.discover)
             let json = builder.string(Keys.JSON.refreshURL) != nil
+            let command = !builder.list(Keys.Command.command).isEmpty
             let source: Source
-            switch (staticFile, oauth2, json) {
+            switch (staticFile, oauth2, json || command) {
             case (let path?, false, false):
                 let resolved = builder.resolve(path)
                 if let problem = SecretFileCheck.problem(path: resolved) {
@@ -65,20 +68,36 @@ extension BearerdConfiguration {
                 source = .staticFile(resolved)
             case (nil, true, false):
                 source = .oauth2(OAuth2(reading: &builder))
+            case (nil, false, true) where json && command:
+                builder.issue(
+                    "auth",
+                    "names more than one token source: keep one of auth.command and auth.json.refresh_url"
+                )
+                source = .staticFile("")
+            case (nil, false, true) where command:
+                source = .command(Command(reading: &builder))
             case (nil, false, true):
                 source = .json(builder.section("json") { JSON(reading: &$0) })
             case (nil, false, false):
                 builder.issue(
                     "auth",
-                    "required: a token source: auth.token_url, auth.issuer or auth.discover (OAuth 2.0), auth.json.refresh_url (a JSON API) or auth.static_token_file"
+                    "required: a token source: auth.token_url, auth.issuer or auth.discover (OAuth 2.0), auth.json.refresh_url (a JSON API), auth.command (a program that prints it) or auth.static_token_file"
                 )
                 source = .staticFile("")
             default:
                 builder.issue(
                     "auth",
-                    "names more than one token source: keep one of auth.static_token_file, auth.token_url/auth.issuer and auth.json.refresh_url"
+                    "names more than one token source: keep one of auth.static_token_file, auth.token_url/auth.issuer, auth.json.refresh_url and auth.command"
                 )
                 source = .staticFile("")
+            }
+            if case .command = source {
+            } else {
+                typealias Command = ConfigKeys.Auth.Command
+                for key in [Command.environment, Command.directory, Command.timeout]
+                where builder.string(key.name) != nil || !builder.list(key).isEmpty {
+                    builder.issue(key.name, "applies to auth.command only")
+                }
             }
             if case .oauth2 = source {
             } else {
@@ -95,6 +114,9 @@ extension BearerdConfiguration {
                 }
                 if case .staticFile = source {
                     builder.issue("auth.refresh_token_file", "does not apply to a static token")
+                }
+                if case .command = source {
+                    builder.issue("auth.refresh_token_file", "does not apply to auth.command: nothing is refreshed")
                 }
             }
             let caFile = builder.string(Keys.Engine.caFile).map(builder.resolve)
@@ -121,7 +143,7 @@ extension BearerdConfiguration {
                         "auth.dpop",
                         "does not apply to a static token: a DPoP token is issued for bearerd's key"
                     )
-                case .json:
+                case .json, .command:
                     builder.issue(
                         "auth.dpop",
                         "applies to an OAuth 2.0 token server (auth.token_url or auth.issuer) only"
@@ -205,7 +227,8 @@ extension ConfigKeys {
                 .note(
                     """
                     Where the token comes from: exactly one of an OAuth 2.0 token endpoint (token_url or
-                    issuer), a custom JSON API (json.refresh_url) or a static token file (static_token_file).
+                    issuer), a custom JSON API (json.refresh_url), a program that prints it (command) or a
+                    static token file (static_token_file).
                     """
                 ),
                 .heading("OAuth 2.0 (RFC 6749)"),
@@ -221,6 +244,8 @@ extension ConfigKeys {
                 .section(TokenExchange.section),
                 .heading("A custom JSON token API (instead of token_url/issuer)"),
                 .section(JSON.section),
+                .heading("A program that prints the token (instead of the above)"),
+                .key(Command.command), .key(Command.environment), .key(Command.directory), .key(Command.timeout),
                 .heading("A static token (instead of the above)"),
                 .key(staticTokenFile),
                 .heading("More scope when the API asks for it (RFC 6750 §3.1; off by default)"),

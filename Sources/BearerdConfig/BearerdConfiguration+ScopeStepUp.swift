@@ -32,7 +32,7 @@ extension BearerdConfiguration.Auth {
             let clientGrant: Bool =
                 switch source {
                 case .oauth2(let client): client.hasClientGrant
-                case .json, .staticFile: false
+                case .json, .staticFile, .command: false
                 }
             if !clientGrant {
                 builder.issue(

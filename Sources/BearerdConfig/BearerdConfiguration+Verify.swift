@@ -74,7 +74,7 @@ extension BearerdConfiguration.Auth {
                     )
                 }
                 issuer = issuer ?? oauth2.issuer
-            case .json:
+            case .json, .command:
                 if keys == .discovered {
                     builder.issue("auth.verify.jwks_uri", "discover needs auth.issuer: give the JWKS URL")
                 }

@@ -23,6 +23,8 @@ extension ConfigLoader {
             for pair in client.authorization.parameters { found.append(("auth.authorization_params", pair.name)) }
         case .json(let json):
             for header in json.headers { found.append(("auth.json.headers", header.name)) }
+        case .command(let command):
+            for pair in command.environment { found.append(("auth.command_env", pair.name)) }
         case .staticFile:
             break
         }

@@ -204,6 +204,11 @@ package struct ClientGrantStatus: Sendable, Codable, Equatable {
     package var subjectTokenFile: String?
     package var subjectTokenExpiresAt: Date?
     package var subjectTokenSubject: String?
+    /// `auth.command`'s program (`argv[0]`), and how its last run went.
+    package var command: String?
+    package var commandRanAt: Date?
+    package var commandEnded: String?
+    package var commandStderr: String?
 
     package init(source: String, subjectTokenFile: String?, subjectTokenExpiresAt: Date?, subjectTokenSubject: String?)
     {
@@ -218,5 +223,9 @@ package struct ClientGrantStatus: Sendable, Codable, Equatable {
         case subjectTokenFile = "subject_token_file"
         case subjectTokenExpiresAt = "subject_token_expires_at"
         case subjectTokenSubject = "subject_token_sub"
+        case command
+        case commandRanAt = "command_ran_at"
+        case commandEnded = "command_ended"
+        case commandStderr = "command_stderr"
     }
 }

@@ -11,6 +11,7 @@ package enum ConfigSamples {
             "auth:\n  token_url: https://idp.example/token\n  client_id: c\n  client_secret_file: \(secret)",
             "auth:\n  json:\n    refresh_url: https://app.example/refresh",
             "auth:\n  static_token_file: \(try directory.write("t0ken\n", to: "token"))",
+            "auth:\n  command: [/bin/echo, t0ken]",
         ]
         let stores = [
             "store:\n  key_file: \(key)",

@@ -4,6 +4,8 @@ package enum ClientGrant: String, Sendable, Equatable {
     case clientCredentials = "client_credentials"
     /// An RFC 8693 token exchange of the platform's token.
     case tokenExchange = "token_exchange"
+    /// `auth.command`: a program on the host prints the token.
+    case command
 }
 
 /// Why an attempt at a token is made: in logs, spans and `status`.

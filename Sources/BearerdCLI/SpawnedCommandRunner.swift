@@ -1,0 +1,259 @@
+import BearerdAuth
+import BearerdTokens
+import CBearerdSystem
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs `auth.command` with posix_spawn, on a thread of its own (a run blocks in poll(2), never
+/// an event loop or the cooperative pool):
+/// - no shell: `argv` as written, `argv[0]` an absolute path or a name looked up in `PATH`;
+/// - the daemon's environment with `auth.command_env` on top, in `auth.command_directory`;
+/// - standard input /dev/null; no other descriptor of the daemon's (a listener, the store's
+///   lock, a token client's connection) is inherited: everything from 3 up is closed;
+/// - its own process group, signal mask cleared and every signal at its default (the daemon
+///   ignores SIGPIPE; the child must not);
+/// - at `auth.command_timeout`, or past 64 KiB of output, or when the engine's task is
+///   cancelled, the whole group is killed (a shell's `sleep` holding the pipe included);
+/// - once the program has exited, output still held open by something it left running is
+///   waited for 200 ms, then bearerd stops reading (the program's background helper keeps
+///   running: it is not bearerd's to kill).
+struct SpawnedCommandRunner: CommandRunner {
+    func run(_ settings: CommandSettings) async throws(CommandRunError) -> CommandResult {
+        let child = Child()
+        let result: Result<CommandResult, CommandRunError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let thread = Thread {
+                    continuation.resume(returning: Result { () throws(CommandRunError) in try child.run(settings) })
+                }
+                thread.name = "bearerd-command"
+                thread.start()
+            }
+        } onCancel: {
+            child.kill()
+        }
+        return try result.get()
+    }
+
+    /// One child process: its pid while it may be signalled (not yet reaped), under a lock so
+    /// that a cancellation never signals a pid the kernel has handed to another process.
+    final class Child: Sendable {
+        private struct State {
+            var pid: pid_t?
+            var cancelled = false
+        }
+
+        private let state = Mutex(State())
+
+        func kill() {
+            self.state.withLock { state in
+                state.cancelled = true
+                if let pid = state.pid { _ = Glibc.kill(-pid, SIGKILL) }
+            }
+        }
+
+        /// Reaps the child if it has ended; its wait status, or `nil` while it runs.
+        private func reap(blocking: Bool) -> Int32? {
+            self.state.withLock { state -> Int32? in
+                guard let pid = state.pid else { return nil }
+                var status: Int32 = 0
+                var got: pid_t
+                repeat { got = waitpid(pid, &status, blocking ? 0 : WNOHANG) } while got < 0 && errno == EINTR
+                guard got == pid || got < 0 else { return nil }
+                state.pid = nil
+                return got == pid ? status : 0
+            }
+        }
+
+        private func killGroup() {
+            self.state.withLock { state in
+                if let pid = state.pid { _ = Glibc.kill(-pid, SIGKILL) }
+            }
+        }
+
+        func run(_ settings: CommandSettings) throws(CommandRunError) -> CommandResult {
+            let program = settings.program
+            var output: [Int32] = [-1, -1]
+            var errors: [Int32] = [-1, -1]
+            guard pipe2(&output, O_CLOEXEC) == 0 else { throw Self.failure(program, "cannot make a pipe", errno) }
+            guard pipe2(&errors, O_CLOEXEC) == 0 else {
+                let code = errno
+                close(output[0])
+                close(output[1])
+                throw Self.failure(program, "cannot make a pipe", code)
+            }
+            let devNull = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            defer { if devNull >= 0 { close(devNull) } }
+
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            if devNull >= 0 { posix_spawn_file_actions_adddup2(&actions, devNull, 0) }
+            posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+            posix_spawn_file_actions_addclosefrom_np(&actions, 3)
+            if let directory = settings.directory { posix_spawn_file_actions_addchdir_np(&actions, directory) }
+
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            posix_spawnattr_setflags(
+                &attributes,
+                Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
+            )
+            posix_spawnattr_setpgroup(&attributes, 0)
+            var none = sigset_t()
+            sigemptyset(&none)
+            posix_spawnattr_setsigmask(&attributes, &none)
+            var every = sigset_t()
+            sigfillset(&every)
+            sigdelset(&every, SIGKILL)
+            sigdelset(&every, SIGSTOP)
+            posix_spawnattr_setsigdefault(&attributes, &every)
+
+            var environment = ProcessInfo.processInfo.environment
+            for pair in settings.environment { environment[pair.name] = pair.value }
+            let arguments = CStrings(settings.argv)
+            let variables = CStrings(environment.map { "\($0.key)=\($0.value)" })
+
+            var pid: pid_t = 0
+            let spawned = self.state.withLock { state -> Int32 in
+                let code =
+                    program.contains("/")
+                    ? posix_spawn(&pid, program, &actions, &attributes, arguments.pointers, variables.pointers)
+                    : posix_spawnp(&pid, program, &actions, &attributes, arguments.pointers, variables.pointers)
+                if code == 0 {
+                    state.pid = pid
+                    if state.cancelled { _ = Glibc.kill(-pid, SIGKILL) }
+                }
+                return code
+            }
+            close(output[1])
+            close(errors[1])
+            guard spawned == 0 else {
+                close(output[0])
+                close(errors[0])
+                throw Self.failure(program, "cannot run it", spawned)
+            }
+            return self.collect(pid: pid, output: output[0], errors: errors[0], settings: settings)
+        }
+
+        private func collect(pid: pid_t, output: Int32, errors: Int32, settings: CommandSettings) -> CommandResult {
+            let clock = ContinuousClock()
+            let deadline = clock.now + settings.timeout
+            let exitWatch = pidfd_open(pid, 0)
+            defer { if exitWatch >= 0 { close(exitWatch) } }
+            var descriptors = [
+                pollfd(fd: output, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: errors, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: exitWatch, events: Int16(POLLIN), revents: 0),
+            ]
+            var stdout: [UInt8] = []
+            var stderr: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 16 << 10)
+            var status: Int32?
+            var afterExit: ContinuousClock.Instant?
+            var ending: CommandResult.Ending?
+            while descriptors[0].fd >= 0 || descriptors[1].fd >= 0 {
+                let now = clock.now
+                if now >= deadline {
+                    ending = .timedOut
+                    break
+                }
+                if let afterExit, now >= afterExit { break }
+                var wait = min(deadline, afterExit ?? deadline) - now
+                // Without a pidfd, the exit is looked for every 10 ms.
+                if exitWatch < 0 && status == nil { wait = min(wait, .milliseconds(10)) }
+                let milliseconds = Int32(
+                    clamping: wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000 + 1
+                )
+                let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
+                if ready < 0 && errno != EINTR { break }
+                for index in 0..<2 where descriptors[index].fd >= 0 && descriptors[index].revents != 0 {
+                    let count = buffer.withUnsafeMutableBytes { read(descriptors[index].fd, $0.baseAddress, $0.count) }
+                    if count > 0 {
+                        if index == 0 {
+                            stdout += buffer[0..<count]
+                        } else if stderr.count < 4096 {
+                            stderr += buffer[0..<min(count, 4096 - stderr.count)]
+                        }
+                    } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+                        close(descriptors[index].fd)
+                        descriptors[index].fd = -1
+                    }
+                }
+                if stdout.count > CommandSettings.outputLimit {
+                    ending = .outputTooLarge
+                    break
+                }
+                if status == nil, exitWatch < 0 || descriptors[2].revents != 0, let reaped = self.reap(blocking: false)
+                {
+                    status = reaped
+                    descriptors[2].fd = -1
+                    afterExit = clock.now + .milliseconds(200)
+                }
+            }
+            for index in 0..<2 where descriptors[index].fd >= 0 { close(descriptors[index].fd) }
+            if let ending {
+                self.killGroup()
+                if status == nil { _ = self.reap(blocking: true) }
+                return CommandResult(ending: ending, stdout: ending == .outputTooLarge ? [] : stdout, stderr: stderr)
+            }
+            // Both pipes ended: the program has exited, or will; it is waited for until the deadline.
+            while status == nil {
+                if let reaped = self.reap(blocking: false) {
+                    status = reaped
+                    break
+                }
+                if clock.now >= deadline {
+                    self.killGroup()
+                    _ = self.reap(blocking: true)
+                    return CommandResult(ending: .timedOut, stdout: stdout, stderr: stderr)
+                }
+                var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+                nanosleep(&pause, nil)
+            }
+            let code = status ?? 0
+            let signal = code & 0x7F
+            let ended: CommandResult.Ending = signal == 0 ? .exited((code >> 8) & 0xFF) : .signalled(signal)
+            return CommandResult(ending: ended, stdout: stdout, stderr: stderr)
+        }
+
+        private static func failure(_ program: String, _ what: String, _ code: Int32) -> CommandRunError {
+            switch code {
+            case ENOENT:
+                return CommandRunError(
+                    "cannot run \(program): no such program (or no auth.command_directory): give its absolute path, or put it in PATH"
+                )
+            case EACCES:
+                return CommandRunError(
+                    "cannot run \(program): permission denied: make it executable by bearerd's user, and its directory searchable"
+                )
+            default:
+                return CommandRunError("\(what) \(program): \(String(cString: strerror(code)))")
+            }
+        }
+    }
+
+    /// NUL-terminated copies of strings and the NULL-terminated array execve(2) takes, freed
+    /// with the value.
+    final class CStrings {
+        let pointers: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+        private let count: Int
+
+        init(_ strings: [String]) {
+            self.count = strings.count
+            self.pointers = .allocate(capacity: strings.count + 1)
+            for (index, string) in strings.enumerated() { self.pointers[index] = strdup(string) }
+            self.pointers[strings.count] = nil
+        }
+
+        deinit {
+            for index in 0..<self.count { free(self.pointers[index]) }
+            self.pointers.deallocate()
+        }
+    }
+}
