@@ -79,7 +79,7 @@ package struct MetricsServer: Service {
                     }
                 }
         } catch {
-            throw SocketSetupError("metrics.listen: cannot listen on \(self.host):\(self.port): \(error)")
+            throw SocketSetupError.bind(error, key: "metrics.listen", address: "\(self.host):\(self.port)")
         }
         self.logger.notice(
             "metrics listening",

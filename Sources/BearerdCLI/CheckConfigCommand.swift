@@ -30,7 +30,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
             environment: self.options.environment
         ) {
         case .success(let prepared):
-            let findings = StartupChecks.run(prepared.configuration)
+            var findings = StartupChecks.run(prepared.configuration)
+            let held = HeldResources.findings(prepared.configuration, configPath: self.options.path)
+            findings.errors += held.errors
+            findings.notes += held.notes
             guard findings.errors.isEmpty else {
                 let count = findings.errors.count
                 StandardError.emit(

@@ -2,6 +2,7 @@ import BearerdAdmin
 import BearerdConfig
 import BearerdFleet
 import BearerdProxy
+import BearerdStore
 import BearerdSystemd
 import BearerdTokens
 import Foundation
@@ -62,7 +63,16 @@ struct Daemon {
         }
         settings.accessLines = accessLog
         // A store error is mapped to exit 78 by `serve`, as every other failure here.
-        let engine = try TokenEngine.make(prepared, tracer: tracing?.tracer, logger: logger)
+        let engine: TokenEngine
+        do {
+            engine = try TokenEngine.make(prepared, tracer: tracing?.tracer, logger: logger)
+        } catch let error as StoreError where error.code == .inUse {
+            // At start nothing of this daemon's holds it: another config names the same store.
+            throw CommandError(
+                key: "store.path",
+                "\(error.holder ?? "the token store is in use by another bearerd"): give this config a store of its own (store.path), or stop that bearerd; two daemons on one store would send one refresh token twice"
+            )
+        }
         let threads = configuration.threads == 0 ? System.coreCount : configuration.threads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         let readiness = Readiness(parts: ["proxy", "admin"])

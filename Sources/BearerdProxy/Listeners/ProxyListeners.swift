@@ -210,7 +210,12 @@ package final class ProxyListeners: Sendable {
         let quiesce = ServerQuiescingHelper(group: self.group)
         switch address {
         case .tcp(let host, let port):
-            let channel = try await self.bootstrap(tcp: true, quiesce: quiesce).bind(host: host, port: port).get()
+            let channel: any Channel
+            do {
+                channel = try await self.bootstrap(tcp: true, quiesce: quiesce).bind(host: host, port: port).get()
+            } catch {
+                throw SocketSetupError.bind(error, key: "listen", address: "\(address)")
+            }
             return Listener(address: address, bound: channel.localAddress!, channel: channel, quiescer: quiesce)
         case .unix(let path):
             try UnixSocketFile.checkReplaceable(path)

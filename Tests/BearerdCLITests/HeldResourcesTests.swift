@@ -1,0 +1,124 @@
+import BearerdTestSupport
+import Foundation
+import Testing
+
+@testable import BearerdCLI
+
+/// `check-config` checks what `serve` will find held (a port, the admin socket, the store) and
+/// names who holds it; `serve` names the key and the address when it cannot bind. Against a real
+/// daemon of another config.
+@Suite(
+    "check-config and serve: what another bearerd holds",
+    .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["BEARERD_SKIP_E2E"] == nil),
+    .timeLimit(.minutes(2))
+)
+struct HeldResourcesTests {
+    static func config(
+        _ directory: TemporaryDirectory,
+        name: String,
+        port: Int,
+        socket: String,
+        store: String
+    ) throws -> String {
+        try directory.write(
+            """
+            listen: ["127.0.0.1:\(port)"]
+            upstream:
+              url: http://127.0.0.1:9
+            auth:
+              token_url: http://127.0.0.1:9/token
+              client_id: c
+              client_auth: none
+              client_credentials: true
+            store:
+              path: \(directory.path)/\(store)
+              key_file: \(directory.path)/store.key
+            admin:
+              socket: \(directory.path)/\(socket)
+            """,
+            to: name
+        )
+    }
+
+    static func freePort() throws -> Int {
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(probe) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    @Test func aSecondConfigSharingAPortTheStoreOrTheAdminSocketIsToldWhoHoldsIt() async throws {
+        let directory = try TemporaryDirectory()
+        _ = try directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
+        let port = try Self.freePort()
+        let first = try Self.config(directory, name: "a.yaml", port: port, socket: "a.sock", store: "a.store")
+        let daemon = try BearerdProcess(["serve", "--config", first])
+        defer { daemon.signal(SIGTERM) }
+        try await daemon.waitUntilReady()
+
+        // The running daemon's own config: OK, with a note.
+        let own = try await BearerdProcess.run(["check-config", "-c", first])
+        #expect(
+            own.status == 0 && own.stdout.contains("a bearerd (pid \(daemon.pid)) serves this config now"),
+            "\(own)"
+        )
+
+        let shared = try Self.config(directory, name: "b.yaml", port: port, socket: "a.sock", store: "a.store")
+        let checked = try await BearerdProcess.run(["check-config", "-c", shared])
+        #expect(checked.status != 0)
+        for expected in [
+            "admin.socket: \(directory.path)/a.sock is the admin socket of another bearerd (pid \(daemon.pid), config \(first))",
+            "store.path: \(directory.path)/a.store is held by another bearerd (pid \(daemon.pid), config \(first)): give this config a store of its own (store.path)",
+            "listen: 127.0.0.1:\(port) is in use by pid \(daemon.pid) (bearerd)",
+        ] {
+            #expect(checked.stderr.contains(expected), "\(expected) in \(checked.stderr)")
+        }
+
+        // serve names the key and the value, never NIO's "bind(descriptor:ptr:bytes:)".
+        let store = try Self.config(
+            directory,
+            name: "c.yaml",
+            port: try Self.freePort(),
+            socket: "c.sock",
+            store: "a.store"
+        )
+        let storeServe = try await BearerdProcess.run(["serve", "-c", store])
+        #expect(storeServe.status == 78, "\(storeServe)")
+        #expect(
+            storeServe.stderr.contains(
+                "store.path: the token store \(directory.path)/a.store is in use by another bearerd (pid \(daemon.pid)): give this config a store of its own"
+            ),
+            "\(storeServe.stderr)"
+        )
+        let portOnly = try Self.config(directory, name: "d.yaml", port: port, socket: "d.sock", store: "d.store")
+        let portServe = try await BearerdProcess.run(["serve", "-c", portOnly])
+        #expect(portServe.status != 0)
+        #expect(
+            portServe.stderr.contains("listen: 127.0.0.1:\(port) is in use by another program"),
+            "\(portServe.stderr)"
+        )
+        #expect(!portServe.stderr.contains("bind(descriptor"), "\(portServe.stderr)")
+    }
+
+    @Test(arguments: [
+        (["bearerd", "serve", "--config", "/etc/x.yaml"], "/etc/x.yaml"),
+        (["bearerd", "serve", "-c", "/etc/x.yaml"], "/etc/x.yaml"),
+        (["bearerd", "serve", "--config=/etc/x.yaml"], "/etc/x.yaml"),
+        (["bearerd", "serve", "--instance", "api"], "/etc/bearerd/api.yaml"),
+        (["bearerd", "serve"], "/etc/bearerd/bearerd.yaml"),
+    ])
+    func theConfigADaemonReadsIsToldFromItsCommandLine(arguments: [String], path: String) {
+        #expect(HeldResources.configPath(arguments: arguments, environment: [:]) == path)
+        #expect(HeldResources.configPath(arguments: ["bearerd", "serve"], environment: nil) == nil)
+    }
+}
