@@ -12,8 +12,9 @@ struct StatusCommand: AsyncParsableCommand {
             Asks the running daemon over admin.socket; with no daemon, reads the store. Exits 0 \
             when a token can be had, 3 when logged out, 4 while the token server fails and no \
             valid token is left (requests get 503), 1 on an error. With --all, one line for \
-            each config in /etc/bearerd (bearerd.yaml and each instance's NAME.yaml), asked over \
-            its admin socket, and exits 0.
+            each config in /etc/bearerd (bearerd.yaml and each instance's NAME.yaml), then one for \
+            each daemon started by hand (a `bearerd serve` process on another admin socket), each \
+            asked over its admin socket, and exits 0.
             """
     )
 
@@ -21,7 +22,7 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON (RFC 3339 times).") var json = false
     @Flag(
         help:
-            "One line for each bearerd on this machine: bearerd.service and each bearerd@NAME (/etc/bearerd/NAME.yaml)."
+            "One line for each bearerd on this machine: bearerd.service, each bearerd@NAME (/etc/bearerd/NAME.yaml), and each started by hand."
     )
     var all = false
 

@@ -122,3 +122,33 @@ struct HeldResourcesTests {
         #expect(HeldResources.configPath(arguments: ["bearerd", "serve"], environment: nil) == nil)
     }
 }
+
+/// `status --all` lists a daemon started by hand beside the units, asked over its own socket.
+@Suite(
+    "status --all: daemons started by hand",
+    .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["BEARERD_SKIP_E2E"] == nil),
+    .timeLimit(.minutes(1))
+)
+struct HandStartedStatusTests {
+    @Test func aDaemonStartedByHandIsListedWithItsConfigAndState() async throws {
+        let directory = try TemporaryDirectory()
+        let units = try TemporaryDirectory()
+        _ = try directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
+        let config = try HeldResourcesTests.config(
+            directory,
+            name: "by-hand.yaml",
+            port: try HeldResourcesTests.freePort(),
+            socket: "admin.sock",
+            store: "tokens.store"
+        )
+        let daemon = try BearerdProcess(["serve", "--config", config])
+        defer { daemon.signal(SIGTERM) }
+        try await daemon.waitUntilReady()
+        let rows = await InstanceStatus.rows(in: units.path)
+        let row = try #require(rows.first { $0.unit == "pid \(daemon.pid) (by hand) \(config)" }, "\(rows)")
+        // Its token server is down: the daemon answers, and says it is waiting.
+        #expect(!row.state.hasPrefix("not") && !row.state.hasPrefix("no answer"), "\(row)")
+        #expect(InstanceStatus.render(rows).contains("pid \(daemon.pid) (by hand)"))
+    }
+}
