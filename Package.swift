@@ -295,8 +295,12 @@ let package = Package(
                 Product.nioHTTP1,
                 Product.nioSSL,
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            plugins: ["CommitStamp"]
         ),
+        // `bearerd version` names the commit of every build made from a git checkout.
+        .executableTarget(name: "bearerd-commit-stamp", swiftSettings: strict),
+        .plugin(name: "CommitStamp", capability: .buildTool(), dependencies: ["bearerd-commit-stamp"]),
         .executableTarget(
             name: "bearerd",
             dependencies: [

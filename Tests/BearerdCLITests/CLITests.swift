@@ -13,6 +13,25 @@ struct CLITests {
         #expect(result.stdout.hasPrefix("bearerd "))
     }
 
+    /// A build from a git checkout names its commit, not only the package's build.
+    @Test func versionNamesTheCommitOfACheckout() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let git = Process()
+        git.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        git.arguments = ["-C", root, "rev-parse", "--short=12", "HEAD"]
+        let output = Pipe()
+        git.standardOutput = output
+        git.standardError = FileHandle.nullDevice
+        guard (try? git.run()) != nil else { return }
+        git.waitUntilExit()
+        let head = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard git.terminationStatus == 0, head.count == 12 else { return }
+        let result = try await BearerdProcess.run(["version"])
+        #expect(result.stdout.hasSuffix("(commit \(head))\n"), "\(result.stdout) at \(head)")
+    }
+
     @Test(arguments: [
         ["--help"], ["serve", "--help"], ["check-config", "--help"], ["version", "--help"], ["login", "--help"],
         ["logout", "--help"], ["status", "--help"], ["token", "--help"],
