@@ -10,68 +10,116 @@ import Glibc
 
 /// Runs `auth.command` with posix_spawn, on a thread of its own (a run blocks in poll(2), never
 /// an event loop or the cooperative pool):
-/// - no shell: `argv` as written, `argv[0]` an absolute path or a name looked up in `PATH`;
-/// - the daemon's environment with `auth.command_env` on top, in `auth.command_directory`;
+/// - no shell: `argv` as written, `argv[0]` the absolute path the config check resolved;
+/// - bearerd's environment without what is bearerd's alone (`OTEL_*`, which may hold a
+///   collector's key, `BEARERD_*`, systemd's `NOTIFY_SOCKET`, `LISTEN_*`, `WATCHDOG_*`,
+///   `JOURNAL_STREAM`), with `auth.command_env` on top, in `auth.command_directory`;
 /// - standard input /dev/null; no other descriptor of the daemon's (a listener, the store's
 ///   lock, a token client's connection) is inherited: everything from 3 up is closed;
 /// - its own process group, signal mask cleared and every signal at its default (the daemon
 ///   ignores SIGPIPE; the child must not);
-/// - at `auth.command_timeout`, or past 64 KiB of output, or when the engine's task is
-///   cancelled, the whole group is killed (a shell's `sleep` holding the pipe included);
+/// - at `auth.command_timeout`, past 64 KiB of output, or at shutdown (``stopAll()``), the
+///   whole group gets SIGTERM, then SIGKILL a second later (a shell's `sleep` holding the pipe
+///   included); a group that still will not end (a child that changed user, a read stuck in the
+///   kernel) is left to a reaper thread, and the run ends anyway;
 /// - once the program has exited, output still held open by something it left running is
 ///   waited for 200 ms, then bearerd stops reading (the program's background helper keeps
 ///   running: it is not bearerd's to kill).
 struct SpawnedCommandRunner: CommandRunner {
+    /// The runs in progress, stopped at shutdown so that the engine's last attempt ends within
+    /// a second instead of at `auth.command_timeout`.
+    private let running = Running()
+
+    final class Running: Sendable {
+        let children = Mutex<[ObjectIdentifier: Child]>([:])
+    }
+
+    /// Stops every run of this runner in progress (SIGTERM, then SIGKILL a second later).
+    func stopAll() {
+        for child in self.running.children.withLock({ Array($0.values) }) { child.stop() }
+    }
+
     func run(_ settings: CommandSettings) async throws(CommandRunError) -> CommandResult {
         let child = Child()
+        let key = ObjectIdentifier(child)
+        self.running.children.withLock { $0[key] = child }
+        defer { self.running.children.withLock { _ = $0.removeValue(forKey: key) } }
         let result: Result<CommandResult, CommandRunError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let thread = Thread {
                     continuation.resume(returning: Result { () throws(CommandRunError) in try child.run(settings) })
+                    child.reapLeftover()
                 }
                 thread.name = "bearerd-command"
                 thread.start()
             }
         } onCancel: {
-            child.kill()
+            child.stop()
         }
         return try result.get()
     }
 
-    /// One child process: its pid while it may be signalled (not yet reaped), under a lock so
-    /// that a cancellation never signals a pid the kernel has handed to another process.
+    /// The environment a command gets: bearerd's, without its own variables, with `extra` on top.
+    static func environment(_ base: [String: String], adding extra: [NameValue]) -> [String] {
+        var environment = base.filter { name, _ in
+            !(name.hasPrefix("OTEL_") || name.hasPrefix("BEARERD_") || name.hasPrefix("LISTEN_")
+                || name.hasPrefix("WATCHDOG_") || name == "NOTIFY_SOCKET" || name == "JOURNAL_STREAM")
+        }
+        for pair in extra { environment[pair.name] = pair.value }
+        return environment.map { "\($0.key)=\($0.value)" }.sorted()
+    }
+
+    /// One child process: its pid while it may be signalled (not yet reaped, and its run not
+    /// over), under a lock so that a stop never signals a pid the kernel has handed to another
+    /// process.
     final class Child: Sendable {
         private struct State {
             var pid: pid_t?
-            var cancelled = false
+            var stopped = false
+            /// The run has returned; the group, if it would not die, is left to `reapLeftover`.
+            var abandoned = false
         }
 
         private let state = Mutex(State())
 
-        func kill() {
+        /// At shutdown or cancellation: the run loop sends the signals.
+        func stop() {
+            self.state.withLock { $0.stopped = true }
+        }
+
+        private var isStopped: Bool { self.state.withLock { $0.stopped } }
+
+        private func signalGroup(_ signal: Int32) {
             self.state.withLock { state in
-                state.cancelled = true
-                if let pid = state.pid { _ = Glibc.kill(-pid, SIGKILL) }
+                if let pid = state.pid, !state.abandoned { _ = Glibc.kill(-pid, signal) }
             }
         }
 
-        /// Reaps the child if it has ended; its wait status, or `nil` while it runs.
-        private func reap(blocking: Bool) -> Int32? {
+        /// The wait status if the child has ended (and is now reaped), `nil` while it runs;
+        /// `-1` when it was reaped elsewhere. Never blocks.
+        private func reap() -> Int32? {
             self.state.withLock { state -> Int32? in
                 guard let pid = state.pid else { return nil }
                 var status: Int32 = 0
                 var got: pid_t
-                repeat { got = waitpid(pid, &status, blocking ? 0 : WNOHANG) } while got < 0 && errno == EINTR
-                guard got == pid || got < 0 else { return nil }
+                repeat { got = waitpid(pid, &status, WNOHANG) } while got < 0 && errno == EINTR
+                if got == 0 { return nil }
                 state.pid = nil
-                return got == pid ? status : 0
+                return got == pid ? status : -1
             }
         }
 
-        private func killGroup() {
-            self.state.withLock { state in
-                if let pid = state.pid { _ = Glibc.kill(-pid, SIGKILL) }
+        /// After the run returned: a group that did not die is waited for here, blocking, with
+        /// no lock held and no signal sent to its pid any more.
+        func reapLeftover() {
+            let pid = self.state.withLock { state -> pid_t? in
+                state.abandoned = true
+                return state.pid
             }
+            guard let pid else { return }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            self.state.withLock { $0.pid = nil }
         }
 
         func run(_ settings: CommandSettings) throws(CommandRunError) -> CommandResult {
@@ -85,13 +133,12 @@ struct SpawnedCommandRunner: CommandRunner {
                 close(output[1])
                 throw Self.failure(program, "cannot make a pipe", code)
             }
-            let devNull = open("/dev/null", O_RDONLY | O_CLOEXEC)
-            defer { if devNull >= 0 { close(devNull) } }
 
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
-            if devNull >= 0 { posix_spawn_file_actions_adddup2(&actions, devNull, 0) }
+            // Opened in the child: a failure fails the spawn, never leaves bearerd's stdin.
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
             posix_spawn_file_actions_adddup2(&actions, output[1], 1)
             posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
             posix_spawn_file_actions_addclosefrom_np(&actions, 3)
@@ -114,10 +161,10 @@ struct SpawnedCommandRunner: CommandRunner {
             sigdelset(&every, SIGSTOP)
             posix_spawnattr_setsigdefault(&attributes, &every)
 
-            var environment = ProcessInfo.processInfo.environment
-            for pair in settings.environment { environment[pair.name] = pair.value }
             let arguments = CStrings(settings.argv)
-            let variables = CStrings(environment.map { "\($0.key)=\($0.value)" })
+            let variables = CStrings(
+                SpawnedCommandRunner.environment(ProcessInfo.processInfo.environment, adding: settings.environment)
+            )
 
             var pid: pid_t = 0
             let spawned = self.state.withLock { state -> Int32 in
@@ -125,10 +172,7 @@ struct SpawnedCommandRunner: CommandRunner {
                     program.contains("/")
                     ? posix_spawn(&pid, program, &actions, &attributes, arguments.pointers, variables.pointers)
                     : posix_spawnp(&pid, program, &actions, &attributes, arguments.pointers, variables.pointers)
-                if code == 0 {
-                    state.pid = pid
-                    if state.cancelled { _ = Glibc.kill(-pid, SIGKILL) }
-                }
+                if code == 0 { state.pid = pid }
                 return code
             }
             close(output[1])
@@ -159,17 +203,21 @@ struct SpawnedCommandRunner: CommandRunner {
             var ending: CommandResult.Ending?
             while descriptors[0].fd >= 0 || descriptors[1].fd >= 0 {
                 let now = clock.now
-                if now >= deadline {
-                    ending = .timedOut
-                    break
-                }
                 if let afterExit, now >= afterExit { break }
-                var wait = min(deadline, afterExit ?? deadline) - now
-                // Without a pidfd, the exit is looked for every 10 ms.
-                if exitWatch < 0 && status == nil { wait = min(wait, .milliseconds(10)) }
-                let milliseconds = Int32(
-                    clamping: wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000 + 1
-                )
+                if status == nil {
+                    if now >= deadline {
+                        ending = .timedOut
+                        break
+                    }
+                    if self.isStopped {
+                        ending = .stopped
+                        break
+                    }
+                }
+                // At most 100 ms: a stop is noticed within that (and without a pidfd, the exit).
+                let until = afterExit ?? deadline
+                let wait = max(.zero, min(until - now, .milliseconds(100)))
+                let milliseconds = Int32(wait / .milliseconds(1)) + 1
                 let ready = poll(&descriptors, nfds_t(descriptors.count), milliseconds)
                 if ready < 0 && errno != EINTR { break }
                 for index in 0..<2 where descriptors[index].fd >= 0 && descriptors[index].revents != 0 {
@@ -189,8 +237,7 @@ struct SpawnedCommandRunner: CommandRunner {
                     ending = .outputTooLarge
                     break
                 }
-                if status == nil, exitWatch < 0 || descriptors[2].revents != 0, let reaped = self.reap(blocking: false)
-                {
+                if status == nil, exitWatch < 0 || descriptors[2].revents != 0, let reaped = self.reap() {
                     status = reaped
                     descriptors[2].fd = -1
                     afterExit = clock.now + .milliseconds(200)
@@ -198,28 +245,48 @@ struct SpawnedCommandRunner: CommandRunner {
             }
             for index in 0..<2 where descriptors[index].fd >= 0 { close(descriptors[index].fd) }
             if let ending {
-                self.killGroup()
-                if status == nil { _ = self.reap(blocking: true) }
+                if status == nil { self.end(clock: clock) }
                 return CommandResult(ending: ending, stdout: ending == .outputTooLarge ? [] : stdout, stderr: stderr)
             }
-            // Both pipes ended: the program has exited, or will; it is waited for until the deadline.
+            // Both pipes ended: the program has exited, or will; it is waited for until the
+            // deadline (or a stop).
             while status == nil {
-                if let reaped = self.reap(blocking: false) {
+                if let reaped = self.reap() {
                     status = reaped
                     break
                 }
-                if clock.now >= deadline {
-                    self.killGroup()
-                    _ = self.reap(blocking: true)
-                    return CommandResult(ending: .timedOut, stdout: stdout, stderr: stderr)
+                if clock.now >= deadline || self.isStopped {
+                    let ending: CommandResult.Ending = self.isStopped ? .stopped : .timedOut
+                    self.end(clock: clock)
+                    return CommandResult(ending: ending, stdout: stdout, stderr: stderr)
                 }
                 var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
                 nanosleep(&pause, nil)
             }
-            let code = status ?? 0
+            guard let code = status, code >= 0 else {
+                return CommandResult(ending: .lost, stdout: stdout, stderr: stderr)
+            }
             let signal = code & 0x7F
             let ended: CommandResult.Ending = signal == 0 ? .exited((code >> 8) & 0xFF) : .signalled(signal)
             return CommandResult(ending: ended, stdout: stdout, stderr: stderr)
+        }
+
+        /// SIGTERM to the group, SIGKILL a second later, then up to a second for the leader to
+        /// be reaped; past that it is `reapLeftover`'s.
+        private func end(clock: ContinuousClock) {
+            self.signalGroup(SIGTERM)
+            let killAt = clock.now + .seconds(1)
+            var killed = false
+            while self.reap() == nil {
+                if !killed && clock.now >= killAt {
+                    self.signalGroup(SIGKILL)
+                    killed = true
+                } else if killed && clock.now >= killAt + .seconds(1) {
+                    return
+                }
+                var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+                nanosleep(&pause, nil)
+            }
         }
 
         private static func failure(_ program: String, _ what: String, _ code: Int32) -> CommandRunError {

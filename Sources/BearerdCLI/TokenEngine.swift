@@ -13,7 +13,12 @@ import Tracing
 /// without a daemon: a static file, or the engine (its store, its HTTP client, its manager).
 enum TokenEngine {
     case staticToken(StaticTokenProvider, path: String)
-    case engine(TokenManager, client: HTTPClientTokenTransport, fleet: PostgresSessionStore?)
+    case engine(
+        TokenManager,
+        client: HTTPClientTokenTransport,
+        fleet: PostgresSessionStore?,
+        commands: SpawnedCommandRunner?
+    )
 
     /// Opens the store and makes the token client. Throws a ``CommandError`` (exit 78 for a
     /// config or store problem) that names what to fix; a store held by a running daemon throws
@@ -52,11 +57,12 @@ enum TokenEngine {
                     underlying: error
                 )
             }
+            let commands = source is CommandSource ? SpawnedCommandRunner() : nil
             let tokenTransport: any TokenTransport =
-                if let command = source as? CommandSource {
+                if let command = source as? CommandSource, let commands {
                     CommandTokenTransport(
                         settings: command.settings,
-                        runner: SpawnedCommandRunner(),
+                        runner: commands,
                         record: command.record,
                         clock: prepared.engineClock
                     )
@@ -78,7 +84,7 @@ enum TokenEngine {
                 proofKey: dpop,
                 tracer: tracer
             )
-            return .engine(manager, client: client, fleet: fleet)
+            return .engine(manager, client: client, fleet: fleet, commands: commands)
         }
     }
 
@@ -86,7 +92,7 @@ enum TokenEngine {
     var provider: any TokenProvider {
         switch self {
         case .staticToken(let provider, _): provider
-        case .engine(let manager, _, _): manager
+        case .engine(let manager, _, _, _): manager
         }
     }
 
@@ -94,23 +100,23 @@ enum TokenEngine {
     var backend: AdminAPI.Backend {
         switch self {
         case .staticToken(let provider, let path): .staticToken(provider, path: path)
-        case .engine(let manager, _, _): .engine(manager)
+        case .engine(let manager, _, _, _): .engine(manager)
         }
     }
 
     var manager: TokenManager? {
-        if case .engine(let manager, _, _) = self { manager } else { nil }
+        if case .engine(let manager, _, _, _) = self { manager } else { nil }
     }
 
     /// The fleet's store, with `store.backend: postgres`.
     var fleet: PostgresSessionStore? {
-        if case .engine(_, _, let fleet) = self { fleet } else { nil }
+        if case .engine(_, _, let fleet, _) = self { fleet } else { nil }
     }
 
     /// For a verb run without a daemon: runs the fleet's pool until `close()` and reads the row
     /// once, so that the verb acts on the fleet's session. Returns the pool's task.
     func startInProcess(logger: Logger) async -> Task<Void, Never>? {
-        guard case .engine(let manager, _, let fleet?) = self else { return nil }
+        guard case .engine(let manager, _, let fleet?, _) = self else { return nil }
         let pool = Task { await fleet.run() }
         await FleetService(store: fleet, manager: manager, logger: logger).sync()
         return pool
@@ -118,7 +124,9 @@ enum TokenEngine {
 
     /// Waits for a refresh in flight to be stored, then closes the token client.
     func close() async {
-        guard case .engine(let manager, let client, _) = self else { return }
+        guard case .engine(let manager, let client, _, let commands) = self else { return }
+        // An auth.command run in flight ends now, not at auth.command_timeout.
+        commands?.stopAll()
         await manager.settle()
         try? await client.shutdown()
     }

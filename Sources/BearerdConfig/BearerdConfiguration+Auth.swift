@@ -127,6 +127,16 @@ extension BearerdConfiguration {
                 certificate: "auth.tls_cert_file",
                 key: "auth.tls_key_file"
             )
+            if case .command = source {
+                for key in [
+                    Keys.Engine.tlsCertFile, Keys.Engine.caFile, Keys.Engine.requestTimeout, Keys.Engine.connectTimeout,
+                ] where builder.string(key.name) != nil {
+                    builder.issue(
+                        key.name,
+                        "does not apply to auth.command: nothing is sent to a token server (auth.command_timeout bounds a run)"
+                    )
+                }
+            }
             if tlsClientCertificate != nil, case .staticFile = source {
                 builder.issue(
                     "auth.tls_cert_file",

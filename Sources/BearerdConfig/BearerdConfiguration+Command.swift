@@ -17,6 +17,16 @@ extension CommandSettings {
     /// file's folder (`./get-token`), or a name found in `PATH`.
     init(reading builder: inout ConfigBuilder) {
         typealias Keys = ConfigKeys.Auth.Command
+        let environment = builder.pairs(
+            Keys.environment,
+            separator: "=",
+            example: "CLOUDSDK_CONFIG=/etc/bearerd/gcloud"
+        )
+        if environment.contains(where: { $0.name.utf8.contains(0) || $0.value.utf8.contains(0) }) {
+            builder.issue(Keys.environment.name, "an entry holds a NUL byte")
+        }
+        // The program is looked up as it will be run: in the PATH the command gets.
+        let path = environment.last { $0.name == "PATH" }?.value ?? builder.environment["PATH"]
         var argv = builder.list(Keys.command)
         if argv.isEmpty || argv[0].isEmpty {
             builder.issue(
@@ -26,11 +36,13 @@ extension CommandSettings {
             argv = [""]
         } else if argv.contains(where: { $0.utf8.contains(0) }) {
             builder.issue(Keys.command.name, "an argument holds a NUL byte")
-        } else if let problem = Self.locate(&argv[0], base: builder.baseDirectory, path: builder.environment["PATH"]) {
+        } else if let problem = Self.locate(&argv[0], base: builder.baseDirectory, path: path) {
             builder.issue(Keys.command.name, problem)
         }
         var directory = builder.string(Keys.directory)
-        if let path = directory {
+        if let path = directory, path.utf8.contains(0) {
+            builder.issue(Keys.directory.name, "holds a NUL byte")
+        } else if let path = directory {
             let resolved = Self.absolute(path, base: builder.baseDirectory)
             var info = stat()
             if stat(resolved, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR {
@@ -38,11 +50,6 @@ extension CommandSettings {
             }
             directory = resolved
         }
-        let environment = builder.pairs(
-            Keys.environment,
-            separator: "=",
-            example: "CLOUDSDK_CONFIG=/etc/bearerd/gcloud"
-        )
         self.init(
             argv: argv,
             environment: environment,
@@ -51,15 +58,21 @@ extension CommandSettings {
         )
     }
 
-    /// Makes `program` the path that will run; a message when there is none.
+    /// Makes `program` the absolute path that will run (a name found in `path`'s absolute
+    /// folders, as execvp would, so that what was checked is what runs); a message when there is
+    /// none.
     static func locate(_ program: inout String, base: String, path: String?) -> String? {
         if program.contains("/") {
             program = Self.absolute(program, base: base)
             return Self.executableProblem(program)
         }
         let folders = (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map(String.init)
-        for folder in folders where !folder.isEmpty && access(folder + "/" + program, X_OK) == 0 {
-            return nil
+        for folder in folders where folder.hasPrefix("/") {
+            let candidate = folder + "/" + program
+            if Self.executableProblem(candidate) == nil {
+                program = Self.absolute(candidate, base: "/")
+                return nil
+            }
         }
         return "no program \(program) in PATH (\(path ?? "unset")): give its absolute path"
     }
@@ -101,7 +114,7 @@ extension ConfigKeys.Auth {
         static let environment = ConfigKeyDescriptor.list(
             "auth.command_env",
             "NAME=value pairs",
-            reload: .restart,
+            reload: .newSession,
             secret: true,
             sample: .commented("[\"CLOUDSDK_CONFIG=/etc/bearerd/gcloud\"]"),
             doc:
@@ -110,7 +123,7 @@ extension ConfigKeys.Auth {
         static let directory = ConfigKeyDescriptor.text(
             "auth.command_directory",
             "a folder",
-            reload: .restart,
+            reload: .newSession,
             sample: .commented("/var/lib/bearerd"),
             doc: "The folder the command runs in (relative to this file's folder); bearerd's own otherwise."
         )

@@ -74,7 +74,12 @@ extension BearerdConfiguration.Auth {
                     )
                 }
                 issuer = issuer ?? oauth2.issuer
-            case .json, .command:
+            case .command:
+                builder.issue(
+                    "auth.verify",
+                    "does not apply to auth.command: the program on the host is trusted as a static token file is"
+                )
+            case .json:
                 if keys == .discovered {
                     builder.issue("auth.verify.jwks_uri", "discover needs auth.issuer: give the JWKS URL")
                 }

@@ -115,13 +115,19 @@ package enum TokenResponseClassifier {
         guard let text = JSONValue.parse(body)?["error_description"]?.stringValue, !text.isEmpty else {
             return nil
         }
+        return Self.redacted(text, limit: 200)
+    }
+
+    /// At most `limit` characters of `text`, each outside printable ASCII (and `"`, `\\`) as `?`,
+    /// each run of 20 or more token characters as `…`.
+    package static func redacted(_ text: String, limit: Int) -> String {
         var shown = ""
         var run = ""
         func endRun() {
             shown += run.count >= 20 ? "…" : run
             run = ""
         }
-        for scalar in text.unicodeScalars.prefix(200) {
+        for scalar in text.unicodeScalars.prefix(limit) {
             let isTokenCharacter =
                 (scalar.value >= 0x30 && scalar.value <= 0x39) || (scalar.value >= 0x41 && scalar.value <= 0x5A)
                 || (scalar.value >= 0x61 && scalar.value <= 0x7A) || "-._~+/=".unicodeScalars.contains(scalar)
@@ -134,7 +140,7 @@ package enum TokenResponseClassifier {
             shown += allowed ? String(scalar) : "?"
         }
         endRun()
-        return shown + (text.unicodeScalars.count > 200 ? "…" : "")
+        return shown + (text.unicodeScalars.count > limit ? "…" : "")
     }
 
     /// RFC 6749 §5.2 `error`, when the body is a JSON object with a string `error` made of the

@@ -141,7 +141,9 @@ package actor TokenManager: TokenProvider {
             logger.error("cannot read the token store; starting without it", metadata: ["error": "\(error)"])
         }
         var stored = loaded ?? StoredTokens()
-        if stored.user?.isEmpty == true { stored.user = nil }
+        // A session of another source (a login before the config named auth.command) would be
+        // refreshed at a server this source does not have.
+        if stored.user?.isEmpty == true || !source.hasUserSessions { stored.user = nil }
         if stored.client?.isEmpty == true || !source.hasClientGrant { stored.client = nil }
         if let proofKey {
             // A new key reaches the store with the first write: the refresh-in-flight mark or

@@ -7,6 +7,10 @@ package protocol TokenSource: Sendable {
     /// The grant that gets a token without a user, if the source has one.
     var clientGrant: ClientGrant? { get }
 
+    /// Whether a person's session (a login, a refresh token) can be had from this source;
+    /// `false` for `auth.command`, whose program is the only way to a token.
+    var hasUserSessions: Bool { get }
+
     /// Exchanges a refresh token for new tokens.
     func refreshRequest(_ refreshToken: Secret, transport: any TokenTransport) async throws -> TokenHTTPRequest
 
@@ -126,6 +130,8 @@ package protocol TokenSource: Sendable {
 
 extension TokenSource {
     package var revocationKey: String { "auth.revocation_url" }
+
+    package var hasUserSessions: Bool { true }
 
     /// Whether a token can be had without a user.
     package var hasClientGrant: Bool { self.clientGrant != nil }

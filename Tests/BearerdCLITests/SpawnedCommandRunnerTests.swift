@@ -8,7 +8,7 @@ import Testing
 
 /// `auth.command` run for real: programs the test writes, each printing one form, failing,
 /// hanging, flooding, leaving a helper behind. No shell is put in front of them by bearerd.
-@Suite("auth.command's runner against real programs", .timeLimit(.minutes(1)))
+@Suite("auth.command's runner against real programs", .serialized, .timeLimit(.minutes(1)))
 struct SpawnedCommandRunnerTests {
     static func script(
         _ body: String,
@@ -144,6 +144,41 @@ struct SpawnedCommandRunnerTests {
         try await waitUntil(.seconds(5), every: .milliseconds(20)) { FileManager.default.fileExists(atPath: pidFile) }
         run.cancel()
         let result = try await run.value
-        #expect(result.ending == .signalled(SIGKILL))
+        #expect(result.ending == .signalled(SIGKILL) || result.ending == .stopped)
+        let pid = try #require(
+            Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        )
+        try await waitUntil(.seconds(3), every: .milliseconds(20)) { kill(pid, 0) != 0 }
+    }
+
+    @Test func shutdownStopsARunInProgressAtOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let pidFile = directory.path + "/pid"
+        // Ignores SIGTERM: SIGKILL follows a second later.
+        let program = try Self.script("trap '' TERM; echo $$ > \(pidFile); while :; do sleep 1; done", in: directory)
+        let started = ContinuousClock.now
+        let runner = SpawnedCommandRunner()
+        let run = Task {
+            try await runner.run(CommandSettings(argv: [program], timeout: .seconds(60)))
+        }
+        try await waitUntil(.seconds(5), every: .milliseconds(20)) { FileManager.default.fileExists(atPath: pidFile) }
+        runner.stopAll()
+        let result = try await run.value
+        #expect(result.ending == .stopped)
+        #expect(ContinuousClock.now - started < .seconds(6))
+    }
+
+    @Test func bearerdsOwnVariablesStayWithBearerd() {
+        let environment = SpawnedCommandRunner.environment(
+            [
+                "PATH": "/usr/bin", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=s3cret", "NOTIFY_SOCKET": "/run/n",
+                "BEARERD_CONFIG": "/etc/b.yaml", "LISTEN_FDS": "1", "WATCHDOG_USEC": "1", "JOURNAL_STREAM": "8:1",
+                "HOME": "/root",
+            ],
+            adding: [
+                NameValue(name: "HOME", value: "/var/lib/bearerd"), NameValue(name: "OTEL_SDK_DISABLED", value: "true"),
+            ]
+        )
+        #expect(environment == ["HOME=/var/lib/bearerd", "OTEL_SDK_DISABLED=true", "PATH=/usr/bin"])
     }
 }

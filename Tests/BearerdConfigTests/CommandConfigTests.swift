@@ -64,7 +64,8 @@ struct CommandConfigTests {
             Issue.record("not a command source")
             return
         }
-        #expect(command.argv == ["printf", "token"] && command.timeout == .seconds(30))
+        // Resolved now, so that what was checked is what runs.
+        #expect(command.argv == ["/usr/bin/printf", "token"] && command.timeout == .seconds(30))
     }
 
     @Test func whatCannotRunIsAnIssueNamingTheKey() throws {
@@ -108,6 +109,22 @@ struct CommandConfigTests {
             .contains { $0.contains("more than one token source") }
         )
         #expect(self.issues("command: [printf, x]\ndpop: true").contains { $0.hasPrefix("auth.dpop:") })
+        #expect(
+            self.issues("command: [printf, x]\nverify:\n  jwks_uri: https://idp.example/jwks").contains {
+                $0.hasPrefix("auth.verify:")
+            }
+        )
+        for key in ["ca_file: /etc/ssl/certs/ca-certificates.crt", "request_timeout: 5s", "connect_timeout: 1s"] {
+            let name = String(key.prefix { $0 != ":" })
+            #expect(
+                self.issues("command: [printf, x]\n\(key)").contains { $0.hasPrefix("auth.\(name): does not apply") }
+            )
+        }
+        #expect(
+            self.issues("command_timeout: 5s\nstatic_token_file: /etc/hostname").contains {
+                $0.hasPrefix("auth.command_timeout: applies to auth.command only")
+            }
+        )
         let seed = (try? self.directory.write("r", to: "seed")) ?? ""
         #expect(
             self.issues("command: [printf, x]\nrefresh_token_file: \(seed)").contains {

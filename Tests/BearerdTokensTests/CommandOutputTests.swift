@@ -28,12 +28,12 @@ struct CommandOutputTests {
     }
 
     @Test func anAccessTokenWithExpiresInOrExpiresAt() throws {
-        let relative = try CommandOutput.parse(Array(#"{"access_token":"abc","expires_in":"300"}"#.utf8))
-        #expect(relative.accessToken.value == "abc" && relative.lifetime == .seconds(300))
-        let absolute = try CommandOutput.parse(Array(#"{"access_token":"abc","expires_at":1893553445000}"#.utf8))
+        let relative = try CommandOutput.parse(Array(#"{"access_token":"abcdefgh","expires_in":"300"}"#.utf8))
+        #expect(relative.accessToken.value == "abcdefgh" && relative.lifetime == .seconds(300))
+        let absolute = try CommandOutput.parse(Array(#"{"access_token":"abcdefgh","expires_at":1893553445000}"#.utf8))
         #expect(absolute.expiresAt == Date(timeIntervalSince1970: 1_893_553_445))
         let stamped = try CommandOutput.parse(
-            Array(#"{"access_token":"abc","expires_at":"2030-01-02T03:04:05Z"}"#.utf8)
+            Array(#"{"access_token":"abcdefgh","expires_at":"2030-01-02T03:04:05Z"}"#.utf8)
         )
         #expect(stamped.expiresAt == Date(timeIntervalSince1970: 1_893_553_445))
     }
@@ -41,20 +41,22 @@ struct CommandOutputTests {
     @Test(arguments: [
         ("", "printed nothing"),
         ("\(token)\nsecond line\n", "more than one line"),
-        ("tok en\n", "characters a bearer token may not have"),
+        ("a token with spaces\n", "characters a bearer token may not have"),
         (#"{"status":{"clientCertificateData":"x"}}"#, "no status.token"),
-        (#"{"status":{"token":"abc","expirationTimestamp":"soon"}}"#, "expirationTimestamp is not an RFC 3339"),
-        (#"{"token":"abc"}"#, "neither status.token"),
-        (#"{"access_token":"abc","expires_in":"later"}"#, "expires_in is not a number"),
-        (#"{"access_token":"a\r\nX: b"}"#, "characters a bearer token may not have"),
+        (#"{"status":{"token":"abcdefgh","expirationTimestamp":"soon"}}"#, "expirationTimestamp is not an RFC 3339"),
+        (#"{"token":"abcdefgh"}"#, "neither status.token"),
+        (#"{"access_token":"abcdefgh","expires_in":"later"}"#, "expires_in is not a number"),
+        (#"{"access_token":"abcdefgh\r\nX: b"}"#, "characters a bearer token may not have"),
         ("{not json", "not a JSON object"),
+        ("null\n", "too short to be a token"),
+        (#"{"access_token":"undefined"}"#, "too short to be a token"),
     ])
     func whatItCannotReadIsSaidWithoutTheValue(output: String, said: String) {
         #expect {
             _ = try CommandOutput.parse(Array(output.utf8))
         } throws: { error in
             let message = "\(error)"
-            return message.contains(said) && !message.contains(Self.token) && !message.contains("abc")
+            return message.contains(said) && !message.contains(Self.token) && !message.contains("abcdefgh")
         }
     }
 
@@ -131,6 +133,11 @@ struct CommandOutputTests {
         #expect(record.lastRun?.stderr == "login required: run helper login?[31m")
     }
 
+    @Test func theFirstLineOfStandardErrorNeverCarriesAToken() {
+        let line = CommandRecord.firstLine(Array("\r\n debug: got \(Self.token) for \u{202E}you\r\nnext\n".utf8))
+        #expect(line == "debug: got … for ?you", "\(line ?? "nil")")
+    }
+
     @Test func exitZeroWithOutputItCannotReadIsAFailureToo() async {
         let (sent, _) = await Self.send(
             .success(CommandResult(ending: .exited(0), stdout: Array("Token: \(Self.token)\n".utf8), stderr: []))
@@ -164,5 +171,24 @@ struct CommandOutputTests {
         #expect(status?.source == "command" && status?.command == "/opt/helper/get-token")
         #expect(status?.commandEnded == "exit 1" && status?.commandStderr == "expired")
         #expect(source.clientGrant == .command)
+    }
+}
+
+/// A store written under another source (a login before the config named auth.command): its
+/// user session is not refreshed at a server this source does not have; the program is run.
+@Suite("auth.command: a session of another source")
+struct CommandSourceSessionTests {
+    @Test func aStoredUserSessionGivesWayToTheProgram() async throws {
+        let harness = TokenHarness(
+            source: CommandSource(settings: CommandSettings(argv: ["/bin/helper"], timeout: .seconds(5))),
+            stored: StoredTokens(refreshToken: Secret("stored-refresh-token-77")),
+            seed: nil
+        ) { request, _ in
+            #expect(request.method == "EXEC")
+            return TokenHTTPResponse(status: 200, body: Array("from-the-program-0001\n".utf8))
+        }
+        let token = try await harness.manager.token()
+        #expect(token.value == "from-the-program-0001")
+        #expect(harness.endpoint.requests.allSatisfy { $0.method == "EXEC" })
     }
 }

@@ -72,6 +72,12 @@ package enum CommandOutput {
         expiresAt: Date?
     ) throws(TokenEngineError) -> IssuedTokens {
         guard !token.isEmpty else { throw .body("its \(place) is empty") }
+        // `jq -r .access_token` prints `null` for an error answer, and exits 0.
+        guard token.count >= 8, token.lowercased() != "undefined" else {
+            throw .body(
+                "its \(place) is too short to be a token (under 8 characters, such as null from jq -r on an error answer)"
+            )
+        }
         guard BearerToken.isValidTokenValue(token) else {
             throw .body("its \(place) has characters a bearer token may not have (RFC 6750)")
         }

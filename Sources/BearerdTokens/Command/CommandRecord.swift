@@ -26,20 +26,16 @@ package final class CommandRecord: Sendable {
 
     package func record(_ run: Run) { self.last.withLock { $0 = run } }
 
-    /// At most 200 characters of the first non-empty line of `bytes`, printable ASCII and
-    /// UTF-8 letters only (a terminal escape or a forged log field cannot get through).
+    /// At most 200 characters of the first non-empty line of `bytes`: printable ASCII only
+    /// (anything else, a terminal escape or a bidi override included, shown as `?`), and every
+    /// run of 20 or more token characters shown as `…`, as the token server's
+    /// `error_description` is: a helper that echoes a token on standard error does not put it in
+    /// a log line or `status`.
     package static func firstLine(_ bytes: some Collection<UInt8>) -> String? {
         let text = String(decoding: bytes.prefix(4096), as: UTF8.self)
-        guard
-            let line = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first(where: {
-                !$0.allSatisfy(\.isWhitespace)
-            })
-        else { return nil }
-        var shown = ""
-        for scalar in line.unicodeScalars.prefix(200) {
-            let control = scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value)
-            shown.unicodeScalars.append(control ? "?" : scalar)
-        }
+        let lines = text.unicodeScalars.split(whereSeparator: { $0 == "\n" || $0 == "\r" })
+        guard let line = lines.first(where: { !$0.allSatisfy { $0 == " " || $0 == "\t" } }) else { return nil }
+        let shown = TokenResponseClassifier.redacted(String(String.UnicodeScalarView(line)), limit: 200)
         return shown.trimmingCharacters(in: .whitespaces)
     }
 }

@@ -14,6 +14,10 @@ package struct CommandResult: Sendable, Equatable {
         case timedOut
         /// Killed, with its process group, when its output passed ``CommandSettings/outputLimit``.
         case outputTooLarge
+        /// Stopped, with its process group, because bearerd is shutting down.
+        case stopped
+        /// It ended, but how could not be read (it was reaped by someone else).
+        case lost
     }
 
     package var ending: Ending

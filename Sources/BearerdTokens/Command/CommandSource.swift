@@ -17,6 +17,8 @@ package struct CommandSource: TokenSource {
 
     package var clientGrant: ClientGrant? { .command }
 
+    package var hasUserSessions: Bool { false }
+
     package var credentialKeys: String { "auth.command" }
 
     /// The request the transport reads: the program only; the settings are the transport's.

@@ -35,6 +35,8 @@ package struct CommandTokenTransport: TokenTransport {
         case .signalled(let signal): ended = "killed by signal \(signal)"
         case .timedOut: ended = "killed after auth.command_timeout (\(Self.seconds(self.settings.timeout)))"
         case .outputTooLarge: ended = "killed: printed more than \(CommandSettings.outputLimit >> 10) KiB"
+        case .stopped: ended = "stopped: bearerd is shutting down"
+        case .lost: ended = "ended, exit status unknown"
         }
         self.record.record(.init(at: self.clock.wallNow, ended: ended, stderr: stderr))
         let said = stderr.map { "; it said: \($0)" } ?? ""
@@ -56,6 +58,10 @@ package struct CommandTokenTransport: TokenTransport {
             throw TokenEngineError.unreachable(
                 "auth.command: \(program) did not finish within auth.command_timeout (\(Self.seconds(self.settings.timeout))) and was killed\(said)"
             )
+        case .stopped:
+            throw TokenEngineError.unreachable("auth.command: \(program) was stopped: bearerd is shutting down")
+        case .lost:
+            throw TokenEngineError.unreachable("auth.command: \(program) ended, but its exit status could not be read")
         case .outputTooLarge:
             throw TokenEngineError.unreachable(
                 "auth.command: \(program) printed more than \(CommandSettings.outputLimit >> 10) KiB on standard output and was killed: it should print a token, or JSON with one"
