@@ -6,7 +6,8 @@ import Foundation
 
 extension TokenPlan {
     /// The signer of `private_key_jwt` assertions, its key read and checked now, so that
-    /// `check-config` and `serve` refuse a key that cannot sign before anything starts; or the
+    /// `check-config` and `serve` refuse a key that cannot sign before anything starts (and read
+    /// again before each assertion, ``ClientKeyFileSigner``); or the
     /// platform's assertion file (`auth.client_assertion_file`), read before each request.
     static func assertionSigner(
         _ oauth2: BearerdConfiguration.Auth.OAuth2,
@@ -17,18 +18,18 @@ extension TokenPlan {
             return FileClientAssertion(path: path, clock: clock)
         }
         guard let path = oauth2.clientKeyFile else { return nil }
-        let pem = try Self.readFile(path, key: "auth.client_key_file")
-        let key: ClientAssertionKey
-        do throws(ClientKeyError) {
-            key = try ClientAssertionKey(
-                pem: String(decoding: pem, as: UTF8.self),
+        do {
+            return try ClientKeyFileSigner(
+                path: path,
                 algorithm: oauth2.clientAssertionAlgorithm.flatMap(ClientAssertionKey.Algorithm.init(rawValue:)),
-                file: path
+                keyID: oauth2.clientKeyID,
+                read: { try Self.readFile($0, key: "auth.client_key_file") }
             )
+        } catch let error as CommandError {
+            throw error
         } catch {
             // Its message names auth.client_key_file already.
             throw CommandError(keys: ["auth.client_key_file"], message: "\(error)")
         }
-        return JWTClientAssertionSigner(key: key, keyID: oauth2.clientKeyID)
     }
 }

@@ -127,6 +127,38 @@ struct EnterpriseClientAuthTests {
         }
     }
 
+    /// A key rotated in its file (the new one registered first, then the file replaced) signs
+    /// from the next token request on: no restart, no reload.
+    @Test func aKeyRotatedInItsFileSignsTheNextRequest() async throws {
+        let directory = try TemporaryDirectory()
+        let old = try TestKeys.make("rsa:2048", named: "old", in: directory)
+        let new = try TestKeys.make("ec", named: "new", in: directory)
+        let registered = try directory.write(
+            try String(contentsOfFile: old.publicKey, encoding: .utf8),
+            to: "registered.pem"
+        )
+        let keyFile = try directory.write(try String(contentsOfFile: old.privateKey, encoding: .utf8), to: "client.key")
+        let idp = try await IdentityProvider.start(ttl: 2, clientKeys: registered)
+        try await Self.against(idp) { group in
+            let bearerd = try await Self.serve(
+                "  client_id: jwt-client\n  client_auth: private_key_jwt\n  client_key_file: \(keyFile)",
+                idp: idp,
+                directory: directory
+            )
+            #expect(try await Self.login(bearerd).status == 0)
+            // The server learns the new key and forgets the old; then the file is replaced.
+            _ = try directory.write(try String(contentsOfFile: new.publicKey, encoding: .utf8), to: "registered.pem")
+            _ = try directory.write(try String(contentsOfFile: new.privateKey, encoding: .utf8), to: "client.key")
+            let before = idp.marks.count
+            try await waitUntil(.seconds(10), every: .milliseconds(200)) {
+                idp.marks.dropFirst(before).contains("refresh_token ok private_key_jwt -")
+            }
+            let marks = Array(idp.marks.dropFirst(before))
+            #expect(marks.allSatisfy { $0.hasSuffix(" ok private_key_jwt -") }, "signed with the old key: \(marks)")
+            #expect(try await Self.get(bearerd, group: group).status == 200)
+        }
+    }
+
     @Test func aKeyTheServerDoesNotKnowIsRefusedWithAClearError() async throws {
         let directory = try TemporaryDirectory()
         let registered = try TestKeys.make("rsa:2048", named: "registered", in: directory)
