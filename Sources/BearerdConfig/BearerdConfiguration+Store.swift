@@ -85,7 +85,8 @@ extension ConfigKeys {
                 and durably on every change (mode 0600), and locked so one daemon at a time uses it. Without a
                 key, tokens are kept in memory only and a restart starts from auth.refresh_token_file.
                 Default: $STATE_DIRECTORY/tokens.store under systemd (StateDirectory=bearerd), otherwise
-                /var/lib/bearerd/tokens.store; a relative name is in that directory.
+                /var/lib/bearerd/tokens.store. A relative name is in $STATE_DIRECTORY under systemd, otherwise
+                next to this file (`path: tokens.store` for a bearerd run by hand).
                 """
         )
         static let keyFile = ConfigKeyDescriptor.text(

@@ -30,7 +30,7 @@ package enum StoreCheck {
             contents = try CheckedDirectory.read(file: path, limit: EncryptedTokenStore.maxFileSize)
         } catch .system(_, let directory, ENOENT) {
             findings.errors.append(
-                "store.path: the token store's directory \(directory) does not exist: create it (mode 0700)"
+                "store.path: the token store's directory \(directory) does not exist: create it (mode 0700), or set store.path to a file in a folder of yours (a relative name is next to the config file)"
             )
             return findings
         } catch {
