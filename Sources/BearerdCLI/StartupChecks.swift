@@ -25,7 +25,13 @@ enum StartupChecks {
             )
         } else if let file = store.keyFile ?? store.passphraseFile {
             let key: StoreKey = store.keyFile != nil ? .keyFile(file) : .passphraseFile(file)
-            let found = StoreCheck.findings(path: store.path, key: key, profile: store.profile)
+            let found = StoreCheck.findings(
+                path: store.path,
+                key: key,
+                profile: store.profile,
+                createdByService: store.path == "/var/lib/bearerd/tokens.store"
+                    && ProcessInfo.processInfo.environment["STATE_DIRECTORY"] == nil
+            )
             findings.errors += found.errors
             findings.notes += found.notes
         } else if configuration.auth.staticTokenFile == nil {

@@ -16,7 +16,15 @@ package enum StoreCheck {
         package init() {}
     }
 
-    package static func findings(path: String, key: StoreKey, profile: String) -> Findings {
+    /// - Parameter createdByService: the path is the system unit's default
+    ///   (/var/lib/bearerd/tokens.store, outside the unit): its directory not existing yet is a
+    ///   note, since the unit's `StateDirectory=` makes it at the first start.
+    package static func findings(
+        path: String,
+        key: StoreKey,
+        profile: String,
+        createdByService: Bool = false
+    ) -> Findings {
         var findings = Findings()
         do throws(StoreError) {
             var material = try key.material()
@@ -28,6 +36,11 @@ package enum StoreCheck {
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
             contents = try CheckedDirectory.read(file: path, limit: EncryptedTokenStore.maxFileSize)
+        } catch .system(_, let directory, ENOENT) where createdByService {
+            findings.notes.append(
+                "store.path: \(directory) does not exist yet: bearerd.service makes it at its first start (StateDirectory=); a bearerd run by hand needs store.path in a folder of its own (a relative name is next to the config file)"
+            )
+            return findings
         } catch .system(_, let directory, ENOENT) {
             findings.errors.append(
                 "store.path: the token store's directory \(directory) does not exist: create it (mode 0700), or set store.path to a file in a folder of yours (a relative name is next to the config file)"
