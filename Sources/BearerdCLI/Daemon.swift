@@ -87,7 +87,8 @@ struct Daemon {
             manager: engine.manager,
             logLevel: logLevel,
             events: reloadEvents,
-            logger: logger
+            logger: logger,
+            reopenLogs: { accessLog.reopen() }
         )
         let api = AdminAPI(
             backend: backend,

@@ -31,6 +31,10 @@ final class ReloadService: Service, Sendable {
     let logLevel: LogLevelSetting
     let events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation
     let logger: Logger
+    /// Opens the log files again (`log.access_file`): at every reload, applied or refused, since
+    /// logrotate's `postrotate` asks for one and a broken config must not leave the lines going
+    /// to a file already rotated away (and compressed, then deleted, a day later).
+    let reopenLogs: @Sendable () -> Void
     private let requests: AsyncStream<Request>
     private let enqueue: AsyncStream<Request>.Continuation
 
@@ -42,7 +46,8 @@ final class ReloadService: Service, Sendable {
         manager: TokenManager?,
         logLevel: LogLevelSetting,
         events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation,
-        logger: Logger
+        logger: Logger,
+        reopenLogs: @escaping @Sendable () -> Void = {}
     ) {
         self.configPath = configPath
         self.environment = environment
@@ -52,6 +57,7 @@ final class ReloadService: Service, Sendable {
         self.logLevel = logLevel
         self.events = events
         self.logger = logger
+        self.reopenLogs = reopenLogs
         (self.requests, self.enqueue) = AsyncStream.makeStream(of: Request.self)
     }
 
@@ -86,6 +92,7 @@ final class ReloadService: Service, Sendable {
     func reload(trigger: String = "SIGHUP") async -> ReloadOutcome {
         self.events.yield(.started)
         defer { self.events.yield(.finished) }
+        self.reopenLogs()
         self.logger.notice("\(trigger): reloading the config", metadata: ["path": "\(self.configPath)"])
         let prepared: Prepared
         switch Startup.prepare(configPath: self.configPath, logger: self.logger, environment: self.environment) {

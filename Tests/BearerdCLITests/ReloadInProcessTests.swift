@@ -8,6 +8,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 @testable import BearerdCLI
@@ -59,6 +60,7 @@ struct ReloadInProcessTests {
         )
         let level = LogLevelSetting(.info)
         let (events, eventSink) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
+        let reopened = Mutex(0)
         let reload = ReloadService(
             configPath: path,
             environment: [:],
@@ -67,7 +69,8 @@ struct ReloadInProcessTests {
             manager: nil,
             logLevel: level,
             events: eventSink,
-            logger: logger
+            logger: logger,
+            reopenLogs: { reopened.withLock { $0 += 1 } }
         )
         let services = ServiceGroup(services: [server], logger: logger)
         try await withThrowingTaskGroup { tasks in
@@ -95,6 +98,8 @@ struct ReloadInProcessTests {
                 Issue.record("a broken config was applied")
             }
             #expect(try await body() == "second", "a broken config stopped the running one")
+            // logrotate's reload reopens the access file even when the config is refused.
+            #expect(reopened.withLock { $0 } == 2)
             #expect(level.value == .debug)
 
             await services.triggerGracefulShutdown()
