@@ -2,7 +2,6 @@ import BearerdLogging
 import BearerdWire
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -33,13 +32,13 @@ package final class AccessLog: @unchecked Sendable {
     private let destination: Destination
     private let interval: Double
     /// Guards every `var` below; its value says whether the writer should wake now.
-    private let lock = ConditionLock(value: false)
+    private let lock = MonotonicCondition(value: false)
     private var pending: [UInt8] = []
     private var dropped = 0
     /// Asked to open the file again: the lines pending up to this offset go to the old one.
     private var reopenAt: Int?
     private var stopping = false
-    private let finished = ConditionLock(value: false)
+    private let finished = MonotonicCondition(value: false)
     /// Written only by the writer thread (and before it starts).
     private var descriptor: Int32
 
