@@ -79,7 +79,11 @@ package struct MetricsServer: Service {
                     }
                 }
         } catch {
-            throw SocketSetupError.bind(error, key: "metrics.listen", address: "\(self.host):\(self.port)")
+            throw SocketSetupError.bind(
+                error,
+                key: "metrics.listen",
+                address: self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)"
+            )
         }
         self.logger.notice(
             "metrics listening",

@@ -1,4 +1,5 @@
 import BearerdConfig
+import BearerdSockets
 import Foundation
 
 #if canImport(Glibc)
@@ -16,6 +17,7 @@ extension HeldResources {
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard socket.utf8.count < capacity else { return nil }
+        UnixSocketFile.boundConnect(descriptor)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (offset, byte) in socket.utf8.enumerated() { raw[offset] = byte }
         }
@@ -76,7 +78,7 @@ extension HeldResources {
         return environment["BEARERD_CONFIG"] ?? ConfigLoader.defaultPath
     }
 
-    private static func environment(pid: Int32) -> [String: String]? {
+    static func environment(pid: Int32) -> [String: String]? {
         guard let raw = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
         var environment: [String: String] = [:]
         for entry in raw.split(separator: 0) {

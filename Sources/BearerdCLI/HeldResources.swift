@@ -44,8 +44,13 @@ enum HeldResources {
                 )
             }
         }
+        // A bearerd serving this same file holds rightly, whatever its admin socket (one
+        // changed in the file and not yet restarted).
+        func servesThisConfig(_ pid: Int32) -> Bool {
+            pid == own || Self.daemonConfig(pid: pid).map { Self.samePath($0, configPath) } == true
+        }
         if configuration.store.postgres == nil, let holder = Self.lockHolder(of: configuration.store.path + ".lock"),
-            holder != own
+            !servesThisConfig(holder)
         {
             let config = Self.daemonConfig(pid: holder).map { ", config \($0)" } ?? ""
             findings.errors.append(
@@ -64,7 +69,7 @@ enum HeldResources {
                 address.host.contains(":") ? "[\(address.host)]:\(address.port)" : "\(address.host):\(address.port)"
             guard Self.isInUse(host: address.host, port: address.port) else { continue }
             let holders = Self.listeners(port: address.port)
-            if let own, holders.contains(own) { continue }
+            if holders.contains(where: servesThisConfig) { continue }
             if holders.contains(1) {
                 findings.notes.append(
                     "\(address.key): systemd holds \(shown) (socket activation) and passes it to bearerd"
@@ -74,9 +79,11 @@ enum HeldResources {
                 findings.errors.append(
                     "\(address.key): \(shown) is in use by pid \(holder)\(name): choose another address for \(address.key), or stop that program"
                 )
-            } else if own != nil || ProcessInfo.processInfo.environment["INVOCATION_ID"] != nil {
-                // Under systemd (ExecStartPre=) an unseen holder is most likely the unit's own
-                // .socket; beside a running daemon of this config, its own listener.
+            } else if own != nil || ProcessInfo.processInfo.environment["SYSTEMD_EXEC_PID"] == "\(getpid())" {
+                // Run by systemd itself (ExecStartPre=: $SYSTEMD_EXEC_PID is this process, not
+                // an ancestor as in a terminal a user service started), an unseen holder is most
+                // likely the unit's own .socket; beside a running daemon of this config, its own
+                // listener.
                 findings.notes.append(
                     "\(address.key): \(shown) is in use by a process this user cannot see (a systemd .socket unit, or the running bearerd)"
                 )

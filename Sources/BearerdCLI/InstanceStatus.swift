@@ -28,63 +28,11 @@ enum InstanceStatus {
             if let socket { asked.insert(socket) }
             rows.append(answered)
         }
-        for process in Self.handStarted() {
-            let row = Row(instance: "-", unit: "pid \(process.pid) (by hand)", state: "", expires: "-")
-            guard let config = process.config else {
-                rows.append(
-                    with(row) {
-                        $0.state = "not asked: its config cannot be told as this user (run as its user or root)"
-                    }
-                )
-                continue
-            }
-            var (answered, socket) = await Self.row(
-                with(row) { $0.unit += " \(config)" },
-                config: config,
-                environment: process.environment
-            )
-            // Its admin socket was asked already: a unit's daemon.
-            if let socket, asked.contains(socket) { continue }
-            if socket == nil, answered.state.hasPrefix("not running") {
-                answered.state = "running, but its admin socket cannot be told (its environment places it)"
-            }
-            if let socket { asked.insert(socket) }
-            rows.append(answered)
-        }
+        rows += await Self.handStartedRows(asked: &asked)
         return rows
     }
 
-    /// A `bearerd serve` process: its pid, the config it reads and the environment it reads it
-    /// with, as far as they can be told.
-    struct Process {
-        var pid: Int32
-        var config: String?
-        var environment: [String: String]
-    }
-
-    /// `bearerd serve` processes on this machine.
-    static func handStarted() -> [Process] {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
-        var found: [Process] = []
-        for entry in entries {
-            guard let pid = Int32(entry), pid != getpid(),
-                HeldResources.command(pid: pid) == "bearerd",
-                let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
-            else { continue }
-            let arguments = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-            guard arguments.dropFirst().first == "serve" else { continue }
-            var environment = ProcessInfo.processInfo.environment
-            if let index = arguments.firstIndex(where: { $0 == "--instance" || $0 == "-i" }),
-                index + 1 < arguments.count
-            {
-                environment = Instance(name: arguments[index + 1]).environment(environment)
-            }
-            found.append(Process(pid: pid, config: HeldResources.daemonConfig(pid: pid), environment: environment))
-        }
-        return found.sorted { $0.pid < $1.pid }
-    }
-
-    private static func with(_ row: Row, _ change: (inout Row) -> Void) -> Row {
+    static func with(_ row: Row, _ change: (inout Row) -> Void) -> Row {
         var row = row
         change(&row)
         return row
@@ -129,9 +77,17 @@ enum InstanceStatus {
         return (row, socket)
     }
 
-    /// The rows as an aligned table with a header.
+    /// The rows as an aligned table with a header; every cell printable only (a config path or
+    /// a state may come from a process another user started).
     static func render(_ rows: [Row]) -> String {
-        let table = [Row(instance: "INSTANCE", unit: "UNIT", state: "STATE", expires: "TOKEN EXPIRES")] + rows
+        let table = ([Row(instance: "INSTANCE", unit: "UNIT", state: "STATE", expires: "TOKEN EXPIRES")] + rows).map {
+            Row(
+                instance: PrintableText.of($0.instance),
+                unit: PrintableText.of($0.unit),
+                state: PrintableText.of($0.state),
+                expires: PrintableText.of($0.expires)
+            )
+        }
         let widths = [
             table.map(\.instance.count).max() ?? 0,
             table.map(\.unit.count).max() ?? 0,

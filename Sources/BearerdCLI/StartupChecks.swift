@@ -29,7 +29,7 @@ enum StartupChecks {
                 path: store.path,
                 key: key,
                 profile: store.profile,
-                createdByService: store.path == "/var/lib/bearerd/tokens.store"
+                createdByService: Self.isUnitsStateDirectory(store.path)
                     && ProcessInfo.processInfo.environment["STATE_DIRECTORY"] == nil
             )
             findings.errors += found.errors
@@ -57,6 +57,17 @@ enum StartupChecks {
             if let problem = Self.socketDirectoryProblem(path, key: "listen") { findings.errors.append(problem) }
         }
         return findings
+    }
+
+    /// Whether `path` is the store a system unit keeps in its `StateDirectory=`, which systemd
+    /// makes at the unit's first start: /var/lib/bearerd/tokens.store, or
+    /// /var/lib/bearerd@NAME/tokens.store for an instance.
+    static func isUnitsStateDirectory(_ path: String) -> Bool {
+        guard path.hasSuffix("/tokens.store") else { return false }
+        let directory = CheckedDirectory.directoryName(of: path)
+        if directory == "/var/lib/bearerd" { return true }
+        guard directory.hasPrefix("/var/lib/bearerd@") else { return false }
+        return Instance.problem(String(directory.dropFirst("/var/lib/bearerd@".count))) == nil
     }
 
     /// Whether bearerd could create a socket at `path`: a directory it can make or write, that

@@ -126,10 +126,19 @@ package enum UnixSocketFile {
 
     /// 0 when a connection to the socket at `path` succeeds, else the `errno` of the attempt
     /// (`ENOENT`: no socket; `ECONNREFUSED`: nobody listens; `EACCES`: not allowed).
+    /// Bounds a blocking connect(2) on a unix socket to 2 s (`SO_SNDTIMEO`, which Linux applies
+    /// to it).
+    package static func boundConnect(_ descriptor: Int32) {
+        var limit = timeval(tv_sec: 2, tv_usec: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     package static func connectError(_ path: String) -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return errno }
         defer { close(descriptor) }
+        // A listener whose queue is full keeps a connect waiting: at most 2 s (EAGAIN then).
+        Self.boundConnect(descriptor)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)

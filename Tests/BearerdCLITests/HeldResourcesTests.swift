@@ -84,6 +84,15 @@ struct HeldResourcesTests {
             #expect(checked.stderr.contains(expected), "\(expected) in \(checked.stderr)")
         }
 
+        // A copy checked before it replaces the running config leaves out what is held.
+        let copy = try await BearerdProcess.run(["check-config", "--skip-held", "-c", shared])
+        #expect(copy.status == 0, "\(copy)")
+        // The running daemon's own file with its admin socket changed (not restarted yet): the
+        // store and the port are still its own.
+        _ = try Self.config(directory, name: "a.yaml", port: port, socket: "a2.sock", store: "a.store")
+        let moved = try await BearerdProcess.run(["check-config", "-c", first])
+        #expect(moved.status == 0, "\(moved)")
+
         // serve names the key and the value, never NIO's "bind(descriptor:ptr:bytes:)".
         let store = try Self.config(
             directory,
@@ -150,5 +159,31 @@ struct HandStartedStatusTests {
         // Its token server is down: the daemon answers, and says it is waiting.
         #expect(!row.state.hasPrefix("not") && !row.state.hasPrefix("no answer"), "\(row)")
         #expect(InstanceStatus.render(rows).contains("pid \(daemon.pid) (by hand)"))
+    }
+
+    /// A process called bearerd whose config is a FIFO (anyone can start one): listed, never
+    /// read, and `status --all` does not wait on it.
+    @Test func aConfigThatIsNotAFileIsNotRead() async throws {
+        let directory = try TemporaryDirectory()
+        let units = try TemporaryDirectory()
+        let fifo = directory.path + "/fifo.yaml"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let stuck = try BearerdProcess(["serve", "--config", fifo])
+        defer { stuck.signal(SIGKILL) }
+        try await waitUntil(.seconds(5), every: .milliseconds(20)) {
+            (try? String(contentsOfFile: "/proc/\(stuck.pid)/cmdline", encoding: .utf8))?.contains("fifo.yaml") == true
+        }
+        let rows = await InstanceStatus.rows(in: units.path)
+        let row = try #require(rows.first { $0.unit.hasPrefix("pid \(stuck.pid) ") }, "\(rows)")
+        #expect(row.state == "not asked: its config \(fifo) is not a regular file", "\(row)")
+    }
+
+    @Test(arguments: [
+        ("/var/lib/bearerd/tokens.store", true), ("/var/lib/bearerd@work/tokens.store", true),
+        ("/var/lib/bearerd@../tokens.store", false), ("/home/alice/tokens.store", false),
+        ("/var/lib/bearerd/other.store", false),
+    ])
+    func theUnitsStateDirectoryIsKnown(path: String, isUnits: Bool) {
+        #expect(StartupChecks.isUnitsStateDirectory(path) == isUnits)
     }
 }
