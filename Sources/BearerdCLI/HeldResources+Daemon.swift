@@ -39,7 +39,7 @@ extension HeldResources {
     /// The config a `bearerd serve` process reads, from its command line (and its environment's
     /// `BEARERD_CONFIG`, when this user may read it); `nil` when it cannot be told.
     static func daemonConfig(pid: Int32) -> String? {
-        guard let raw = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+        guard let raw = Self.read("/proc/\(pid)/cmdline") else { return nil }
         let arguments = raw.split(separator: 0, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
@@ -79,7 +79,7 @@ extension HeldResources {
     }
 
     static func environment(pid: Int32) -> [String: String]? {
-        guard let raw = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
+        guard let raw = Self.read("/proc/\(pid)/environ") else { return nil }
         var environment: [String: String] = [:]
         for entry in raw.split(separator: 0) {
             let text = String(decoding: entry, as: UTF8.self)

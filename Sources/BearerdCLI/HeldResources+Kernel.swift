@@ -11,7 +11,7 @@ extension HeldResources {
     /// The pid holding a `flock` on `file`, from /proc/locks (no lock is taken to find out).
     static func lockHolder(of file: String) -> Int32? {
         var info = stat()
-        guard stat(file, &info) == 0, let table = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else {
+        guard stat(file, &info) == 0, let table = Self.readText("/proc/locks") else {
             return nil
         }
         let inode = "\(info.st_ino)"
@@ -80,7 +80,7 @@ extension HeldResources {
         var inodes = Set<String>()
         let hex = String(format: "%04X", port)
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            guard let text = Self.readText(table) else { continue }
             for line in text.split(separator: "\n").dropFirst() {
                 // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode"
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -112,9 +112,31 @@ extension HeldResources {
 
     /// A process's name (`comm`), printable characters only.
     static func command(pid: Int32) -> String? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
+        guard let text = Self.readText("/proc/\(pid)/comm") else { return nil }
         let name = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !name.isEmpty else { return nil }
         return String(name.unicodeScalars.map { $0.value >= 0x20 && $0.value < 0x7F ? Character($0) : "?" })
+    }
+
+    /// A file of /proc whole. Its size says 0, and Foundation's `String(contentsOfFile:)` then
+    /// reads one page: /proc/net/tcp on a busy machine is far longer, and the line sought
+    /// was not in the first 4 KiB. Read to its end here, at most 64 MiB.
+    static func read(_ path: String) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while bytes.count < 64 << 20 {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return count == 0 ? bytes : nil }
+            bytes += buffer[0..<count]
+        }
+        return bytes
+    }
+
+    static func readText(_ path: String) -> String? {
+        Self.read(path).map { String(decoding: $0, as: UTF8.self) }
     }
 }

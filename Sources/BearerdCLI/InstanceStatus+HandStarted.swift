@@ -65,7 +65,7 @@ extension InstanceStatus {
         for entry in entries {
             guard let pid = Int32(entry), pid != getpid(),
                 HeldResources.command(pid: pid) == "bearerd",
-                let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+                let raw = HeldResources.read("/proc/\(entry)/cmdline")
             else { continue }
             let arguments = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             guard arguments.dropFirst().first == "serve", !Self.isSystemUnit(pid: pid),
@@ -106,7 +106,7 @@ extension InstanceStatus {
     /// Whether the process runs in a system unit of bearerd's (its cgroup), whose row the
     /// config in /etc/bearerd gives.
     static func isSystemUnit(pid: Int32) -> Bool {
-        guard let cgroup = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8) else { return false }
+        guard let cgroup = HeldResources.readText("/proc/\(pid)/cgroup") else { return false }
         return cgroup.contains("/system.slice/bearerd.service")
             || cgroup.contains("/system.slice/system-bearerd.slice/")
     }

@@ -119,6 +119,32 @@ struct HeldResourcesTests {
         #expect(!portServe.stderr.contains("bind(descriptor"), "\(portServe.stderr)")
     }
 
+    /// /proc/net/tcp says its size is 0, and Foundation then reads one page of it: on a busy
+    /// machine the listener sought was past the first 4 KiB, and its holder went unnamed.
+    @Test func aListenerPastTheFirstPageOfTheSocketTableIsFound() throws {
+        var sockets: [Int32] = []
+        defer { for descriptor in sockets { close(descriptor) } }
+        var port = 0
+        for _ in 0..<200 {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            sockets.append(descriptor)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+            }
+            #expect(listen(descriptor, 1) == 0)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            }
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+        #expect((HeldResources.read("/proc/net/tcp")?.count ?? 0) > 200 * 100)
+        #expect(HeldResources.listeners(port: port) == [getpid()])
+    }
+
     @Test(arguments: [
         (["bearerd", "serve", "--config", "/etc/x.yaml"], "/etc/x.yaml"),
         (["bearerd", "serve", "-c", "/etc/x.yaml"], "/etc/x.yaml"),
