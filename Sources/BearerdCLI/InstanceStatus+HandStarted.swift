@@ -69,8 +69,7 @@ extension InstanceStatus {
             else { continue }
             let arguments = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             guard arguments.dropFirst().first == "serve", !Self.isSystemUnit(pid: pid),
-                let owner = (try? FileManager.default.attributesOfItem(atPath: "/proc/\(entry)"))?[.ownerAccountID]
-                    as? NSNumber
+                let owner = Self.owner(pid: pid)
             else { continue }
             var environment = HeldResources.environment(pid: pid)
             if let base = environment {
@@ -83,13 +82,25 @@ extension InstanceStatus {
             found.append(
                 Process(
                     pid: pid,
-                    owner: owner.uint32Value,
+                    owner: owner,
                     config: HeldResources.daemonConfig(pid: pid),
                     environment: environment
                 )
             )
         }
         return found.sorted { $0.pid < $1.pid }
+    }
+
+    /// The process's real and effective uid when they agree (/proc/PID/status), else `nil`:
+    /// not the owner of /proc/PID, which is root for any process that made itself not dumpable
+    /// (as bearerd does, and as a process pretending to be bearerd can).
+    static func owner(pid: Int32) -> uid_t? {
+        guard let status = HeldResources.readText("/proc/\(pid)/status"),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") })
+        else { return nil }
+        let ids = line.dropFirst(4).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { uid_t($0) }
+        guard ids.count >= 2, ids[0] == ids[1] else { return nil }
+        return ids[1]
     }
 
     /// The value of an option given as `--name VALUE` or `--name=VALUE`.
