@@ -51,9 +51,7 @@ extension PostgresSessionStore {
             do {
                 try await self.run("CREATE TABLE \(unescaped: table) (\(unescaped: columns))", on: connection)
                 created.append(table)
-            } catch let error as PSQLError
-                where error.serverInfo?[.sqlState] == "42P07" || error.serverInfo?[.sqlState] == "23505"
-            {
+            } catch let error as PSQLError where Self.lostTheRace(error) {
                 // Another host created it at the same moment.
             }
         }
@@ -63,6 +61,14 @@ extension PostgresSessionStore {
             on: connection
         )
         return created
+    }
+
+    /// What PostgreSQL answers a `CREATE TABLE` whose table another session created at the same
+    /// moment (and committed: the answer waits for that session's end): the relation exists
+    /// (42P07), its row type exists (42710, `type "…" already exists`), or the catalog's unique
+    /// index caught the pair (23505).
+    static func lostTheRace(_ error: PSQLError) -> Bool {
+        ["42P07", "42710", "23505"].contains(error.serverInfo?[.sqlState] ?? "")
     }
 
     /// Both tables belong to this host's role (or a role it is a member of): a table another role

@@ -284,3 +284,44 @@ struct FleetLockTests {
         }
     }
 }
+
+extension FleetLockTests {
+    /// Hosts of a fleet started together (a deployment, a reboot) each create the missing tables;
+    /// whichever answer PostgreSQL gives the ones that lose that race (the table exists, its row
+    /// type exists, a duplicate key in the catalog), each host starts without waiting a retry.
+    @Test func hostsCreatingTheTablesAtOnceAllStart() async throws {
+        let database = try await PostgresServer.start()
+        let directory = try TemporaryDirectory()
+        let key = try makeKey(in: directory)
+        let endpoint = FakeTokenEndpoint { _, _ in FakeTokenEndpoint.tokens(access: "unused") }
+        var all: [FleetHost] = []
+        do {
+            for round in 1...8 {
+                let hosts = try (1...6).map {
+                    try FleetHost(
+                        "host\($0)",
+                        database: database,
+                        directory: directory,
+                        endpoint: endpoint,
+                        keyFile: key,
+                        table: "bearerd_race_\(round)"
+                    )
+                }
+                all += hosts
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for host in hosts { group.addTask { _ = try await host.store.read() } }
+                    try await group.waitForAll()
+                }
+                // Each of the two tables (the session's and the lock's) is created by one host.
+                let created = hosts.map { $0.logText.components(separatedBy: "created the fleet's table").count - 1 }
+                #expect(created.reduce(0, +) == 2, "round \(round): \(created) creations")
+            }
+        } catch {
+            for host in all { await host.stop() }
+            try? await database.stop()
+            throw error
+        }
+        for host in all { await host.stop() }
+        try await database.stop()
+    }
+}
