@@ -77,7 +77,7 @@ struct ReloadTests {
 
         // A valid config: another upstream, a second listener, debug logging.
         #expect(!bearerd.stderr.contains("level=debug"))
-        let extra = try RefusingPort().port
+        let extra = try FreePort.pick()
         try Self.config(
             upstream: second.port,
             listen: ["127.0.0.1:0", "127.0.0.1:\(extra)"],

@@ -162,7 +162,7 @@ struct FleetJudgeTests {
         mutating func start(_ index: Int) async throws {
             if self.configs.count <= index {
                 let url = try self.database.writeURL(in: self.directory)
-                let port = try RefusingPort().port
+                let port = try FreePort.pick()
                 self.ports.append(port)
                 self.configs.append(
                     try self.directory.write(

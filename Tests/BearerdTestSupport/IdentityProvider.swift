@@ -23,17 +23,18 @@ package struct IdentityProvider: Sendable {
         platformKeys: String? = nil,
         arguments extra: [String] = []
     ) async throws -> IdentityProvider {
-        let port = try RefusingPort().port
         let directory = try TemporaryDirectory()
-        var arguments = ["start", "--port", String(port), "--dir", directory.path + "/idp", "--ttl", String(ttl)]
+        var arguments = ["--dir", directory.path + "/idp", "--ttl", String(ttl)]
         if let clientKeys { arguments += ["--client-keys", clientKeys] }
         if let tls { arguments += ["--tls", tls.certificate, tls.key, tls.ca, "--mtls-subject", tls.subject] }
         if jwt { arguments.append("--jwt") }
         if let dpopNonceSeconds { arguments += ["--dpop", "--nonce-seconds", String(dpopNonceSeconds)] }
         if let platformKeys { arguments += ["--platform-keys", platformKeys] }
         arguments += extra
-        try await ProjectScript.run("scripts/idp-server", arguments)
-        return IdentityProvider(port: port, directory: directory, https: tls != nil)
+        return try await FreePort.serve { [arguments] port in
+            try await ProjectScript.run("scripts/idp-server", ["start", "--port", String(port)] + arguments)
+            return IdentityProvider(port: port, directory: directory, https: tls != nil)
+        }
     }
 
     package func stop() async throws {

@@ -14,10 +14,11 @@ package struct OAuthServer: Sendable {
 
     /// Starts it on a free port with access tokens that live `ttl` seconds.
     package static func start(ttl: Int, options: [String] = []) async throws -> OAuthServer {
-        let port = try RefusingPort().port  // free now; released when the value goes
-        let server = OAuthServer(port: port, ttl: ttl, options: options)
-        try await server.start()
-        return server
+        try await FreePort.serve { port in
+            let server = OAuthServer(port: port, ttl: ttl, options: options)
+            try await server.start()
+            return server
+        }
     }
 
     /// The same server (port, database, issued tokens) with other script options, not started.

@@ -9,13 +9,14 @@ package struct OTLPReceiver: Sendable {
     package var endpoint: String { "http://127.0.0.1:\(self.port)/v1/traces" }
 
     package static func start() async throws -> OTLPReceiver {
-        let port = try RefusingPort().port
         let directory = try TemporaryDirectory()
-        try await ProjectScript.run(
-            "scripts/otlp-receiver",
-            ["start", "--port", String(port), "--dir", directory.path + "/otlp"]
-        )
-        return OTLPReceiver(port: port, directory: directory)
+        return try await FreePort.serve { port in
+            try await ProjectScript.run(
+                "scripts/otlp-receiver",
+                ["start", "--port", String(port), "--dir", directory.path + "/otlp"]
+            )
+            return OTLPReceiver(port: port, directory: directory)
+        }
     }
 
     package func stop() async throws {

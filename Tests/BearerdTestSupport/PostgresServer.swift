@@ -22,14 +22,18 @@ package final class PostgresServer: Sendable {
 
     /// Starts one; `tls`: with `ssl=on` and a certificate for 127.0.0.1 from a CA of its own.
     package static func start(maxConnections: Int = 200, tls: Bool = false) async throws -> PostgresServer {
-        let server = PostgresServer(
-            port: try RefusingPort().port,
-            directory: try TemporaryDirectory(),
-            maxConnections: maxConnections,
-            certificates: tls ? try TestCertificates(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"]) : nil
-        )
-        try await server.start()
-        return server
+        let directory = try TemporaryDirectory()
+        let certificates = tls ? try TestCertificates(dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"]) : nil
+        return try await FreePort.serve { port in
+            let server = PostgresServer(
+                port: port,
+                directory: directory,
+                maxConnections: maxConnections,
+                certificates: certificates
+            )
+            try await server.start()
+            return server
+        }
     }
 
     /// Starts it (again: the data are kept).

@@ -156,6 +156,22 @@ package enum LoopbackSocket {
         return descriptor
     }
 
+    /// Whether a TCP socket can bind 127.0.0.1:`port` now (without `SO_REUSEADDR`).
+    package static func canBind(port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        } == 0
+    }
+
     /// A TCP socket bound to 127.0.0.1 on a port the kernel picks.
     static func bind() throws -> (Int32, sockaddr_in) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -20,10 +20,8 @@ package final class TCPRelay: Sendable {
 
     /// A relay to 127.0.0.1:`target`, listening on a free port.
     package static func start(to target: Int, group: any EventLoopGroup) async throws -> TCPRelay {
-        let first = try await Self.bootstrap(target: target, group: group, track: nil)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let relay = TCPRelay(port: first.localAddress?.port ?? 0, target: target, group: group)
-        try await first.close()
+        // Outside the ephemeral range: while it is down, no outgoing connection can take its port.
+        let relay = TCPRelay(port: try FreePort.pick(), target: target, group: group)
         try await relay.up()
         return relay
     }
