@@ -333,6 +333,7 @@ let package = Package(
         .target(
             name: "BearerdTestSupport",
             dependencies: [
+                "CBearerdSystem",
                 "BearerdAuth",
                 "BearerdTokens",
                 "BearerdConfig",

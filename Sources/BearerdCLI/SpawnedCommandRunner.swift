@@ -152,14 +152,7 @@ struct SpawnedCommandRunner: CommandRunner {
                 Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
             )
             posix_spawnattr_setpgroup(&attributes, 0)
-            var none = sigset_t()
-            sigemptyset(&none)
-            posix_spawnattr_setsigmask(&attributes, &none)
-            var every = sigset_t()
-            sigfillset(&every)
-            sigdelset(&every, SIGKILL)
-            sigdelset(&every, SIGSTOP)
-            posix_spawnattr_setsigdefault(&attributes, &every)
+            bearerd_spawnattr_default_signals(&attributes)
 
             let arguments = CStrings(settings.argv)
             let variables = CStrings(

@@ -17,7 +17,7 @@ struct CLITests {
     @Test func versionNamesTheCommitOfACheckout() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
-        let git = Process()
+        let git = ChildProcess()
         git.executableURL = URL(fileURLWithPath: "/usr/bin/git")
         git.arguments = ["-C", root, "rev-parse", "--short=12", "HEAD"]
         let output = Pipe()

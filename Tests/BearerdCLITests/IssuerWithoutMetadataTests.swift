@@ -13,7 +13,7 @@ struct IssuerWithoutMetadataTests {
     static func config(_ directory: TemporaryDirectory, issuer: String) throws -> String {
         let secret = try directory.write("fake-client-secret-31\n", to: "client-secret")
         chmod(secret, 0o600)
-        let keygen = Process()
+        let keygen = ChildProcess()
         keygen.executableURL = URL(fileURLWithPath: BearerdProcess.executable)
         keygen.arguments = ["keygen", "--out", directory.path + "/store.key"]
         keygen.standardOutput = FileHandle.nullDevice

@@ -25,7 +25,7 @@ struct LoopbackPeerTests {
     /// Runs `command` in the namespace; returns its standard output.
     @discardableResult
     static func inNamespace(_ namespace: String, _ command: [String]) throws -> String {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Self.ip)
         process.arguments = ["netns", "exec", namespace] + command
         let output = Pipe()
@@ -37,7 +37,7 @@ struct LoopbackPeerTests {
     }
 
     static func ipCommand(_ arguments: [String]) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Self.ip)
         process.arguments = arguments
         try process.run()

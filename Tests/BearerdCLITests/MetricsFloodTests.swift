@@ -56,7 +56,7 @@ struct MetricsFloodTests {
                     held.pop(0).close()
             """
         let flooders = try (0..<4).map { _ in
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["python3", "-c", script]
             try process.run()

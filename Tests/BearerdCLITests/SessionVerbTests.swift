@@ -18,7 +18,7 @@ struct SessionVerbTests {
     static func config(_ directory: TemporaryDirectory, oauth: FakeOAuthServer, upstream: Int) throws -> String {
         let secret = try directory.write("fake-client-secret-31\n", to: "client-secret")
         chmod(secret, 0o600)
-        let keygen = Process()
+        let keygen = ChildProcess()
         keygen.executableURL = URL(fileURLWithPath: BearerdProcess.executable)
         keygen.arguments = ["keygen", "--out", directory.path + "/store.key"]
         keygen.standardOutput = FileHandle.nullDevice

@@ -242,7 +242,7 @@ struct BrowserLoginEndToEndTests {
         }
         let authorization = try #require(url, "\(login.stderr)")
         // A person on another machine: the browser ends on the loopback address, which is copied.
-        let browser = Process()
+        let browser = ChildProcess()
         browser.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         browser.arguments = [
             "python3", ProjectScript.repository.appendingPathComponent("scripts/peers/browser/browser.py").path,

@@ -69,7 +69,7 @@ struct ServerSentEventsTests {
         let directory = try TemporaryDirectory()
         let script = try directory.write(Self.server, to: "events.py")
         let portFile = directory.path + "/port"
-        let python = Process()
+        let python = ChildProcess()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         python.arguments = ["python3", script, portFile]
         // Not the test runner's output: a server holding it would keep the runner waiting.

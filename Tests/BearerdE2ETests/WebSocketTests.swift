@@ -16,10 +16,10 @@ import Testing
 )
 struct WebSocketTests {
     /// Runs `scripts/ws-peer` with `arguments`; the process, with its output in `log`.
-    static func peer(_ arguments: [String], log: String) throws -> Process {
+    static func peer(_ arguments: [String], log: String) throws -> ChildProcess {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ProjectScript.repository.appendingPathComponent("scripts/ws-peer")
         process.arguments = arguments
         process.standardOutput = output

@@ -7,7 +7,7 @@ import Glibc
 
 /// The built `bearerd` binary run as a child process, its output captured.
 package final class BearerdProcess: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let output = CapturedOutput()
     /// For `serve` without a `NOTIFY_SOCKET` of the test's own: where its `READY=1` arrives.
     private let notify: (listener: NotifyListener, directory: TemporaryDirectory)?
@@ -44,7 +44,7 @@ package final class BearerdProcess: Sendable {
         input: String? = nil,
         inputPipe: Pipe? = nil
     ) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BEARERD_") }

@@ -11,7 +11,7 @@ extension IdentityProvider {
         expiresIn: Int = 600
     ) throws -> String {
         let root = ProjectScript.repository.path
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: root + "/.venv-idp/bin/python")
         process.arguments = [
             root + "/scripts/peers/idp/mint.py", "--key", key, "--sub", subject, "--aud", audience,

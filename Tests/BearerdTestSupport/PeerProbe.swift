@@ -34,7 +34,7 @@ package enum PeerProbe {
             except (BrokenPipeError, ConnectionResetError, socket.timeout):
                 print(0)
             """
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script]
         let output = Pipe()

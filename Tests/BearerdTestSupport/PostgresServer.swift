@@ -74,7 +74,7 @@ package final class PostgresServer: Sendable {
         defer { try? FileManager.default.removeItem(at: log) }
         let output = try FileHandle(forWritingTo: log)
         defer { try? output.close() }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ProjectScript.repository.appendingPathComponent("scripts/postgres")
         process.arguments = ["psql", "--dir", self.directory.path, "--port", "\(self.port)", "-c", sql]
         process.standardOutput = output

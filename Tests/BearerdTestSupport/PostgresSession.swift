@@ -4,13 +4,13 @@ import Synchronization
 /// A psql session a test holds open against a ``PostgresServer`` (`scripts/postgres session`), as
 /// another client of the database would: what it locks stays locked until ``end()``.
 package final class PostgresSession: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let input: FileHandle
     private let output = Output()
 
     /// Connects as `role` (the superuser by default; any role that may log in).
     package init(_ server: PostgresServer, role: String = "postgres") throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ProjectScript.repository.appendingPathComponent("scripts/postgres")
         process.arguments = [
             "session", "--dir", server.directory.path, "--port", "\(server.port)", "--user", role,

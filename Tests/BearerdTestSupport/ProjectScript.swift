@@ -20,7 +20,7 @@ package enum ProjectScript {
         defer { try? FileManager.default.removeItem(at: log) }
         let output = try FileHandle(forWritingTo: log)
         defer { try? output.close() }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = Self.repository.appendingPathComponent(script)
         process.arguments = arguments
         process.standardOutput = output
