@@ -44,15 +44,20 @@ extension PostgresSessionStore {
         ]
         var created: [String] = []
         for (table, columns) in definitions {
-            var exists = false
-            let rows = try await connection.query("SELECT to_regclass(\(table)) IS NOT NULL", logger: self.logger)
-            for try await found in rows.decode(Bool.self) { exists = found }
-            if exists { continue }
+            if try await self.isTable(table, on: connection) { continue }
             do {
                 try await self.run("CREATE TABLE \(unescaped: table) (\(unescaped: columns))", on: connection)
                 created.append(table)
             } catch let error as PSQLError where Self.lostTheRace(error) {
-                // Another host created it at the same moment.
+                // Another host created it at the same moment, or something else of that name
+                // (a view, a type) is in the way.
+                guard try await self.isTable(table, on: connection) else {
+                    throw FleetStoreError(
+                        code: .config,
+                        description:
+                            "store.postgres.table: PostgreSQL has something named \(table) (or its type) that is not bearerd's table; drop it, or choose another store.postgres.table"
+                    )
+                }
             }
         }
         try await self.checkOwners(on: connection)
@@ -61,6 +66,17 @@ extension PostgresSessionStore {
             on: connection
         )
         return created
+    }
+
+    /// Whether `table` is a table (not a view, a sequence or a composite type of that name).
+    private func isTable(_ table: String, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query(
+            "SELECT EXISTS (SELECT 1 FROM pg_class WHERE oid = to_regclass(\(table)) AND relkind IN ('r', 'p'))",
+            logger: self.logger
+        )
+        var exists = false
+        for try await found in rows.decode(Bool.self) { exists = found }
+        return exists
     }
 
     /// What PostgreSQL answers a `CREATE TABLE` whose table another session created at the same

@@ -324,4 +324,39 @@ extension FleetLockTests {
         for host in all { await host.stop() }
         try await database.stop()
     }
+
+    /// Something else of the table's name (a view, a composite type) is not taken for the table,
+    /// and the error says which key to change.
+    @Test func aViewOrATypeOfTheTablesNameIsRefusedNamingTheKey() async throws {
+        try await Self.withFleet(hosts: 1) { _, _ in
+            FakeTokenEndpoint.tokens(access: "unused")
+        } _: {
+            database,
+            _,
+            endpoint,
+            directory in
+            try await database.sql("CREATE VIEW fleet_view AS SELECT 1 AS one")
+            try await database.sql("CREATE TYPE fleet_type AS (one int)")
+            for name in ["fleet_view", "fleet_type"] {
+                let host = try FleetHost(
+                    "stray-\(name)",
+                    database: database,
+                    directory: directory,
+                    endpoint: endpoint,
+                    keyFile: try makeKey(in: directory, name: "\(name).key"),
+                    table: name
+                )
+                do {
+                    _ = try await host.store.read()
+                    Issue.record("\(name) was taken for the table")
+                } catch {
+                    #expect(
+                        "\(error)".contains("store.postgres.table") && "\(error)".contains("not bearerd's table"),
+                        "\(error)"
+                    )
+                }
+                await host.stop()
+            }
+        }
+    }
 }
