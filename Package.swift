@@ -447,6 +447,7 @@ let package = Package(
             dependencies: [
                 "BearerdCLI", "BearerdTestSupport", "BearerdConfig", "BearerdFiles",
                 Product.asyncHTTPClient,
+                Product.inMemoryLogging,
                 Product.nioCore,
                 Product.nioPosix,
                 Product.nioHTTP1,

@@ -1,23 +1,41 @@
 import BearerdAuth
 import BearerdJOSE
 import BearerdTokens
+import Logging
 import Synchronization
 
 /// `private_key_jwt` with `auth.client_key_file`, read again before each assertion: a key
 /// rotated in its file (a new key registered at the token server, the file replaced) signs from
 /// the next token request on, without a restart or a reload. The file was read and checked at
 /// start (so a bad key stops `serve` and `check-config`); a replacement that cannot be read or
-/// is not a key keeps the previous one (a half-written file), and the refusal that may follow
-/// names the key.
+/// is not a key keeps the previous one (a half-written file), says so once per content it
+/// refused (a warning naming the key and what is wrong, never the file's content), and the
+/// refusal that may follow names the key.
 final class ClientKeyFileSigner: ClientAssertionSigner {
     private struct Loaded {
         var pem: [UInt8]
         var signer: JWTClientAssertionSigner
+        /// The content last refused (warned about once), or that the file could not be read.
+        var refused: Refused?
+    }
+
+    private enum Refused: Equatable {
+        case unreadable
+        case content([UInt8])
+    }
+
+    /// What reading the file before an assertion came to, to log outside the lock.
+    private enum Outcome {
+        case unchanged
+        case newKey
+        case refused(String)
     }
 
     private let path: String
     private let algorithm: ClientAssertionKey.Algorithm?
     private let keyID: String?
+    private let read: @Sendable (String) throws -> [UInt8]
+    private let logger: Logger
     private let loaded: Mutex<Loaded>
 
     /// - Throws: what reading or parsing the file at start throws, naming its key.
@@ -25,11 +43,14 @@ final class ClientKeyFileSigner: ClientAssertionSigner {
         path: String,
         algorithm: ClientAssertionKey.Algorithm?,
         keyID: String?,
-        read: (String) throws -> [UInt8]
+        logger: Logger,
+        read: @escaping @Sendable (String) throws -> [UInt8]
     ) throws {
         self.path = path
         self.algorithm = algorithm
         self.keyID = keyID
+        self.read = read
+        self.logger = logger
         let pem = try read(path)
         self.loaded = Mutex(Loaded(pem: pem, signer: try Self.signer(pem, path, algorithm, keyID)))
     }
@@ -52,13 +73,42 @@ final class ClientKeyFileSigner: ClientAssertionSigner {
     /// The signer of the file's key now: the previous one when the file is unchanged, or when
     /// its new content is not (yet) a key.
     private func current() -> JWTClientAssertionSigner {
-        let pem = try? TokenPlan.readFile(self.path, key: "auth.client_key_file")
-        return self.loaded.withLock { loaded in
-            guard let pem, pem != loaded.pem,
-                let signer = try? Self.signer(pem, self.path, self.algorithm, self.keyID)
-            else { return loaded.signer }
-            loaded = Loaded(pem: pem, signer: signer)
-            return signer
+        let read = Result { try self.read(self.path) }
+        let (signer, outcome) = self.loaded.withLock { loaded -> (JWTClientAssertionSigner, Outcome) in
+            let pem: [UInt8]
+            switch read {
+            case .failure(let error):
+                guard loaded.refused != .unreadable else { return (loaded.signer, .unchanged) }
+                loaded.refused = .unreadable
+                return (loaded.signer, .refused("\(error)"))
+            case .success(let bytes):
+                pem = bytes
+            }
+            if pem == loaded.pem {
+                loaded.refused = nil
+                return (loaded.signer, .unchanged)
+            }
+            if loaded.refused == .content(pem) { return (loaded.signer, .unchanged) }
+            do {
+                let signer = try Self.signer(pem, self.path, self.algorithm, self.keyID)
+                loaded = Loaded(pem: pem, signer: signer, refused: nil)
+                return (signer, .newKey)
+            } catch {
+                loaded.refused = .content(pem)
+                return (loaded.signer, .refused("\(error)"))
+            }
         }
+        switch outcome {
+        case .unchanged:
+            break
+        case .newKey:
+            self.logger.notice("auth.client_key_file changed: signing client assertions with its new key")
+        case .refused(let reason):
+            self.logger.warning(
+                "auth.client_key_file changed but holds no key bearerd can use: signing with the key read before until it does",
+                metadata: ["error": "\(reason)"]
+            )
+        }
+        return signer
     }
 }

@@ -3,6 +3,7 @@ import BearerdConfig
 import BearerdJOSE
 import BearerdTokens
 import Foundation
+import Logging
 
 extension TokenPlan {
     /// The signer of `private_key_jwt` assertions, its key read and checked now, so that
@@ -11,7 +12,8 @@ extension TokenPlan {
     /// platform's assertion file (`auth.client_assertion_file`), read before each request.
     static func assertionSigner(
         _ oauth2: BearerdConfiguration.Auth.OAuth2,
-        clock: any TokenClock
+        clock: any TokenClock,
+        logger: Logger
     ) throws -> (any ClientAssertionSigner)? {
         guard oauth2.clientAuthentication == .privateKeyJWT else { return nil }
         if let path = oauth2.clientAssertionFile {
@@ -23,6 +25,7 @@ extension TokenPlan {
                 path: path,
                 algorithm: oauth2.clientAssertionAlgorithm.flatMap(ClientAssertionKey.Algorithm.init(rawValue:)),
                 keyID: oauth2.clientKeyID,
+                logger: logger,
                 read: { try Self.readFile($0, key: "auth.client_key_file") }
             )
         } catch let error as CommandError {

@@ -82,7 +82,7 @@ enum TokenPlan {
                         SecretFile(path: $0, key: "auth.client_secret_file", what: "client secret")
                     },
                     allowInsecureHTTP: auth.allowInsecureHTTP,
-                    assertionSigner: try Self.assertionSigner(oauth2, clock: clock),
+                    assertionSigner: try Self.assertionSigner(oauth2, clock: clock, logger: logger),
                     dpop: dpop != nil,
                     clock: clock
                 )
