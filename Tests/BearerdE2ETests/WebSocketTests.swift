@@ -35,8 +35,8 @@ struct WebSocketTests {
         let portFile = directory.path + "/port"
         let server = try Self.peer(["server", portFile, ProxyFixture.token], log: directory.path + "/server.log")
         defer {
-            // SIGKILL: the test process may ignore SIGTERM, and its children inherit that.
-            kill(server.processIdentifier, SIGKILL)
+            // SIGKILL: a server that does not stop on SIGTERM holds the test no longer.
+            server.signal(SIGKILL)
             server.waitUntilExit()
         }
         // The first run installs the package.

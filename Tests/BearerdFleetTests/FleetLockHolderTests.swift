@@ -89,6 +89,7 @@ struct FleetLockHolderTests {
             var marked = FleetLockTests.session(access: "access-old", refresh: "refresh-old", expiresIn: -5)
             try await hosts[0].seed(marked)
             marked.refreshSentAt = Date()
+            let markedAt = ContinuousClock.now
             try await hosts[0].mark(marked)
             await #expect(throws: TokenUnavailableError.self) { try await hosts[1].manager.token() }
             #expect(endpoint.requests.isEmpty)
@@ -115,6 +116,8 @@ struct FleetLockHolderTests {
                 (try? await hosts[1].manager.token().value) == "access-new-0"
             }
             #expect(ContinuousClock.now - stopped >= .seconds(2.5))
+            // Not repeated before the limit (12 s, less a second for the clocks' difference).
+            #expect(ContinuousClock.now - markedAt >= .seconds(11))
             #expect(endpoint.requests.count == 1)
             #expect(endpoint.requests.first.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
         }

@@ -119,10 +119,13 @@ package final class BearerdProcess: Sendable {
     /// The process id.
     package var pid: Int32 { self.process.processIdentifier }
 
-    /// Sends a signal.
+    /// Sends a signal (while it has not been reaped).
     package func signal(_ signal: Int32) {
-        kill(self.process.processIdentifier, signal)
+        self.process.signal(signal)
     }
+
+    /// Whether it has not exited yet.
+    package var isRunning: Bool { self.process.isRunning }
 
     /// Waits for the process to exit (killing it after `limit`) and returns its exit status.
     package func wait(limit: Duration = .seconds(20)) async throws -> Int32 {

@@ -36,6 +36,17 @@ package final class ChildProcess: @unchecked Sendable {
 
     package init() {}
 
+    /// A child nobody waited for is reaped by a thread of its own once it exits, so that it
+    /// does not stay a zombie (which `kill(pid, 0)` would still find) for the rest of the run.
+    deinit {
+        let pid = self.state.withLock { $0.status == nil ? $0.pid : 0 }
+        guard pid > 0 else { return }
+        Thread.detachNewThread {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }
+    }
+
     /// Starts it; throws when it cannot be started (no such program, not executable).
     package func run() throws {
         guard let path = self.executableURL?.path else { throw TestClientError("ChildProcess: no executableURL") }
@@ -43,17 +54,20 @@ package final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var closeAfter: [FileHandle] = []
+        var added: [Int32] = []
         for (target, stream, input) in [
             (Int32(0), self.standardInput, true), (1, self.standardOutput, false), (2, self.standardError, false),
         ] {
             switch stream {
             case let handle as FileHandle where handle === FileHandle.nullDevice:
-                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", input ? O_RDONLY : O_WRONLY, 0)
+                added.append(
+                    posix_spawn_file_actions_addopen(&actions, target, "/dev/null", input ? O_RDONLY : O_WRONLY, 0)
+                )
             case let handle as FileHandle:
-                posix_spawn_file_actions_adddup2(&actions, handle.fileDescriptor, target)
+                added.append(posix_spawn_file_actions_adddup2(&actions, handle.fileDescriptor, target))
             case let pipe as Pipe:
                 let end = input ? pipe.fileHandleForReading : pipe.fileHandleForWriting
-                posix_spawn_file_actions_adddup2(&actions, end.fileDescriptor, target)
+                added.append(posix_spawn_file_actions_adddup2(&actions, end.fileDescriptor, target))
                 closeAfter.append(end)
             case nil:
                 break
@@ -61,7 +75,14 @@ package final class ChildProcess: @unchecked Sendable {
                 throw TestClientError("ChildProcess: a standard stream is a FileHandle, a Pipe or nil")
             }
         }
-        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
+        added.append(posix_spawn_file_actions_addclosefrom_np(&actions, 3))
+        // A closed handle (descriptor -1) fails here, instead of leaving the child this process's
+        // own stream.
+        if let failed = added.first(where: { $0 != 0 }) {
+            throw TestClientError(
+                "ChildProcess: a standard stream cannot be given: \(String(cString: strerror(failed)))"
+            )
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -96,6 +117,11 @@ package final class ChildProcess: @unchecked Sendable {
                 state.status = status
                 return false
             }
+            if reaped < 0 && errno == ECHILD {
+                // Reaped by someone else: its status is lost, and must not read as success.
+                state.status = 255 << 8
+                return false
+            }
             return reaped == 0 || (reaped < 0 && errno == EINTR)
         }
     }
@@ -113,12 +139,14 @@ package final class ChildProcess: @unchecked Sendable {
     }
 
     /// SIGTERM, as Foundation's `terminate()`.
-    package func terminate() { self.send(SIGTERM) }
+    package func terminate() { self.signal(SIGTERM) }
 
     /// SIGINT.
-    package func interrupt() { self.send(SIGINT) }
+    package func interrupt() { self.signal(SIGINT) }
 
-    private func send(_ signal: Int32) {
+    /// Sends `signal` while the child has not been reaped: never to a pid the system may have
+    /// given to another process since.
+    package func signal(_ signal: Int32) {
         self.state.withLock { state in
             if state.pid > 0 && state.status == nil { kill(state.pid, signal) }
         }

@@ -14,10 +14,10 @@ package enum FreePort {
 
     /// A port nothing is bound to now, never returned before by this process.
     package static func pick() throws -> Int {
-        let ranges = self.candidateRanges()
+        // Every port outside the ephemeral range as likely as another.
+        let ports = self.candidateRanges().flatMap { Array($0) }
         for _ in 0..<5000 {
-            let range = ranges.randomElement()!
-            let port = Int.random(in: range)
+            let port = ports.randomElement()!
             let fresh = self.handedOut.withLock { $0.insert(port).inserted }
             if fresh, LoopbackSocket.canBind(port: port) { return port }
         }
