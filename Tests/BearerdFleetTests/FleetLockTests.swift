@@ -335,8 +335,11 @@ extension FleetLockTests {
             _,
             endpoint,
             directory in
+            // bearerd's own role owns them: the owner check alone would let them through.
             try await database.sql("CREATE VIEW fleet_view AS SELECT 1 AS one")
+            try await database.sql("ALTER VIEW fleet_view OWNER TO bearerd")
             try await database.sql("CREATE TYPE fleet_type AS (one int)")
+            try await database.sql("ALTER TYPE fleet_type OWNER TO bearerd")
             for name in ["fleet_view", "fleet_type"] {
                 let host = try FleetHost(
                     "stray-\(name)",
