@@ -8,8 +8,8 @@ import Synchronization
 /// rotated in its file (a new key registered at the token server, the file replaced) signs from
 /// the next token request on, without a restart or a reload. The file was read and checked at
 /// start (so a bad key stops `serve` and `check-config`); a replacement that cannot be read or
-/// is not a key keeps the previous one (a half-written file), says so once per content it
-/// refused (a warning naming the key and what is wrong, never the file's content), and the
+/// is not a key keeps the previous one (a half-written file), says so once for each content it
+/// refuses in turn (a warning naming the key and what is wrong, never the file's content), and the
 /// refusal that may follow names the key.
 final class ClientKeyFileSigner: ClientAssertionSigner {
     private struct Loaded {
@@ -21,13 +21,15 @@ final class ClientKeyFileSigner: ClientAssertionSigner {
 
     private enum Refused: Equatable {
         case unreadable
-        case content([UInt8])
+        /// A hash of the content: what may be a whole private key is not kept for this.
+        case content(Int)
     }
 
     /// What reading the file before an assertion came to, to log outside the lock.
     private enum Outcome {
         case unchanged
         case newKey
+        case unreadable(String)
         case refused(String)
     }
 
@@ -71,16 +73,17 @@ final class ClientKeyFileSigner: ClientAssertionSigner {
     }
 
     /// The signer of the file's key now: the previous one when the file is unchanged, or when
-    /// its new content is not (yet) a key.
+    /// its new content is not (yet) a key. Read under the lock (at most 64 KiB, once per token
+    /// request): two assertions at once during a rotation cannot put back the key one of them
+    /// read before the other.
     private func current() -> JWTClientAssertionSigner {
-        let read = Result { try self.read(self.path) }
         let (signer, outcome) = self.loaded.withLock { loaded -> (JWTClientAssertionSigner, Outcome) in
             let pem: [UInt8]
-            switch read {
+            switch Result(catching: { try self.read(self.path) }) {
             case .failure(let error):
                 guard loaded.refused != .unreadable else { return (loaded.signer, .unchanged) }
                 loaded.refused = .unreadable
-                return (loaded.signer, .refused("\(error)"))
+                return (loaded.signer, .unreadable("\(error)"))
             case .success(let bytes):
                 pem = bytes
             }
@@ -88,13 +91,14 @@ final class ClientKeyFileSigner: ClientAssertionSigner {
                 loaded.refused = nil
                 return (loaded.signer, .unchanged)
             }
-            if loaded.refused == .content(pem) { return (loaded.signer, .unchanged) }
+            let hash = pem.hashValue
+            if loaded.refused == .content(hash) { return (loaded.signer, .unchanged) }
             do {
                 let signer = try Self.signer(pem, self.path, self.algorithm, self.keyID)
                 loaded = Loaded(pem: pem, signer: signer, refused: nil)
                 return (signer, .newKey)
             } catch {
-                loaded.refused = .content(pem)
+                loaded.refused = .content(hash)
                 return (loaded.signer, .refused("\(error)"))
             }
         }
@@ -103,6 +107,11 @@ final class ClientKeyFileSigner: ClientAssertionSigner {
             break
         case .newKey:
             self.logger.notice("auth.client_key_file changed: signing client assertions with its new key")
+        case .unreadable(let reason):
+            self.logger.warning(
+                "auth.client_key_file cannot be read: signing with the key read before until it can",
+                metadata: ["error": "\(reason)"]
+            )
         case .refused(let reason):
             self.logger.warning(
                 "auth.client_key_file changed but holds no key bearerd can use: signing with the key read before until it does",

@@ -27,7 +27,7 @@ struct ClientKeyFileSignerTests {
             algorithm: nil,
             keyID: nil,
             logger: Logger(label: "test") { _ in logs },
-            read: { Array(try Data(contentsOf: URL(fileURLWithPath: $0))) }
+            read: { try TokenPlan.readFile($0, key: "auth.client_key_file") }
         )
         func sign() async throws { _ = try await signer.assertion(clientID: "app", audience: "https://auth.example") }
         func said(_ level: Logger.Level) -> Int { logs.entries.filter { $0.level == level }.count }
@@ -39,7 +39,7 @@ struct ClientKeyFileSignerTests {
         _ = try directory.write(half, to: "client.key", mode: 0o600)
         for _ in 0..<3 { try await sign() }
         #expect(said(.warning) == 1, "\(logs.entries)")
-        // Gone for a moment (a replace by rename): said once more, not per assertion.
+        // Gone for a moment (removed, then written anew): said once more, not per assertion.
         try FileManager.default.removeItem(atPath: path)
         for _ in 0..<3 { try await sign() }
         #expect(said(.warning) == 2, "\(logs.entries)")
