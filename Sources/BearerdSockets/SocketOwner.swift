@@ -35,41 +35,58 @@ package enum SocketOwner {
     /// The owner of the socket at `remote`, connected to `local` (the accepted socket's own
     /// addresses), or `nil` when the kernel knows of none here.
     package static func of(remote: SocketAddress, local: SocketAddress) -> Owner? {
-        guard var query = Self.query(remote: remote, local: local), let netlink = Netlink.ofThisThread() else {
-            return nil
-        }
-        netlink.sequence = netlink.sequence == UInt32.max ? 1 : netlink.sequence + 1
-        withUnsafeBytes(of: netlink.sequence.littleEndian) { query.replaceSubrange(8..<12, with: $0) }
-        let sent = query.withUnsafeBytes { send(netlink.descriptor, $0.baseAddress, $0.count, 0) }
-        guard sent == query.count else {
-            netlink.reset()
-            return nil
-        }
-        // A late answer to an earlier question is read past; at most a few.
-        for _ in 0..<4 {
-            let count = netlink.answer.withUnsafeMutableBytes { recv(netlink.descriptor, $0.baseAddress, $0.count, 0) }
-            guard count >= 16 else {
-                // A timeout: the answer may still come; the next question reads past it.
-                return nil
-            }
-            guard Self.uint32(netlink.answer, at: 8) == netlink.sequence else { continue }
-            return Self.parse(netlink.answer[..<count], asked: query)
-        }
-        return nil
+        Netlink.ofThisThread()?.ask(remote: remote, local: local)
     }
 
-    /// The thread's netlink socket, kept for its life.
+    /// The length of the request: `nlmsghdr` (16 bytes) and `inet_diag_req_v2` (56).
+    static let queryLength = 72
+
+    /// The thread's netlink socket, kept for its life, with the buffers of its question and
+    /// answer: asking allocates nothing.
     final class Netlink {
         private(set) var descriptor: Int32
         var sequence: UInt32 = 0
-        var answer = [UInt8](repeating: 0, count: 1024)
+        private let query = UnsafeMutableRawBufferPointer.allocate(byteCount: SocketOwner.queryLength, alignment: 8)
+        private let answer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
 
         private init?() {
             self.descriptor = Self.open()
-            guard self.descriptor >= 0 else { return nil }
+            guard self.descriptor >= 0 else {
+                self.query.deallocate()
+                self.answer.deallocate()
+                return nil
+            }
         }
 
-        deinit { if self.descriptor >= 0 { close(self.descriptor) } }
+        deinit {
+            if self.descriptor >= 0 { close(self.descriptor) }
+            self.query.deallocate()
+            self.answer.deallocate()
+        }
+
+        /// One question and its answer: an answer to an earlier question that came after its
+        /// timeout is read past (at most a few).
+        func ask(remote: SocketAddress, local: SocketAddress) -> Owner? {
+            guard SocketOwner.write(remote: remote, local: local, into: self.query) else { return nil }
+            self.sequence = self.sequence == UInt32.max ? 1 : self.sequence + 1
+            self.query.storeBytes(of: self.sequence.littleEndian, toByteOffset: 8, as: UInt32.self)
+            let sent = send(self.descriptor, self.query.baseAddress, self.query.count, 0)
+            guard sent == self.query.count else {
+                self.reset()
+                return nil
+            }
+            for _ in 0..<4 {
+                let count = recv(self.descriptor, self.answer.baseAddress, self.answer.count, 0)
+                // A timeout: the answer may still come; the next question reads past it.
+                guard count >= 16 else { return nil }
+                guard SocketOwner.uint32(UnsafeRawBufferPointer(self.answer), at: 8) == self.sequence else { continue }
+                return SocketOwner.parse(
+                    UnsafeRawBufferPointer(rebasing: self.answer[..<count]),
+                    asked: UnsafeRawBufferPointer(self.query)
+                )
+            }
+            return nil
+        }
 
         private static func open() -> Int32 {
             let descriptor = socket(
@@ -111,28 +128,37 @@ package enum SocketOwner {
         }
     }
 
-    /// `nlmsghdr` and `inet_diag_req_v2` for the socket from `remote` to `local`; `nil` for an
-    /// address that is not IP.
+    /// `nlmsghdr` and `inet_diag_req_v2` for the socket from `remote` to `local`, as bytes (the
+    /// sequence number 1); `nil` for an address that is not IP.
     static func query(remote: SocketAddress, local: SocketAddress) -> [UInt8]? {
-        guard let source = Self.endpoint(remote), let destination = Self.endpoint(local),
-            source.family == destination.family
-        else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(72)
-        Self.append(UInt32(72), to: &bytes)  // nlmsg_len
-        Self.append(Self.byFamily, to: &bytes)  // nlmsg_type
-        Self.append(Self.request, to: &bytes)  // nlmsg_flags: one socket, not a dump
-        Self.append(UInt32(1), to: &bytes)  // nlmsg_seq
-        Self.append(UInt32(0), to: &bytes)  // nlmsg_pid: the kernel
-        bytes += [source.family, UInt8(IPPROTO_TCP), 0, 0]  // family, protocol, ext, pad
-        Self.append(UInt32.max, to: &bytes)  // idiag_states: any
-        bytes += [UInt8(source.port >> 8), UInt8(source.port & 0xFF)]  // idiag_sport, big-endian
-        bytes += [UInt8(destination.port >> 8), UInt8(destination.port & 0xFF)]
-        bytes += source.address + destination.address  // idiag_src, idiag_dst: 16 bytes each
-        Self.append(UInt32(0), to: &bytes)  // idiag_if
-        Self.append(UInt32.max, to: &bytes)  // idiag_cookie: INET_DIAG_NOCOOKIE
-        Self.append(UInt32.max, to: &bytes)
-        return bytes
+        var bytes = [UInt8](repeating: 0, count: Self.queryLength)
+        let written = bytes.withUnsafeMutableBytes { Self.write(remote: remote, local: local, into: $0) }
+        return written ? bytes : nil
+    }
+
+    /// Writes the request for the socket from `remote` to `local` into `query`
+    /// (``queryLength`` bytes); `false` for an address that is not IP, or two families.
+    static func write(remote: SocketAddress, local: SocketAddress, into query: UnsafeMutableRawBufferPointer) -> Bool {
+        precondition(query.count >= Self.queryLength)
+        query.initializeMemory(as: UInt8.self, repeating: 0)
+        // The sockid after the header (16), family, protocol, ext, pad and states (8):
+        // idiag_sport and idiag_src at 24 and 28, idiag_dport and idiag_dst at 26 and 44.
+        guard let family = Self.writeEndpoint(remote, portAt: 24, addressAt: 28, into: query),
+            Self.writeEndpoint(local, portAt: 26, addressAt: 44, into: query) == family
+        else { return false }
+        query.storeBytes(of: UInt32(Self.queryLength).littleEndian, toByteOffset: 0, as: UInt32.self)  // nlmsg_len
+        query.storeBytes(of: Self.byFamily.littleEndian, toByteOffset: 4, as: UInt16.self)  // nlmsg_type
+        // nlmsg_flags: one socket, not a dump.
+        query.storeBytes(of: Self.request.littleEndian, toByteOffset: 6, as: UInt16.self)
+        query.storeBytes(of: UInt32(1).littleEndian, toByteOffset: 8, as: UInt32.self)  // nlmsg_seq
+        // nlmsg_pid 0: the kernel.
+        query[16] = family  // sdiag_family
+        query[17] = UInt8(IPPROTO_TCP)  // sdiag_protocol; idiag_ext and pad stay 0
+        query.storeBytes(of: UInt32.max, toByteOffset: 20, as: UInt32.self)  // idiag_states: any
+        // idiag_if 0; idiag_cookie: INET_DIAG_NOCOOKIE.
+        query.storeBytes(of: UInt32.max, toByteOffset: 64, as: UInt32.self)
+        query.storeBytes(of: UInt32.max, toByteOffset: 68, as: UInt32.self)
+        return true
     }
 
     /// The TCP states of a client socket still connected to us: ESTABLISHED, FIN_WAIT1,
@@ -140,7 +166,17 @@ package enum SocketOwner {
     /// cannot find, the kernel answers with a listener on the client's address and port (a
     /// remote peer choosing the source port of a local service would pass for its owner), and
     /// not the states of a socket its process let go of.
-    static let connectedStates: Set<UInt8> = [1, 4, 5, 8, 9, 11]
+    static func isConnected(state: UInt8) -> Bool {
+        switch state {
+        case 1, 4, 5, 8, 9, 11: return true
+        default: return false
+        }
+    }
+
+    /// ``parse(_:asked:)`` of bytes.
+    static func parse(_ answer: ArraySlice<UInt8>, asked query: [UInt8]) -> Owner? {
+        answer.withUnsafeBytes { answer in query.withUnsafeBytes { Self.parse(answer, asked: $0) } }
+    }
 
     /// The owner the kernel's answer names, if it is about the socket `query` asked for: our
     /// sequence number, a connected state, the same ports and addresses (an IPv6 socket's
@@ -148,8 +184,7 @@ package enum SocketOwner {
     /// any more (closed by its owner: a time-wait or orphaned socket) has inode 0 and reports
     /// uid 0, root's: it names nobody, or a client that connects, sends and closes at once
     /// would pass for root.
-    static func parse(_ answer: ArraySlice<UInt8>, asked query: [UInt8]) -> Owner? {
-        let bytes = Array(answer)
+    static func parse(_ bytes: UnsafeRawBufferPointer, asked query: UnsafeRawBufferPointer) -> Owner? {
         guard bytes.count >= 16 + 72, query.count >= 16 + 56 else { return nil }
         let length = Int(Self.uint32(bytes, at: 0))
         let type = UInt16(bytes[4]) | UInt16(bytes[5]) << 8
@@ -157,60 +192,83 @@ package enum SocketOwner {
             Self.uint32(bytes, at: 8) == Self.uint32(query, at: 8)
         else { return nil }
         let message = 16
-        guard Self.connectedStates.contains(bytes[message + 1]) else { return nil }
+        guard Self.isConnected(state: bytes[message + 1]) else { return nil }
         // Ports: the sockid's first four bytes, in the answer and in the request (offset 8).
-        guard bytes[(message + 4)..<(message + 8)].elementsEqual(query[(16 + 8)..<(16 + 12)]) else { return nil }
+        guard Self.equal(bytes, at: message + 4, query, at: 16 + 8, count: 4) else { return nil }
         let family = bytes[message]
         let queried = query[16]
-        for (answerAt, queryAt) in [(message + 8, 16 + 12), (message + 24, 16 + 28)] {
-            let address = Array(bytes[answerAt..<(answerAt + 16)])
-            let asked = Array(query[queryAt..<(queryAt + 16)])
-            guard Self.sameAddress(address, family: family, asked, family: queried) else { return nil }
-        }
+        guard Self.sameAddress(bytes, at: message + 8, family: family, query, at: 16 + 12, family: queried),
+            Self.sameAddress(bytes, at: message + 24, family: family, query, at: 16 + 28, family: queried)
+        else { return nil }
         let inode = Self.uint32(bytes, at: message + 68)
         guard inode != 0 else { return nil }
         return Owner(uid: Self.uint32(bytes, at: message + 64), inode: inode)
     }
 
-    /// Whether two `inet_diag_sockid` addresses are one: equal, or an IPv4-mapped IPv6 address
-    /// (`::ffff:a.b.c.d`, what a dual-stack client's socket holds) and the IPv4 address.
-    static func sameAddress(_ answer: [UInt8], family: UInt8, _ asked: [UInt8], family queried: UInt8) -> Bool {
-        if family == queried { return answer == asked }
+    /// Whether two `inet_diag_sockid` addresses (16 bytes each) are one: equal, or an
+    /// IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, what a dual-stack client's socket holds) and
+    /// the IPv4 address.
+    static func sameAddress(
+        _ answer: UnsafeRawBufferPointer,
+        at answerAt: Int,
+        family: UInt8,
+        _ asked: UnsafeRawBufferPointer,
+        at askedAt: Int,
+        family queried: UInt8
+    ) -> Bool {
+        if family == queried { return Self.equal(answer, at: answerAt, asked, at: askedAt, count: 16) }
         guard family == UInt8(AF_INET6), queried == UInt8(AF_INET) else { return false }
-        return answer[0..<10].allSatisfy { $0 == 0 } && answer[10] == 0xFF && answer[11] == 0xFF
-            && answer[12..<16].elementsEqual(asked[0..<4])
+        return (0..<10).allSatisfy { answer[answerAt + $0] == 0 } && answer[answerAt + 10] == 0xFF
+            && answer[answerAt + 11] == 0xFF && Self.equal(answer, at: answerAt + 12, asked, at: askedAt, count: 4)
     }
 
-    /// An address as `inet_diag_sockid` holds it: family, port, 16 bytes (IPv4 in the first
-    /// four). An IPv4-mapped IPv6 address is the IPv4 socket it stands for.
-    static func endpoint(_ address: SocketAddress) -> (family: UInt8, port: UInt16, address: [UInt8])? {
+    private static func equal(
+        _ a: UnsafeRawBufferPointer,
+        at aAt: Int,
+        _ b: UnsafeRawBufferPointer,
+        at bAt: Int,
+        count: Int
+    ) -> Bool {
+        (0..<count).allSatisfy { a[aAt + $0] == b[bAt + $0] }
+    }
+
+    /// Writes an address as `inet_diag_sockid` holds it: the port (network order, as in the
+    /// sockaddr) at `portAt`, 16 bytes of address at `addressAt` (IPv4 in the first four); an
+    /// IPv4-mapped IPv6 address is the IPv4 socket it stands for. Returns the family, `nil` for
+    /// an address that is not IP.
+    static func writeEndpoint(
+        _ address: SocketAddress,
+        portAt: Int,
+        addressAt: Int,
+        into query: UnsafeMutableRawBufferPointer
+    ) -> UInt8? {
         // The raw sockaddr: the family's structs are read by offset (sin_port and sin6_port at
         // 2, sin_addr at 4, sin6_addr at 8), as the kernel lays them out.
-        let raw: [UInt8] = address.withSockAddr { pointer, size in
-            Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer), count: size))
-        }
-        guard raw.count >= 8 else { return nil }
-        let port = UInt16(raw[2]) << 8 | UInt16(raw[3])
-        switch address {
-        case .v4:
-            return (UInt8(AF_INET), port, Array(raw[4..<8]) + [UInt8](repeating: 0, count: 12))
-        case .v6:
-            guard raw.count >= 24 else { return nil }
-            let octets = Array(raw[8..<24])
-            if octets[0..<10].allSatisfy({ $0 == 0 }) && octets[10] == 0xFF && octets[11] == 0xFF {
-                return (UInt8(AF_INET), port, Array(octets[12..<16]) + [UInt8](repeating: 0, count: 12))
+        address.withSockAddr { pointer, size -> UInt8? in
+            let raw = UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer), count: size)
+            guard raw.count >= 8 else { return nil }
+            query[portAt] = raw[2]
+            query[portAt + 1] = raw[3]
+            switch address {
+            case .v4:
+                for offset in 0..<4 { query[addressAt + offset] = raw[4 + offset] }
+                return UInt8(AF_INET)
+            case .v6:
+                guard raw.count >= 24 else { return nil }
+                let mapped = (8..<18).allSatisfy { raw[$0] == 0 } && raw[18] == 0xFF && raw[19] == 0xFF
+                if mapped {
+                    for offset in 0..<4 { query[addressAt + offset] = raw[20 + offset] }
+                    return UInt8(AF_INET)
+                }
+                for offset in 0..<16 { query[addressAt + offset] = raw[8 + offset] }
+                return UInt8(AF_INET6)
+            case .unixDomainSocket:
+                return nil
             }
-            return (UInt8(AF_INET6), port, octets)
-        case .unixDomainSocket:
-            return nil
         }
     }
 
-    private static func append<Value: FixedWidthInteger>(_ value: Value, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
-    }
-
-    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    static func uint32(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
         UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
             | UInt32(bytes[offset + 3]) << 24
     }

@@ -106,6 +106,57 @@ struct SocketOwnerParseTests {
         return bytes
     }
 
+    /// The request as `struct nlmsghdr` and `struct inet_diag_req_v2` lay it out, byte by byte:
+    /// the kernel answers a misplaced port or address with no socket, or with another one.
+    @Test func theRequestIsLaidOutAsTheKernelReadsIt() throws {
+        let header: [UInt8] = [72, 0, 0, 0, 20, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0]
+        let any: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF]
+        let tail: [UInt8] = [0, 0, 0, 0] + [UInt8](repeating: 0xFF, count: 8)  // idiag_if, no cookie
+        let v4 = try #require(
+            SocketOwner.query(
+                remote: try SocketAddress(ipAddress: "127.0.0.2", port: 40000),
+                local: try SocketAddress(ipAddress: "127.0.0.1", port: 8080)
+            )
+        )
+        let zeros12 = [UInt8](repeating: 0, count: 12)
+        #expect(
+            v4 == header + [UInt8(AF_INET), 6, 0, 0] + any + [0x9C, 0x40, 0x1F, 0x90] + [127, 0, 0, 2] + zeros12
+                + [127, 0, 0, 1] + zeros12 + tail
+        )
+        // A dual-stack client's mapped address is asked as the IPv4 socket it stands for.
+        let mapped = try #require(
+            SocketOwner.query(
+                remote: try SocketAddress(ipAddress: "::ffff:127.0.0.2", port: 40000),
+                local: try SocketAddress(ipAddress: "127.0.0.1", port: 8080)
+            )
+        )
+        #expect(mapped == v4)
+        let v6 = try #require(
+            SocketOwner.query(
+                remote: try SocketAddress(ipAddress: "::1", port: 40000),
+                local: try SocketAddress(ipAddress: "fe80::2", port: 8080)
+            )
+        )
+        let loopback6 = [UInt8](repeating: 0, count: 15) + [1]
+        let linkLocal = [0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [2]
+        #expect(
+            v6 == header + [UInt8(AF_INET6), 6, 0, 0] + any + [0x9C, 0x40, 0x1F, 0x90] + loopback6 + linkLocal + tail
+        )
+        // Two families, or a unix socket: nothing to ask.
+        #expect(
+            SocketOwner.query(
+                remote: try SocketAddress(ipAddress: "::1", port: 1),
+                local: try SocketAddress(ipAddress: "127.0.0.1", port: 2)
+            ) == nil
+        )
+        #expect(
+            SocketOwner.query(
+                remote: try SocketAddress(unixDomainSocketPath: "/tmp/x"),
+                local: try SocketAddress(unixDomainSocketPath: "/tmp/x")
+            ) == nil
+        )
+    }
+
     @Test func theAskedConnectedSocketNamesItsOwner() throws {
         let query = try Self.query()
         #expect(
