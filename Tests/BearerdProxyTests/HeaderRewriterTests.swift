@@ -33,7 +33,7 @@ struct HeaderRewriterTests {
             target: .rewritten(try #require(CanonicalTarget.parse(uri, allowPathParams: false).value)),
             token: self.token,
             peer: "127.0.0.1",
-            settings: try settings ?? Self.settings(),
+            settings: ProxySettings.Shared(try settings ?? Self.settings()),
             into: &out
         )
         return WireHeads.request(out)
@@ -83,7 +83,7 @@ struct HeaderRewriterTests {
             target: .rewritten(try #require(CanonicalTarget.parse("/", allowPathParams: false).value)),
             token: nil,
             peer: nil,
-            settings: settings,
+            settings: ProxySettings.Shared(settings),
             into: &bytes
         )
         let out = WireHeads.request(bytes)

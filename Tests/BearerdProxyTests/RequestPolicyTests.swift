@@ -62,7 +62,7 @@ struct RequestPolicyTests {
     ) -> RequestPolicy.Verdict {
         do throws(ProxyError) {
             let parsed = try RequestHead(head, limits: settings.requestLimits)
-            return RequestPolicy.check(parsed, settings: settings, viaTCP: viaTCP, local: local)
+            return RequestPolicy.check(parsed, settings: ProxySettings.Shared(settings), viaTCP: viaTCP, local: local)
         } catch {
             return .answer(error.failure(limits: settings.requestLimits))
         }

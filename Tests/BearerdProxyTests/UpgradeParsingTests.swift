@@ -67,7 +67,7 @@ struct UpgradeParsingTests {
             target: .rewritten(try #require(CanonicalTarget.parse("/ws", allowPathParams: false).value)),
             token: nil,
             peer: "127.0.0.1",
-            settings: settings,
+            settings: ProxySettings.Shared(settings),
             into: &buffer
         )
         return (String(buffer: buffer).lowercased(), upgrade)

@@ -102,17 +102,18 @@ final class ProxyHandler: ChannelDuplexHandler {
     ) {
         self.caller = caller
         self.shared = shared
-        let settings = shared.value
-        self.parser = RequestParser(limits: settings.requestLimits)
+        // Read in place: a local copy of the struct would retain each of its references.
+        let limits = shared.value.proxy.limits
+        self.parser = RequestParser(limits: shared.value.requestLimits)
         self.exchangeTimeouts = ExchangeDeadlines.Timeouts(
-            body: TimeAmount(settings.proxy.limits.bodyTimeout),
-            response: TimeAmount(settings.upstream.responseTimeout),
-            send: TimeAmount(settings.proxy.limits.sendTimeout),
-            read: TimeAmount(settings.upstream.readTimeout)
+            body: TimeAmount(limits.bodyTimeout),
+            response: TimeAmount(shared.value.upstream.responseTimeout),
+            send: TimeAmount(limits.sendTimeout),
+            read: TimeAmount(shared.value.upstream.readTimeout)
         )
         self.machine = StateMachine(
-            headerTimeout: TimeAmount(settings.proxy.limits.headerTimeout),
-            idleTimeout: TimeAmount(settings.proxy.limits.clientIdleTimeout),
+            headerTimeout: TimeAmount(limits.headerTimeout),
+            idleTimeout: TimeAmount(limits.clientIdleTimeout),
             lingerTime: Self.lingerTime
         )
         self.retryBudget = retryBudget

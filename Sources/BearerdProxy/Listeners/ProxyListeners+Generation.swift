@@ -94,7 +94,12 @@ extension ProxyListeners {
                 failures: failures,
                 caller: existing
                     ?? caller.map {
-                        ConnectionCaller($0, metrics: metrics, readExecutable: self.settings.accessLog, now: loop.now)
+                        ConnectionCaller(
+                            $0,
+                            metrics: metrics,
+                            readExecutable: self.shared.value.accessLog,
+                            now: loop.now
+                        )
                     }
             )
         }

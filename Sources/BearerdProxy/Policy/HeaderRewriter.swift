@@ -40,29 +40,26 @@ enum HeaderRewriter {
         token: BearerToken?,
         proof: String? = nil,
         peer: String?,
-        settings: borrowing ProxySettings,
+        settings: ProxySettings.Shared,
         trace: [(String, String)]? = nil,
         into buffer: inout ByteBuffer
     ) -> (framing: RequestFraming, upgrade: UpgradeOffer.Decision) {
         let keepClientAuthorization = token == nil
         // With auth.dpop, bearerd's proof is the only one: a client's would not match the token.
-        // (Not `settings.dpop` inside the `&&`: its autoclosure would copy all the settings, as
-        // any closure that uses them does; `borrowing` makes the compiler refuse such a copy.)
-        let provesPossession = settings.dpop != nil
+        let provesPossession = settings.value.dpop != nil
         let dropClientProof = token != nil && provesPossession
         buffer.writeString(head.method.rawValue)
         buffer.writeInteger(UInt8(ascii: " "))
-        buffer.writeString(settings.upstream.target.basePath)
+        buffer.writeString(settings.value.upstream.target.basePath)
         target.write(of: head, into: &buffer)
         buffer.writeStaticString(" HTTP/1.1\r\n")
-        WireFormat.writeField("host", settings.upstream.target.hostHeader, into: &buffer)
+        WireFormat.writeField("host", settings.value.upstream.target.hostHeader, into: &buffer)
         var clientHost: Range<Int>?
-        // What the loop below asks of the settings, taken out first: a closure that used
-        // `settings` itself would copy all of it per request.
-        let clientKey = settings.clientKey
-        let dropForwarded = settings.proxy.forwardedHeaders
-        let dropOverrides = !settings.proxy.passOverrideHeaders
-        let addHeaders = settings.proxy.addHeaders
+        // What the loop below asks of the settings, taken out once rather than per field.
+        let clientKey = settings.value.clientKey
+        let dropForwarded = settings.value.proxy.forwardedHeaders
+        let dropOverrides = !settings.value.proxy.passOverrideHeaders
+        let addHeaders = settings.value.proxy.addHeaders
         head.bytes.withUnsafeReadableBytes { raw in
             for field in head.fields {
                 let name = field.name
@@ -122,7 +119,7 @@ enum HeaderRewriter {
             framing = .none
         }
         // `Upgrade` is hop-by-hop (dropped above): sent again with only the protocols offered.
-        let upgrade = UpgradeOffer.decide(head, allowed: settings.proxy.allowUpgrades)
+        let upgrade = UpgradeOffer.decide(head, allowed: settings.value.proxy.allowUpgrades)
         if case .offer(let offer) = upgrade {
             buffer.writeStaticString("connection: upgrade\r\n")
             WireFormat.writeField("upgrade", offer.headerValue, into: &buffer)
@@ -137,7 +134,7 @@ enum HeaderRewriter {
                 WireFormat.writeField("authorization", token.authorizationHeaderValue, into: &buffer)
             }
         }
-        if settings.proxy.forwardedHeaders {
+        if settings.value.proxy.forwardedHeaders {
             let host = clientHost.flatMap { head.bytes.getSlice(at: $0.lowerBound, length: $0.count) }
             if let peer { WireFormat.writeField("x-forwarded-for", peer, into: &buffer) }
             WireFormat.writeField("x-forwarded-proto", "http", into: &buffer)
@@ -148,7 +145,7 @@ enum HeaderRewriter {
             }
             Self.writeForwarded(peer: peer, host: host, into: &buffer)
         }
-        for header in settings.proxy.addHeaders {
+        for header in settings.value.proxy.addHeaders {
             WireFormat.writeField(header.name, header.value, into: &buffer)
         }
         for (name, value) in trace ?? [] { WireFormat.writeField(name, value, into: &buffer) }

@@ -24,9 +24,13 @@ enum RequestPolicy {
     /// `viaTCP`: the caller came in on a TCP listener (the shared key applies); unix-socket
     /// callers are already limited by the socket's mode. `local`: the address the client
     /// connected to, for the rebinding guard.
+    ///
+    /// The settings come in their shared box: a `ProxySettings` passed by value is copied whole
+    /// at the call (a retain and a release of each of its references, some 57 per call, counted
+    /// with `scripts/bench-count --callers`), even when borrowed.
     static func check(
         _ head: RequestHead,
-        settings: ProxySettings,
+        settings: ProxySettings.Shared,
         viaTCP: Bool = true,
         local: SocketAddress? = nil
     ) -> Verdict {
@@ -34,14 +38,14 @@ enum RequestPolicy {
         // TRACE echoes the request, and with it the token bearerd adds (nginx refuses it too).
         // TRACK, and every other method llhttp does not know, the parser refuses already.
         if head.method == .TRACE { return .answer(.methodNotAllowed("TRACE")) }
-        if head.target.count > settings.proxy.limits.maxRequestLine {
-            return .answer(.targetTooLong(limit: settings.proxy.limits.maxRequestLine))
+        if head.target.count > settings.value.proxy.limits.maxRequestLine {
+            return .answer(.targetTooLong(limit: settings.value.proxy.limits.maxRequestLine))
         }
         guard head.bytes.getInteger(at: head.target.lowerBound, as: UInt8.self) == UInt8(ascii: "/") else {
             return .answer(Self.notOriginForm)
         }
         let target: ForwardTarget
-        switch ForwardTarget.of(head, allowPathParams: settings.proxy.allowPathParams) {
+        switch ForwardTarget.of(head, allowPathParams: settings.value.proxy.allowPathParams) {
         case .parsed(let canonical): target = canonical
         case .refused(let reason): return .answer(.badRequest(reason))
         }
@@ -62,7 +66,7 @@ enum RequestPolicy {
     private static func checkHeaders(
         _ head: RequestHead,
         target: ForwardTarget,
-        settings: ProxySettings,
+        settings: ProxySettings.Shared,
         viaTCP: Bool,
         local: SocketAddress?
     ) -> ProxyFailure? {
@@ -75,7 +79,7 @@ enum RequestPolicy {
         var authorization = false
         var origin: Range<Int>?
         var fetchSite: Range<Int>?
-        let key = viaTCP ? settings.clientKey : nil
+        let key = viaTCP ? settings.value.clientKey : nil
         var keyMatched = false
         head.bytes.withUnsafeReadableBytes { raw in
             for field in head.fields {
@@ -106,37 +110,37 @@ enum RequestPolicy {
         if let key, !keyMatched {
             return .forbidden("this listener needs the shared key in the \(key.header) header (proxy.client_key_file)")
         }
-        if settings.proxy.browserGuard,
+        if settings.value.proxy.browserGuard,
             let failure = Self.checkBrowser(origin: string(origin), fetchSite: string(fetchSite), settings)
         {
             return failure
         }
         if let failure = Self.checkHost(count: hosts, value: host, version: head.version) { return failure }
-        if let hostGuard = settings.hostGuard, let host, let local, !hostGuard.permits(host, local: local) {
+        if let hostGuard = settings.value.hostGuard, let host, let local, !hostGuard.permits(host, local: local) {
             let shown = host.utf8.count <= 100 ? host : "…"
             return .forbidden(
                 "Host: \(shown) is not a name of this listener, so a web page may have sent it (DNS rebinding); use 127.0.0.1:PORT or localhost:PORT, or list the name in proxy.allowed_hosts"
             )
         }
-        if !settings.access.isEmpty,
-            let refusal = settings.access.refusal(method: head.method, path: target.path(of: head))
+        if !settings.value.access.isEmpty,
+            let refusal = settings.value.access.refusal(method: head.method, path: target.path(of: head))
         {
             return .forbidden(refusal)
         }
         if let expect, !HeaderName.equals(expect, "100-continue") {
             return .expectationFailed(expect)
         }
-        if let limit = settings.proxy.limits.maxRequestBody, let length = head.contentLength, length > limit {
+        if let limit = settings.value.proxy.limits.maxRequestBody, let length = head.contentLength, length > limit {
             return .bodyTooLarge(limit: limit)
         }
-        if settings.proxy.clientAuthorization == .reject && authorization {
+        if settings.value.proxy.clientAuthorization == .reject && authorization {
             return .badRequest(
                 "requests must not carry an Authorization header: bearerd adds the token (proxy.client_authorization: reject)"
             )
         }
         // A WebSocket handshake without a key to check the upstream's 101 against never goes out.
         if head.isUpgrade,
-            case .refused(let reason) = UpgradeOffer.decide(head, allowed: settings.proxy.allowUpgrades)
+            case .refused(let reason) = UpgradeOffer.decide(head, allowed: settings.value.proxy.allowUpgrades)
         {
             return .badRequest(reason)
         }
@@ -146,8 +150,12 @@ enum RequestPolicy {
     /// A web page open in a browser on this machine can send requests to 127.0.0.1; it must not
     /// ride the user's token. Browsers mark their requests: `Origin` on cross-origin requests
     /// (CORS preflights included) and on POSTs, `Sec-Fetch-Site` on all of them.
-    private static func checkBrowser(origin: String?, fetchSite: String?, _ settings: ProxySettings) -> ProxyFailure? {
-        let allowed = origin.map { settings.proxy.allowedOrigins.contains($0.lowercased()) } ?? false
+    private static func checkBrowser(
+        origin: String?,
+        fetchSite: String?,
+        _ settings: ProxySettings.Shared
+    ) -> ProxyFailure? {
+        let allowed = origin.map { settings.value.proxy.allowedOrigins.contains($0.lowercased()) } ?? false
         if let origin, !allowed {
             let shown = origin.utf8.count <= 100 && origin.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? origin : "…"
             return .forbidden(
