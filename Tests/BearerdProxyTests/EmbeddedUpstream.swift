@@ -51,10 +51,16 @@ struct EmbeddedProxy {
 
     /// A unix-socket client (no shared key, no Host check) of a handler on `yaml`; its access
     /// lines go to `accessLines` when given, and its logger logs at `logLevel`.
-    init(_ yaml: String, accessLines: AccessLog? = nil, logLevel: Logger.Level = .info) throws {
+    /// `upstreamYAML`: more lines of the `upstream` section.
+    init(
+        _ yaml: String,
+        upstreamYAML: String = "",
+        accessLines: AccessLog? = nil,
+        logLevel: Logger.Level = .info
+    ) throws {
         let client = EmbeddedChannel()
         let upstream = EmbeddedUpstream(loop: client.embeddedEventLoop)
-        var settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9")
+        var settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9", upstream: upstreamYAML)
         settings.accessLines = accessLines
         var logger = Logger(label: "test")
         logger.logLevel = logLevel

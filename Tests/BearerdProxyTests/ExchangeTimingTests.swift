@@ -69,4 +69,39 @@ struct ExchangeTimingTests {
         proxy.wait(milliseconds: 1)
         #expect(!proxy.client.isActive, "idle for client_idle_timeout after the last response")
     }
+
+    static let progress = "proxy:\n  client_idle_timeout: 2s\n"
+    static let readTimeout = "  read_timeout: 400ms\n"
+
+    /// A response that ends in the read that brought its head needs no progress check: the
+    /// connection's timer stays where the idle deadline put it, and no task is scheduled and
+    /// cancelled for it (issue 49: a scheduled task per response on a new connection).
+    @Test func aResponseThatEndsWithItsHeadArmsNoProgressCheck() throws {
+        let proxy = try EmbeddedProxy(Self.progress, upstreamYAML: Self.readTimeout)
+        let handler = try proxy.client.pipeline.syncOperations.handler(type: ProxyHandler.self)
+        let accepted = proxy.loop.now
+        #expect(handler.timer.armedAt == accepted + .seconds(2))
+        proxy.wait(milliseconds: 50)
+        try proxy.send("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        try proxy.upstream.answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        #expect(try proxy.received().hasPrefix("HTTP/1.1 200 "))
+        #expect(handler.timer.armedAt == accepted + .seconds(2), "armed for a progress check")
+    }
+
+    /// One whose body stops after the head still ends at `upstream.read_timeout` (checked a
+    /// quarter of it at a time): its check is armed at the end of the turn the head went out in.
+    @Test func aResponseBodyThatStopsAfterTheHeadEndsAtTheReadTimeout() throws {
+        let proxy = try EmbeddedProxy(Self.progress, upstreamYAML: Self.readTimeout)
+        let handler = try proxy.client.pipeline.syncOperations.handler(type: ProxyHandler.self)
+        try proxy.send("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        try proxy.upstream.answer("HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nok")
+        #expect(handler.timer.armedAt == proxy.loop.now + .milliseconds(100))
+        #expect(try proxy.received().hasPrefix("HTTP/1.1 200 "))
+        var elapsed = 0
+        while proxy.client.isActive && elapsed < 1000 {
+            proxy.wait(milliseconds: 10)
+            elapsed += 10
+        }
+        #expect((400...500).contains(elapsed), "closed after \(elapsed) ms")
+    }
 }

@@ -9,9 +9,14 @@ import Testing
 
 @Suite("Header rewriting")
 struct HeaderRewriterTests {
-    static func settings(_ extra: String = "", url: String = "https://api.example.com/v2") throws -> ProxySettings {
+    /// `upstream`: more lines of the `upstream` section (each indented by two spaces).
+    static func settings(
+        _ extra: String = "",
+        url: String = "https://api.example.com/v2",
+        upstream: String = ""
+    ) throws -> ProxySettings {
         let directory = try BearerdTestSupportShim.directory()
-        let yaml = "upstream:\n  url: \(url)\nauth:\n  static_token_file: \(directory)/token\n\(extra)"
+        let yaml = "upstream:\n  url: \(url)\n\(upstream)auth:\n  static_token_file: \(directory)/token\n\(extra)"
         let config = try ConfigLoader(environment: [:]).load(yaml: yaml, source: "t", baseDirectory: directory)
         return try ProxySettings(configuration: config)
     }

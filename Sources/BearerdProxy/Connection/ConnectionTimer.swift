@@ -7,6 +7,9 @@ struct ConnectionTimer {
     private var scheduled: Scheduled<Void>?
     private var firesAt: NIODeadline?
 
+    /// When the timer fires, if it is armed.
+    var armedAt: NIODeadline? { self.firesAt }
+
     /// Whether ``arm(at:on:_:)`` has anything to do for `deadline`; checking first saves making
     /// a closure on every request.
     func needsArming(at deadline: NIODeadline) -> Bool {

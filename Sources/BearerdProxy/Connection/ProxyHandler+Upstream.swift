@@ -92,7 +92,20 @@ extension ProxyHandler: UpstreamConnectionOwner {
             into: &out
         )
         self.heldHead = out
-        self.arm(forward.progressCheck)
+        // Armed at the end of the turn, if the response is still under way then: most end in
+        // the read that brought their head, and a timer armed and cancelled costs a scheduled
+        // task each (see ``armProgressCheck()``).
+        self.progressCheck = (exchange, forward.progressCheck)
+        self.pool.endOfTurn.check(self)
+    }
+
+    /// At the end of the turn that forwarded a response head: the response's progress check,
+    /// if it did not end in that turn.
+    func armProgressCheck() {
+        guard let (exchange, deadline) = self.progressCheck else { return }
+        self.progressCheck = nil
+        guard self.machine.inFlight === exchange else { return }
+        self.arm(deadline)
     }
 
     /// A piece of the response body goes to the client, in the framing its head announced.

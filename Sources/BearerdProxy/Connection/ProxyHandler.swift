@@ -82,6 +82,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// Every deadline of the connection shares one timer (see `ProxyHandler+Deadlines`), and
     /// every time comes from the event loop's clock (an EmbeddedEventLoop's in tests).
     var timer = ConnectionTimer()
+    /// A response's first progress check, armed at the end of the turn its head went out in.
+    var progressCheck: (Exchange, NIODeadline)?
     /// What each exchange's ``ExchangeDeadlines`` are set from.
     let exchangeTimeouts: ExchangeDeadlines.Timeouts
     let metrics: ProxyMetrics

@@ -11,11 +11,16 @@ import NIOCore
 /// Nothing waits past the end of its own turn, and a response whose body goes on streaming is
 /// flushed by each upstream read as before.
 ///
+/// Then the progress checks of the responses whose head went out in the turn: most responses
+/// end in the read that brought their head, and a check armed at once would be a scheduled
+/// task made and cancelled for each of them.
+///
 /// One per event loop, used on that loop only.
 final class EndOfTurnFlush: @unchecked Sendable {
     private let eventLoop: any EventLoop
     private var clients: [ChannelHandlerContext] = []
     private var upstreams: [UpstreamConnection] = []
+    private var checks: [ProxyHandler] = []
     /// ``flushAll()`` as one closure made once, so a turn does not allocate one.
     private var task: (@Sendable () -> Void)?
 
@@ -38,19 +43,27 @@ final class EndOfTurnFlush: @unchecked Sendable {
         self.upstreams.append(connection)
     }
 
+    /// Arms `handler`'s response progress check at the end of this turn, if still needed.
+    func check(_ handler: ProxyHandler) {
+        self.eventLoop.assertInEventLoop()
+        self.scheduleOnce()
+        self.checks.append(handler)
+    }
+
     private func scheduleOnce() {
-        if self.clients.isEmpty && self.upstreams.isEmpty, let task = self.task {
+        if self.clients.isEmpty && self.upstreams.isEmpty && self.checks.isEmpty, let task = self.task {
             self.eventLoop.execute(task)
         }
     }
 
     /// Flushes by index and empties the lists in place: a copy of them would cost an allocation
-    /// per turn. A flush can end in a callback that adds to either list (a failed write closes
-    /// a connection); the loop runs until both are done, so nothing added is dropped unflushed.
+    /// per turn. A flush can end in a callback that adds to any list (a failed write closes a
+    /// connection); the loop runs until all are done, so nothing added is dropped.
     private func flushAll() {
         var client = 0
         var upstream = 0
-        while client < self.clients.count || upstream < self.upstreams.count {
+        var check = 0
+        while client < self.clients.count || upstream < self.upstreams.count || check < self.checks.count {
             while client < self.clients.count {
                 self.clients[client].flush()
                 client += 1
@@ -59,8 +72,13 @@ final class EndOfTurnFlush: @unchecked Sendable {
                 self.upstreams[upstream].flush()
                 upstream += 1
             }
+            while check < self.checks.count {
+                self.checks[check].armProgressCheck()
+                check += 1
+            }
         }
         self.clients.removeAll(keepingCapacity: true)
         self.upstreams.removeAll(keepingCapacity: true)
+        self.checks.removeAll(keepingCapacity: true)
     }
 }
