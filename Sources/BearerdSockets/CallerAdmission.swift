@@ -43,24 +43,20 @@ extension SocketAddress {
     /// loopback address mapped into IPv6. A unix socket's peer counts as local.
     package var isLoopbackPeer: Bool {
         // The raw sockaddr, read by offset as the kernel lays it out: sin_addr at 4 (its first
-        // byte the network's first), sin6_addr at 8.
-        let raw: [UInt8] = self.withSockAddr { pointer, size in
-            Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer), count: size))
-        }
-        switch self {
-        case .v4:
-            return raw.count >= 8 && raw[4] == 127
-        case .v6:
-            guard raw.count >= 24 else { return false }
-            let address = raw[8..<24]
-            let first = address.startIndex
-            if address.dropLast().allSatisfy({ $0 == 0 }) && address[first + 15] == 1 { return true }
-            let mapped =
-                address.prefix(10).allSatisfy({ $0 == 0 }) && address[first + 10] == 0xFF
-                && address[first + 11] == 0xFF
-            return mapped && address[first + 12] == 127
-        case .unixDomainSocket:
-            return true
+        // byte the network's first), sin6_addr at 8. Read in place: this runs per connection.
+        self.withSockAddr { pointer, size -> Bool in
+            let raw = UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer), count: size)
+            switch self {
+            case .v4:
+                return raw.count >= 8 && raw[4] == 127
+            case .v6:
+                guard raw.count >= 24 else { return false }
+                if (8..<23).allSatisfy({ raw[$0] == 0 }) && raw[23] == 1 { return true }
+                let mapped = (8..<18).allSatisfy({ raw[$0] == 0 }) && raw[18] == 0xFF && raw[19] == 0xFF
+                return mapped && raw[20] == 127
+            case .unixDomainSocket:
+                return true
+            }
         }
     }
 }

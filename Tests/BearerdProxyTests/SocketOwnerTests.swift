@@ -231,3 +231,21 @@ struct SocketOwnerParseTests {
         try await server.close()
     }
 }
+
+/// Which peers are on the loopback network: a connection to a loopback address from anywhere
+/// else (CVE-2020-8558) is closed at accept.
+@Suite("Loopback peers")
+struct LoopbackPeerTests {
+    @Test(arguments: [
+        ("127.0.0.1", true), ("127.255.0.9", true), ("10.0.0.1", false), ("128.0.0.1", false),
+        ("::1", true), ("::2", false), ("::ffff:127.0.0.1", true), ("::ffff:10.0.0.1", false),
+        ("fe80::1", false), ("1::1", false),
+    ])
+    func aPeerIsLoopbackByItsAddress(address: String, loopback: Bool) throws {
+        #expect(try SocketAddress(ipAddress: address, port: 1).isLoopbackPeer == loopback)
+    }
+
+    @Test func aUnixSocketsPeerIsLocal() throws {
+        #expect(try SocketAddress(unixDomainSocketPath: "/tmp/x").isLoopbackPeer)
+    }
+}

@@ -155,6 +155,9 @@ final class AcceptGate: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var holdsSlot = false
     private var readPending = false
+    /// What the limiter calls when a slot frees, made once: a closure made in each `read` would
+    /// be an allocation per connection accepted. (It holds the gate until `handlerRemoved`.)
+    private var whenFree: (@Sendable () -> Void)?
 
     init(limiter: ConnectionLimiter) {
         self.limiter = limiter
@@ -164,11 +167,15 @@ final class AcceptGate: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        let loop = context.eventLoop
+        let gate = NIOLoopBound(self, eventLoop: loop)
+        self.whenFree = { loop.execute { gate.value.resume() } }
         self.limiter.addListener(self.id)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        self.whenFree = nil
         self.returnSlot()
         self.limiter.removeListener(self.id)
     }
@@ -200,13 +207,11 @@ final class AcceptGate: ChannelDuplexHandler {
             context.read()
             return
         }
-        let loop = context.eventLoop
-        let gate = NIOLoopBound(self, eventLoop: loop)
         if self.limiter.refuses {
             // Over the limit the connection is accepted all the same, and answered 503.
             self.holdsSlot = self.limiter.take(for: self.id)
             context.read()
-        } else if self.limiter.take(for: self.id, orWhenFree: { loop.execute { gate.value.resume() } }) {
+        } else if self.limiter.take(for: self.id, orWhenFree: self.whenFree) {
             self.holdsSlot = true
             context.read()
         } else {
