@@ -49,13 +49,10 @@ package enum SocketOwner {
         private let query = UnsafeMutableRawBufferPointer.allocate(byteCount: SocketOwner.queryLength, alignment: 8)
         private let answer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
 
-        private init?() {
-            self.descriptor = Self.open()
-            guard self.descriptor >= 0 else {
-                self.query.deallocate()
-                self.answer.deallocate()
-                return nil
-            }
+        /// Takes an open socket: an initializer that failed after its buffers were allocated
+        /// would still run `deinit`, and free them twice.
+        private init(descriptor: Int32) {
+            self.descriptor = descriptor
         }
 
         deinit {
@@ -122,7 +119,9 @@ package enum SocketOwner {
                 if netlink.descriptor < 0 { netlink.reset() }
                 return netlink.descriptor >= 0 ? netlink : nil
             }
-            guard let netlink = Netlink() else { return nil }
+            let descriptor = Self.open()
+            guard descriptor >= 0 else { return nil }
+            let netlink = Netlink(descriptor: descriptor)
             pthread_setspecific(Self.key, Unmanaged.passRetained(netlink).toOpaque())
             return netlink
         }
