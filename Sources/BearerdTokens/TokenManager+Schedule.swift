@@ -56,7 +56,9 @@ extension TokenManager {
 
     /// The answer to a request for `path` retried with a fresh token.
     package func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async {
-        let paused = self.step { $0.freshTokenAnswered(path: path, refused: refused, now: self.clock.now) }
+        let paused = self.step {
+            $0.freshTokenAnswered(token, path: path, refused: refused, now: self.clock.now)
+        }
         guard paused else { return }
         self.logger.log(
             level: self.machine.forcedRefresh.pauses == 1 ? .warning : .debug,

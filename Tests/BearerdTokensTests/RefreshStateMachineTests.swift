@@ -67,7 +67,14 @@ struct RefreshStateMachineTests {
         case .upstreamRejected(let token, let path):
             .reject(machine.upstreamRejected(BearerToken(token), path: path, now: now))
         case .freshTokenAnswered(let path, let refused):
-            .paused(machine.freshTokenAnswered(path: path, refused: refused, now: now))
+            .paused(
+                machine.freshTokenAnswered(
+                    machine.state.session?.access ?? BearerToken("none"),
+                    path: path,
+                    refused: refused,
+                    now: now
+                )
+            )
         case .attemptAsked(let login, let inputs):
             .admission(machine.attemptAsked(login: login, now: now, platformInputs: inputs))
         case .issued(let session):
