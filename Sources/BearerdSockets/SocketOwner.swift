@@ -127,14 +127,6 @@ package enum SocketOwner {
         }
     }
 
-    /// `nlmsghdr` and `inet_diag_req_v2` for the socket from `remote` to `local`, as bytes (the
-    /// sequence number 1); `nil` for an address that is not IP.
-    static func query(remote: SocketAddress, local: SocketAddress) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: Self.queryLength)
-        let written = bytes.withUnsafeMutableBytes { Self.write(remote: remote, local: local, into: $0) }
-        return written ? bytes : nil
-    }
-
     /// Writes the request for the socket from `remote` to `local` into `query`
     /// (``queryLength`` bytes); `false` for an address that is not IP, or two families.
     static func write(remote: SocketAddress, local: SocketAddress, into query: UnsafeMutableRawBufferPointer) -> Bool {
@@ -170,11 +162,6 @@ package enum SocketOwner {
         case 1, 4, 5, 8, 9, 11: return true
         default: return false
         }
-    }
-
-    /// ``parse(_:asked:)`` of bytes.
-    static func parse(_ answer: ArraySlice<UInt8>, asked query: [UInt8]) -> Owner? {
-        answer.withUnsafeBytes { answer in query.withUnsafeBytes { Self.parse(answer, asked: $0) } }
     }
 
     /// The owner the kernel's answer names, if it is about the socket `query` asked for: our

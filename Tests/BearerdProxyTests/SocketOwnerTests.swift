@@ -78,6 +78,21 @@ struct SocketOwnerTests {
     }
 }
 
+/// The request and the answer as arrays, for the tests (bearerd writes and reads them in place).
+extension SocketOwner {
+    /// `nlmsghdr` and `inet_diag_req_v2` for the socket from `remote` to `local` (the sequence
+    /// number 1); `nil` for an address that is not IP.
+    static func query(remote: SocketAddress, local: SocketAddress) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: Self.queryLength)
+        let written = bytes.withUnsafeMutableBytes { Self.write(remote: remote, local: local, into: $0) }
+        return written ? bytes : nil
+    }
+
+    static func parse(_ answer: ArraySlice<UInt8>, asked query: [UInt8]) -> Owner? {
+        answer.withUnsafeBytes { answer in query.withUnsafeBytes { Self.parse(answer, asked: $0) } }
+    }
+}
+
 /// The kernel's answer, read as bytes: only a connected socket with the asked ports and
 /// addresses, still held by a process, names its owner.
 @Suite("inet_diag answers")

@@ -249,11 +249,9 @@ struct RefreshStateMachine: Sendable {
         return .refresh
     }
 
-    /// The answer to a request for `path` retried with the fresh `token`: returns whether this
-    /// answer paused that path's forced refreshes. A refusal of a token that another refresh
-    /// has replaced since says nothing of the path: a server that rotates revokes the access
-    /// token it replaced (django-oauth-toolkit does), so under load a retry can meet the next
-    /// refresh; such refusals counted toward the pause stopped 401s being retried at all.
+    /// The answer to a request for `path` retried with the fresh `token`: whether it paused that
+    /// path's forced refreshes. A refusal of a token another refresh replaced since (a rotating
+    /// server revokes it) says nothing of the path.
     mutating func freshTokenAnswered(_ token: BearerToken, path: String, refused: Bool, now: Date) -> Bool {
         if refused, let current = self.state.session?.access, current != token { return false }
         return self.forcedRefresh.freshTokenAnswered(path: path, refused: refused, now: now)
