@@ -197,7 +197,8 @@ package final class PostgresSessionStore: SharedSessionStore {
     }
 
     /// Writes the sealed tokens if the row's version is still `expected`; `announce`: as a new
-    /// version, told to every host.
+    /// version, told to every host; otherwise the same version, with this host's refresh-in-flight
+    /// mark if the tokens carry one (`refreshSentAt`), without a mark if they do not.
     func write(
         _ tokens: StoredTokens,
         announce: Bool,
@@ -216,6 +217,17 @@ package final class PostgresSessionStore: SharedSessionStore {
                   written_by = excluded.written_by, written_at = excluded.written_at,
                   refresh_started_by = NULL, refresh_started_at = NULL
                 WHERE s.version = \(expected)
+                RETURNING version
+                """,
+                logger: self.logger
+            )
+        } else if (tokens.user ?? tokens.client)?.refreshSentAt == nil {
+            // The host's own attempt ended without an answer: its mark goes, so that the next
+            // attempt, this host's or another's, is not held back by a refresh no longer in flight.
+            rows = try await connection.query(
+                """
+                UPDATE \(unescaped: self.table) SET sealed = \(sealed), refresh_started_by = NULL, refresh_started_at = NULL
+                WHERE profile = \(self.profile) AND version = \(expected)
                 RETURNING version
                 """,
                 logger: self.logger

@@ -60,7 +60,8 @@ package protocol SharedSessionLease: Sendable {
     /// Writes `tokens` into the row if its version is still `expected` (the version read under
     /// the lock), else throws: a row changed meanwhile (a lock lost on the way) is never
     /// overwritten. `announce`: a new version, above `floor` too, told to every host; otherwise
-    /// (the refresh-in-flight mark) the version stays and nobody is told. Returns the version.
+    /// the version stays and nobody is told, and the row's refresh-in-flight mark is this host's
+    /// if `tokens` carry `refreshSentAt` and cleared if they do not. Returns the version.
     func write(_ tokens: StoredTokens, announce: Bool, floor: Int64, expected: Int64) async throws -> Int64
 }
 

@@ -179,8 +179,34 @@ extension TokenManager {
         } else {
             result = self.apply(outcome, grant: chosen, previous: previous, reason: reason)
         }
-        if self.stored != before { await self.write(to: lease, expected: expected) }
+        if self.stored != before {
+            await self.write(to: lease, expected: expected)
+        } else if case .refreshToken = chosen, previous != nil {
+            await self.clearMark(on: lease, expected: expected)
+        }
         return result
+    }
+
+    /// The refresh ended without an answer that changed the session (the token server was not
+    /// reached, did not answer in time, or failed): it is no longer in flight, so its mark leaves
+    /// the row and no other host waits for it. The refresh token is the one this host would send
+    /// again after its backoff; whichever host tries first sends it, under the lock.
+    private func clearMark(on lease: any SharedSessionLease, expected: Int64) async {
+        self.stored.user?.refreshSentAt = nil
+        self.stored.client?.refreshSentAt = nil
+        do {
+            _ = try await lease.write(
+                self.stored.shifted(by: self.clock.wallOffset),
+                announce: false,
+                floor: 0,
+                expected: expected
+            )
+        } catch {
+            self.logger.warning(
+                "cannot clear this host's refresh-in-flight mark in the fleet's row; the other hosts wait for it until auth.request_timeout × 3 + 5 s have passed",
+                metadata: ["error": "\(error)"]
+            )
+        }
     }
 
     /// Writes `stored` as a new version while holding the lock, if the row is still at

@@ -189,6 +189,33 @@ struct FleetLockTests {
         }
     }
 
+    @Test func aRefreshThatEndedWithoutAnAnswerHoldsNoOtherHostBack() async throws {
+        struct Refused: Error {}
+        try await Self.withFleet(hosts: 2) { _, index in
+            // The token server is down for the first attempt (connection refused), then back.
+            if index == 0 { throw Refused() }
+            return FakeTokenEndpoint.tokens(
+                access: "access-new-\(index)",
+                refresh: "refresh-new-\(index)",
+                expiresIn: 3600
+            )
+        } _: { database, fleet, endpoint, _ in
+            try await fleet[0].seed(Self.session(access: "access-old", refresh: "refresh-old", expiresIn: -5))
+            try await fleet[1].connect()
+            // The first host's refresh fails; it backs off and stays connected, as a running host
+            // does while the token server is down.
+            await #expect(throws: TokenUnavailableError.self) { try await fleet[0].manager.token() }
+            #expect(endpoint.requests.count == 1)
+            #expect(try await database.sql("SELECT coalesce(refresh_started_by, '-') FROM bearerd_sessions") == "-")
+            // The token server is back: the next host refreshes at once, instead of waiting the
+            // in-flight limit (35 s) for a request that ended.
+            let started = ContinuousClock.now
+            #expect(try await fleet[1].manager.token().value == "access-new-1")
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(endpoint.requests.last.map(FakeTokenEndpoint.form)?["refresh_token"] == "refresh-old")
+        }
+    }
+
     @Test func aRowThatWentBackInTimeGetsTheNewerSessionBackInsteadOfAReusedRefreshToken() async throws {
         try await Self.withFleet(hosts: 1) { _, index in
             FakeTokenEndpoint.tokens(access: "access-new-\(index)", refresh: "refresh-new-\(index)", expiresIn: 2)
