@@ -13,8 +13,8 @@ import Glibc
 /// The fleet judge: three `bearerd serve` sharing one session through a real PostgreSQL, in front
 /// of django-oauth-toolkit with 3 s tokens, refresh-token rotation, reuse detection and no grace
 /// period — a refresh token sent twice revokes the whole session. 300 kept-alive clients spread
-/// over the three; then PostgreSQL stops for longer than a token lives and starts again; then
-/// hosts are killed with -9 during refreshes (against a grace period, as the crash trials).
+/// over the three; then PostgreSQL stops for longer than a token lives and starts again, then the
+/// token server does; then hosts are killed with -9 during refreshes (against a grace period, as the crash trials).
 /// `BEARERD_FLEET_SECONDS` sets the load's length (default 60), `BEARERD_FLEET_KILLS` the kills (5).
 @Suite(
     "A fleet of three shares one session through PostgreSQL (the fleet judge)",
@@ -92,11 +92,7 @@ struct FleetJudgeTests {
         #expect(versions == refreshes, "every refresh is one version of the row")
         for index in 0..<3 { #expect(!fleet.processes[index].stderr.contains("rejected")) }
         if versions != refreshes || counts.keys.contains(where: { !(200..<300).contains($0) }) {
-            // What the hosts said, for whoever reads a failed run (bearerd logs no token).
-            for index in 0..<3 {
-                let notable = fleet.processes[index].stderr.split(separator: "\n").filter { !$0.contains("level=info") }
-                Self.log("host\(index) warnings:\n" + notable.suffix(30).joined(separator: "\n"))
-            }
+            Self.log(fleet.warnings())
         }
 
         // 2. PostgreSQL stops for longer than a token lives: 503 with Retry-After once the token
@@ -115,10 +111,24 @@ struct FleetJudgeTests {
         }
         Self.log("PostgreSQL stopped for 6 s: 503 with Retry-After while the token had expired, then 200 on every host")
 
-        // 3. kill -9 during refreshes, against a 10 s grace period: every kill keeps the session.
+        // 3. The token server is down for longer than a token lives (every host's refreshes fail
+        //    and back off; none may hold the others back), then back: every host serves again
+        //    within seconds, without a login, however long its own backoff has grown.
         try await fleet.server.stop()
+        try await Task.sleep(for: .seconds(5))
         fleet.server = fleet.server.with(options: ["--grace", "10", "--token-delay", "300", "--token-marks", marks])
         try await fleet.server.start()
+        let back = ContinuousClock.now
+        for port in ports {
+            try await waitUntil(.seconds(20), every: .milliseconds(200)) {
+                (try? await Self.get(port: port, group: group).status) == 200
+            }
+        }
+        Self.log(
+            "the token server was down for 5 s: every host served again within \(Int((ContinuousClock.now - back) / .milliseconds(1))) ms of its return"
+        )
+
+        // 4. kill -9 during refreshes, against a 10 s grace period: every kill keeps the session.
         var kept = 0
         for trial in 1...Self.kills {
             let before = Self.lines(marks)
@@ -133,9 +143,17 @@ struct FleetJudgeTests {
             let others = ports.indices.filter { $0 != victim }.map { ports[$0] }
             // The others carry on through the next expiries with no new login.
             try await Task.sleep(for: .seconds(4))
-            var served = true
-            for port in others where (try? await Self.get(port: port, group: group).status) != 200 { served = false }
-            if served { kept += 1 }
+            var answers: [String] = []
+            for port in others {
+                let answer = try? await Self.get(port: port, group: group)
+                answers.append(answer.map { "\($0.status) \($0.bodyText.prefix(200))" } ?? "no answer")
+            }
+            let served = answers.allSatisfy { $0.hasPrefix("200 ") }
+            if served {
+                kept += 1
+            } else {
+                Self.log("the other hosts answered \(answers)\n" + fleet.warnings(of: victim))
+            }
             Self.log(
                 "kill \(trial): host\(victim) killed while refreshing; the session was \(served ? "kept" : "lost")"
             )
@@ -194,6 +212,15 @@ struct FleetJudgeTests {
             let process = try BearerdProcess(["serve", "--config", self.configs[index]])
             try await process.waitUntilReady()
             if self.processes.count <= index { self.processes.append(process) } else { self.processes[index] = process }
+        }
+
+        /// What the hosts other than `except` warned of, for whoever reads a failed run (bearerd
+        /// logs no token).
+        func warnings(of except: Int? = nil) -> String {
+            self.processes.indices.filter { $0 != except }.map { index in
+                let notable = self.processes[index].stderr.split(separator: "\n").filter { !$0.contains("level=info") }
+                return "host\(index) warnings:\n" + notable.suffix(30).joined(separator: "\n")
+            }.joined(separator: "\n")
         }
 
         func killAll() {
