@@ -48,7 +48,7 @@ package struct RequestParser {
     /// POST body).
     static let maxLeadingEmptyLines = 4
 
-    package let limits: RequestLimits
+    package private(set) var limits: RequestLimits
     private var state = State.head(scanned: 0, lineEnded: false) {
         didSet {
             self.betweenRequests = if case .head = self.state { true } else { false }
@@ -61,6 +61,14 @@ package struct RequestParser {
 
     package init(limits: RequestLimits) {
         self.limits = limits
+    }
+
+    /// The same parser, where it is in the request, with the heads after this one parsed under
+    /// `limits` (a reload's: the request in progress is taken over by the new settings).
+    package func continued(under limits: RequestLimits) -> RequestParser {
+        var parser = self
+        parser.limits = limits
+        return parser
     }
 
     // The two facts the handler asks between reads are stored, set with `state`: a stored

@@ -150,6 +150,67 @@ struct ReloadTests {
         try await group.shutdownGracefully()
     }
 
+    /// Twenty reloads, each moving the upstream, while four clients send each request on a new
+    /// connection: requests caught between their head and their upstream connection are taken
+    /// over by the new settings, so none fails, and the new upstream takes the traffic each time.
+    @Test func twentyReloadsUnderNewConnectionsFailNoRequest() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let first = try await TestUpstream.start(group: group) { _ in .ok("first") }
+        let second = try await TestUpstream.start(group: group) { _ in .ok("second") }
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("reload-token-5150\n", to: "token")
+        let path = try directory.write(
+            Self.config(upstream: first.port, listen: ["127.0.0.1:0"], token: token),
+            to: "b.yaml"
+        )
+        let bearerd = try BearerdProcess(["serve", "-c", path])
+        try await bearerd.waitUntilReady()
+        let port = try #require(bearerd.proxyPort)
+        let tally = Tally()
+        let load = Task {
+            await withTaskGroup(of: Void.self) { tasks in
+                for _ in 0..<4 {
+                    tasks.addTask {
+                        while tally.running.load(ordering: .relaxed) {
+                            do {
+                                let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group)
+                                {
+                                    try await $0.send(.GET, "/x")
+                                }
+                                if answer.status == 200 {
+                                    tally.bodies.withLock { $0[answer.bodyText, default: 0] += 1 }
+                                } else {
+                                    tally.failures.withLock { $0.append("status \(answer.status) \(answer.bodyText)") }
+                                }
+                            } catch {
+                                tally.failures.withLock { $0.append("\(error)") }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for round in 0..<20 {
+            let upstream = round % 2 == 0 ? second : first
+            let before = upstream.requests.count
+            try Self.config(upstream: upstream.port, listen: ["127.0.0.1:0"], token: token)
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            let reload = try await BearerdProcess.run(["reload", "-c", path])
+            #expect(reload.status == 0, "\(reload.stderr)")
+            try await waitUntil { upstream.requests.count > before + 20 }
+        }
+        tally.running.store(false, ordering: .relaxed)
+        await load.value
+        bearerd.signal(SIGTERM)
+        #expect(try await bearerd.wait() == 0)
+        let failures = tally.failures.withLock { $0 }
+        #expect(failures.isEmpty, "\(failures.count) failed: \(failures.prefix(3))")
+        Self.log("\(tally.bodies.withLock { $0 }) across 20 reloads, failures: \(failures.count)")
+        await first.stop()
+        await second.stop()
+        try await group.shutdownGracefully()
+    }
+
     final class Tally: Sendable {
         let bodies = Mutex<[String: Int]>([:])
         let failures = Mutex<[String]>([])

@@ -6,7 +6,13 @@ import Tracing
 /// Starting an exchange: the checks, the token (now, or after a wait of at most
 /// `proxy.token_wait`), the upstream head, and a pooled or new upstream connection.
 extension ProxyHandler {
-    func begin(_ head: consuming RequestHead, context: ChannelHandlerContext) {
+    /// `resumed`: the request began on the handler a reload replaced, before anything of it went
+    /// upstream (``takeOver(_:)``); it keeps the start and the span it had there.
+    func begin(
+        _ head: consuming RequestHead,
+        context: ChannelHandlerContext,
+        resumed: (startedAt: NIODeadline, trace: ExchangeTrace?)? = nil
+    ) {
         // Everything asked of the head is asked before it moves into the exchange, uncopied.
         let verdict = RequestPolicy.check(head, settings: self.shared, viaTCP: self.viaTCP, local: self.local)
         let clientKeepsOwnAuthorization =
@@ -15,11 +21,16 @@ extension ProxyHandler {
         let retryPossible =
             !clientKeepsOwnAuthorization && self.settings.proxy.retryMethods.contains(head.method.rawValue)
         let facts = ExchangeStateMachine.RequestFacts(head)
-        let exchange = Exchange(request: head, startedAt: self.now)
-        if let tracing = self.settings.tracing {
-            exchange.trace = ExchangeTrace(head: exchange.request, tracing: tracing)
+        let exchange = Exchange(request: head, startedAt: resumed?.startedAt ?? self.now)
+        if let resumed {
+            // Counted, and its span started, where it began.
+            exchange.trace = resumed.trace
+        } else {
+            if let tracing = self.settings.tracing {
+                exchange.trace = ExchangeTrace(head: exchange.request, tracing: tracing)
+            }
+            self.metrics.started()
         }
-        self.metrics.started()
         // After a reload, the next response says `Connection: close` and is the last.
         self.machine.begin(exchange, ExchangeStateMachine(facts, timeouts: self.exchangeTimeouts))
         if self.machine.reloaded {

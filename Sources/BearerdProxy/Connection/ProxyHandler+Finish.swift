@@ -156,10 +156,9 @@ extension ProxyHandler {
         let action: StateMachine.QuiesceAction
         if let retire = event as? ProxyRetireEvent {
             // A reload: nothing more is forwarded under the settings this connection began with.
-            // Idle, with nothing of a next request read, it is simply served with the new ones.
-            if case .idle(_, nil) = self.state, self.inbound.readableBytes == 0,
-                let successor = retire.successor(self.viaTCP, self.caller, context.eventLoop)
-            {
+            // With nothing sent under them yet (idle, a head arriving, a request waiting for its
+            // token or connection), it is served with the new ones as if it came now.
+            if self.canBeTakenOver, let successor = retire.successor(self.viaTCP, self.caller, context.eventLoop) {
                 self.handOver(to: successor, context: context)
                 return
             }
@@ -190,22 +189,19 @@ extension ProxyHandler {
     }
 
     /// Leaves the connection to `successor`, a handler of the new settings: this one's timer
-    /// stops, and reads held here go on there.
+    /// stops, and what it took in but did not act on goes on there (``ProxyTakeover``).
     private func handOver(to successor: ProxyHandler, context: ChannelHandlerContext) {
         // A response that ended in this turn waits for the turn's end to be flushed, through this
         // handler: it goes now, before the handler leaves.
         context.flush()
         self.timer.cancel()
+        let takeover = self.takeover()
         self.machine.closed()
         do {
             let pipeline = context.pipeline.syncOperations
             try pipeline.addHandler(successor, position: .after(self))
-            if self.readPending {
-                // A read this handler held back goes out before it leaves.
-                self.readPending = false
-                context.read()
-            }
             pipeline.removeHandler(self, promise: nil)
+            successor.takeOver(takeover)
         } catch {
             self.closeClient()
         }

@@ -221,7 +221,9 @@ extension ProxyHandler {
             return exchange
         }
 
-        /// A reload: no request goes upstream under the old settings from now on. An idle
+        /// A reload the connection cannot be handed over for (``ProxyHandler/takeOver(_:)``: the
+        /// usual case), or whose new settings could not be had for it: no request goes upstream
+        /// under the old settings from now on. An idle
         /// connection closes now (an HTTP/1.1 client sends an idempotent request again on a new
         /// connection when a kept-alive one closes); an exchange already forwarded ends, and the
         /// connection with it; one not forwarded yet is refused.

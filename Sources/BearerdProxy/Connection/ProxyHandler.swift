@@ -199,7 +199,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     /// Handles a parsed part. The part is consumed: its head moves into the exchange, uncopied.
-    private func handle(_ part: consuming RequestParser.Part) {
+    func handle(_ part: consuming RequestParser.Part) {
         // The parser and `parseInbound` make the `closeClient()` cases impossible; never trust it.
         switch consume part {
         case .head(let head):

@@ -49,6 +49,14 @@ struct ExchangeStateMachine {
         return true
     }
 
+    /// Nothing of the request went upstream yet: it waits for a token or a connection.
+    var isUnsent: Bool {
+        switch self.phase {
+        case .waitingForToken, .connecting: true
+        case .forwarding, .holding, .finished: false
+        }
+    }
+
     var isForwarding: Bool {
         if case .forwarding = self.phase { return true }
         return false
@@ -114,6 +122,21 @@ struct ExchangeStateMachine {
         guard self.isLive else { return false }
         self.phase = .connecting
         return true
+    }
+
+    /// A reload came before anything of the request went upstream (it waits for a token or a
+    /// connection): it ends here, and the parts held so far are returned, in order, to be
+    /// started again under the new settings. `nil` once something went upstream, or it is over.
+    mutating func takeUnsent() -> [RequestParser.Part]? {
+        switch self.phase {
+        case .waitingForToken, .connecting:
+            let parts = self.held
+            self.held = []
+            self.phase = .finished
+            return parts
+        case .forwarding, .holding, .finished:
+            return nil
+        }
     }
 
     /// An upstream connection is attached: the held parts go, in order, and parts flow from now.

@@ -1,0 +1,162 @@
+import BearerdLogging
+import BearerdTestSupport
+import Logging
+import NIOCore
+import NIOEmbedded
+import Testing
+
+@testable import BearerdProxy
+
+/// A reload hands a connection with nothing sent upstream yet to the new settings: a request
+/// waiting for its upstream connection, a head still arriving, a body still coming all go out
+/// under the new config, and the client sees no 503.
+@Suite("A reload takes over what was not sent yet")
+struct ReloadTakeoverTests {
+    /// Connections that come only when the test says: the exchange waits in `connecting`.
+    final class HeldConnector: UpstreamConnector, @unchecked Sendable {
+        private(set) var promises: [EventLoopPromise<UpstreamConnection>] = []
+        let loop: EmbeddedEventLoop
+
+        init(loop: EmbeddedEventLoop) {
+            self.loop = loop
+        }
+
+        func connect(for pool: UpstreamConnectionPool) -> EventLoopFuture<UpstreamConnection> {
+            let promise = self.loop.makePromise(of: UpstreamConnection.self)
+            self.promises.append(promise)
+            return promise.futureResult
+        }
+    }
+
+    static func handler(
+        _ yaml: String,
+        on loop: EmbeddedEventLoop,
+        connector: any UpstreamConnector
+    ) throws
+        -> ProxyHandler
+    {
+        let settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9")
+        return ProxyHandler(
+            settings: ProxySettings.Shared(settings),
+            retryBudget: SharedBudget(limit: 1 << 20),
+            viaTCP: false,
+            pool: UpstreamConnectionPool(
+                eventLoop: loop,
+                settings: settings,
+                budget: SharedBudget(limit: 8),
+                connector: connector
+            ),
+            tokens: RecordingTokenProvider(token: "t"),
+            metrics: ProxyMetrics(),
+            logger: Logger(label: "test"),
+            failures: ThrottledLogger(logger: Logger(label: "test"), eventLoop: loop)
+        )
+    }
+
+    /// A client on a handler whose upstream connections are held; `reload` fires the reload
+    /// that makes a handler of `newYAML`, whose upstream is `fresh`.
+    struct Fixture {
+        let client = EmbeddedChannel()
+        let held: HeldConnector
+        let fresh: EmbeddedUpstream
+        let newYAML: String
+
+        init(newYAML: String = "") throws {
+            self.held = HeldConnector(loop: self.client.embeddedEventLoop)
+            self.fresh = EmbeddedUpstream(loop: self.client.embeddedEventLoop)
+            self.newYAML = newYAML
+            try self.client.pipeline.syncOperations.addHandler(
+                try ReloadTakeoverTests.handler("", on: self.client.embeddedEventLoop, connector: self.held)
+            )
+            try self.client.connect(to: try SocketAddress(unixDomainSocketPath: "/tmp/bearerd-embedded.sock")).wait()
+        }
+
+        func send(_ bytes: String) throws {
+            try self.client.writeInbound(ByteBuffer(string: bytes))
+            self.client.embeddedEventLoop.run()
+        }
+
+        func reload() throws {
+            let successor = try ReloadTakeoverTests.handler(
+                self.newYAML,
+                on: self.client.embeddedEventLoop,
+                connector: self.fresh
+            )
+            let bound = NIOLoopBound(successor, eventLoop: self.client.embeddedEventLoop)
+            self.client.pipeline.fireUserInboundEventTriggered(
+                ProxyRetireEvent(admitted: true, successor: { _, _, _ in bound.value })
+            )
+            self.client.embeddedEventLoop.run()
+        }
+
+        func received() throws -> String {
+            try ProxyDeadlineTests.answer(self.client)
+        }
+    }
+
+    @Test func aRequestWaitingForItsConnectionGoesToTheNewUpstream() throws {
+        let proxy = try Fixture()
+        try proxy.send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(proxy.held.promises.count == 1, "the request waits for its upstream connection")
+        try proxy.reload()
+        #expect(try proxy.received().isEmpty, "no 503 to send it again")
+        let sent = try proxy.fresh.sent()
+        #expect(sent.hasPrefix("GET /x HTTP/1.1\r\n") && sent.contains("authorization: Bearer t"), "\(sent)")
+        try proxy.fresh.answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        let answer = try proxy.received()
+        #expect(answer.hasPrefix("HTTP/1.1 200 OK") && answer.hasSuffix("ok"), "\(answer)")
+        // The old connection comes late: nothing more happens to the client.
+        proxy.held.promises[0].fail(ChannelError.connectTimeout(.seconds(1)))
+        proxy.client.embeddedEventLoop.run()
+        #expect(try proxy.received().isEmpty)
+        #expect(proxy.client.isActive, "the kept-alive connection serves on under the new settings")
+    }
+
+    @Test func theNewListsDecideARequestNotSentYet() throws {
+        let proxy = try Fixture(newYAML: "proxy:\n  deny_paths: [\"/x\"]\n")
+        try proxy.send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+        try proxy.reload()
+        let answer = try proxy.received()
+        #expect(answer.hasPrefix("HTTP/1.1 403"), "\(answer)")
+        #expect(proxy.fresh.channels.isEmpty, "nothing went to the new upstream")
+    }
+
+    @Test func aHeadStillArrivingIsParsedUnderTheNewSettings() throws {
+        let proxy = try Fixture()
+        try proxy.send("GET /y HTTP/1.1\r\nHo")
+        try proxy.reload()
+        try proxy.send("st: a\r\n\r\n")
+        #expect(try proxy.fresh.sent().hasPrefix("GET /y HTTP/1.1\r\n"))
+        #expect(proxy.held.promises.isEmpty)
+        #expect(try proxy.received().isEmpty)
+    }
+
+    @Test func aBodyStillComingGoesWholeToTheNewUpstream() throws {
+        let proxy = try Fixture()
+        try proxy.send("POST /z HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nhello")
+        #expect(proxy.held.promises.count == 1)
+        try proxy.reload()
+        try proxy.send("world")
+        let sent = try proxy.fresh.sent()
+        #expect(sent.hasPrefix("POST /z HTTP/1.1\r\n") && sent.hasSuffix("\r\n\r\nhelloworld"), "\(sent)")
+        #expect(try proxy.received().isEmpty)
+    }
+
+    /// What was sent upstream under the old settings is not taken over: it ends there, and its
+    /// connection closes after it.
+    @Test func aRequestAlreadySentEndsUnderTheOldSettings() throws {
+        let proxy = try EmbeddedProxy("")
+        try proxy.send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try proxy.upstream.sent().hasPrefix("GET /x"))
+        let unused = EmbeddedUpstream(loop: proxy.loop)
+        let successor = NIOLoopBound(try Self.handler("", on: proxy.loop, connector: unused), eventLoop: proxy.loop)
+        proxy.client.pipeline.fireUserInboundEventTriggered(
+            ProxyRetireEvent(admitted: true, successor: { _, _, _ in successor.value })
+        )
+        proxy.loop.run()
+        try proxy.upstream.answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        let answer = try proxy.received()
+        #expect(answer.hasPrefix("HTTP/1.1 200 OK") && answer.lowercased().contains("connection: close"), "\(answer)")
+        #expect(unused.channels.isEmpty)
+    }
+}
