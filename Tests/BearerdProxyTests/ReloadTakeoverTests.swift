@@ -1,5 +1,6 @@
 import BearerdLogging
 import BearerdTestSupport
+import Foundation
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -31,11 +32,12 @@ struct ReloadTakeoverTests {
     static func handler(
         _ yaml: String,
         on loop: EmbeddedEventLoop,
-        connector: any UpstreamConnector
-    ) throws
-        -> ProxyHandler
-    {
-        let settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9")
+        connector: any UpstreamConnector,
+        accessLines: AccessLog? = nil,
+        metrics: ProxyMetrics = ProxyMetrics()
+    ) throws -> ProxyHandler {
+        var settings = try HeaderRewriterTests.settings(yaml, url: "http://127.0.0.1:9")
+        settings.accessLines = accessLines
         return ProxyHandler(
             settings: ProxySettings.Shared(settings),
             retryBudget: SharedBudget(limit: 1 << 20),
@@ -47,7 +49,7 @@ struct ReloadTakeoverTests {
                 connector: connector
             ),
             tokens: RecordingTokenProvider(token: "t"),
-            metrics: ProxyMetrics(),
+            metrics: metrics,
             logger: Logger(label: "test"),
             failures: ThrottledLogger(logger: Logger(label: "test"), eventLoop: loop)
         )
@@ -60,13 +62,22 @@ struct ReloadTakeoverTests {
         let held: HeldConnector
         let fresh: EmbeddedUpstream
         let newYAML: String
+        let accessLines: AccessLog?
+        let metrics = ProxyMetrics()
 
-        init(newYAML: String = "") throws {
+        init(newYAML: String = "", accessLines: AccessLog? = nil) throws {
             self.held = HeldConnector(loop: self.client.embeddedEventLoop)
             self.fresh = EmbeddedUpstream(loop: self.client.embeddedEventLoop)
             self.newYAML = newYAML
+            self.accessLines = accessLines
             try self.client.pipeline.syncOperations.addHandler(
-                try ReloadTakeoverTests.handler("", on: self.client.embeddedEventLoop, connector: self.held)
+                try ReloadTakeoverTests.handler(
+                    "",
+                    on: self.client.embeddedEventLoop,
+                    connector: self.held,
+                    accessLines: accessLines,
+                    metrics: self.metrics
+                )
             )
             try self.client.connect(to: try SocketAddress(unixDomainSocketPath: "/tmp/bearerd-embedded.sock")).wait()
         }
@@ -80,7 +91,9 @@ struct ReloadTakeoverTests {
             let successor = try ReloadTakeoverTests.handler(
                 self.newYAML,
                 on: self.client.embeddedEventLoop,
-                connector: self.fresh
+                connector: self.fresh,
+                accessLines: self.accessLines,
+                metrics: self.metrics
             )
             let bound = NIOLoopBound(successor, eventLoop: self.client.embeddedEventLoop)
             self.client.pipeline.fireUserInboundEventTriggered(
@@ -110,6 +123,66 @@ struct ReloadTakeoverTests {
         proxy.client.embeddedEventLoop.run()
         #expect(try proxy.received().isEmpty)
         #expect(proxy.client.isActive, "the kept-alive connection serves on under the new settings")
+    }
+
+    /// Taken over, a request is still one request: one access line, written by the handler
+    /// that answered it.
+    @Test func aRequestTakenOverHasOneAccessLine() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/access.log"
+        let log = try AccessLog(.file(path), interval: 60)
+        let proxy = try Fixture(accessLines: log)
+        try proxy.send("GET /logged HTTP/1.1\r\nHost: a\r\n\r\n")
+        try proxy.reload()
+        try proxy.fresh.answer("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        #expect(try proxy.received().hasPrefix("HTTP/1.1 200 OK"))
+        log.stop()
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1 && lines.first?.contains("/logged") == true, "\(lines)")
+    }
+
+    /// A graceful shutdown made the exchange the connection's last: a reload then does not
+    /// hand the connection to settings that would keep it open.
+    @Test func aConnectionAShutdownIsClosingIsNotTakenOver() throws {
+        let proxy = try Fixture()
+        try proxy.send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
+        proxy.client.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        try proxy.reload()
+        #expect(proxy.fresh.channels.isEmpty)
+        let answer = try proxy.received()
+        #expect(answer.hasPrefix("HTTP/1.1 503") && answer.contains("reloaded"), "\(answer)")
+    }
+
+    /// A request that went upstream once (sent again after a 401, or replayed on a fresh
+    /// connection) is not "unsent" while it waits to go again.
+    @Test func aRequestSentOnceIsNotTakenOverWhileItWaitsToGoAgain() throws {
+        var machine = ExchangeStateMachineExchangeTests.sent()
+        #expect(!machine.isUnsent)
+        let now = ExchangeStateMachineExchangeTests.t0
+        _ = machine.headArrived(
+            try ExchangeStateMachineExchangeTests.head(401),
+            token: ExchangeStateMachineExchangeTests.refused,
+            bodyKept: true,
+            asksForNewNonce: false,
+            framing: .length,
+            now: now
+        )
+        _ = machine.providerDecided(
+            ExchangeStateMachineExchangeTests.fresh,
+            keptBody: ByteBuffer(string: "payload"),
+            now: now
+        )
+        let connecting = machine.connecting()
+        #expect(connecting)
+        let taken = machine.takeUnsent()
+        #expect(!machine.isUnsent && taken == nil && machine.isLive)
+        var first = ExchangeStateMachine(
+            .init(closes: false, hasBody: false, isUpgrade: false),
+            timeouts: ExchangeStateMachineExchangeTests.timeouts
+        )
+        #expect(first.isUnsent)
+        let parts = first.takeUnsent()
+        #expect(parts?.isEmpty == true && !first.isLive)
     }
 
     @Test func theNewListsDecideARequestNotSentYet() throws {

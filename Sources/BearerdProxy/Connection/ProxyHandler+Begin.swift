@@ -46,7 +46,8 @@ extension ProxyHandler {
             self.fail(exchange, failure)
             return
         }
-        self.beginning = true
+        // A request taken over from a reload waited already: it does not go "as it began".
+        self.beginning = resumed == nil
         defer { self.beginning = false }
         if retryPossible { exchange.retryBody = RetryBody(budget: self.retryBudget) }
         if clientKeepsOwnAuthorization {

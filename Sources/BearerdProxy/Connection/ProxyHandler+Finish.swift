@@ -194,17 +194,19 @@ extension ProxyHandler {
         // A response that ended in this turn waits for the turn's end to be flushed, through this
         // handler: it goes now, before the handler leaves.
         context.flush()
+        let pipeline = context.pipeline.syncOperations
+        do {
+            try pipeline.addHandler(successor, position: .after(self))
+        } catch {
+            // Nothing moved: what is in flight here is answered or logged here.
+            self.closeClient()
+            return
+        }
         self.timer.cancel()
         let takeover = self.takeover()
         self.machine.closed()
-        do {
-            let pipeline = context.pipeline.syncOperations
-            try pipeline.addHandler(successor, position: .after(self))
-            pipeline.removeHandler(self, promise: nil)
-            successor.takeOver(takeover)
-        } catch {
-            self.closeClient()
-        }
+        pipeline.removeHandler(self, promise: nil)
+        successor.takeOver(takeover)
     }
 
     // MARK: Helpers

@@ -30,8 +30,10 @@ struct ProxyTakeover {
 
 extension ProxyHandler {
     /// Whether nothing on the connection went upstream under the settings it holds: it is idle
-    /// (a head may be arriving), or its request waits for a token or a connection.
+    /// (a head may be arriving), or its request waits for its first token or connection. Not
+    /// once a graceful shutdown made its exchange the last: it ends as the shutdown said.
     var canBeTakenOver: Bool {
+        guard !self.machine.quiescing else { return false }
         switch self.state {
         case .idle:
             return true
@@ -69,6 +71,10 @@ extension ProxyHandler {
 
     /// Serves, under this handler's settings, what the handler a reload replaced took in but
     /// did not act on. Called once this handler is in the pipeline, in the old one's place.
+    ///
+    /// A request taken over keeps the head it was parsed with: the head limits of the new
+    /// settings (`proxy.max_header_size`, …) apply from the next request on; its body meets the
+    /// new `proxy.max_request_body`.
     func takeOver(_ takeover: ProxyTakeover) {
         guard let context else { return }
         self.inbound = takeover.inbound

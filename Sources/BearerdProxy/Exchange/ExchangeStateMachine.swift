@@ -20,6 +20,9 @@ struct ExchangeStateMachine {
     /// Request body bytes received so far (a resend does not count them again).
     private(set) var requestBodyBytes = 0
     private var held: [RequestParser.Part] = []
+    /// Something of the request went upstream once (it is being sent again after a 401 or on a
+    /// fresh connection): a reload does not take it over.
+    private(set) var wentUpstream = false
     /// The response head that went to the client, its status and framing; `nil` until then.
     private(set) var response: (status: Int, framing: ResponseFraming)?
     private(set) var responseBodyBytes = 0
@@ -49,11 +52,12 @@ struct ExchangeStateMachine {
         return true
     }
 
-    /// Nothing of the request went upstream yet: it waits for a token or a connection.
+    /// Nothing of the request went upstream yet: it waits for its first token or connection.
     var isUnsent: Bool {
+        guard !self.wentUpstream else { return false }
         switch self.phase {
-        case .waitingForToken, .connecting: true
-        case .forwarding, .holding, .finished: false
+        case .waitingForToken, .connecting: return true
+        case .forwarding, .holding, .finished: return false
         }
     }
 
@@ -128,20 +132,17 @@ struct ExchangeStateMachine {
     /// connection): it ends here, and the parts held so far are returned, in order, to be
     /// started again under the new settings. `nil` once something went upstream, or it is over.
     mutating func takeUnsent() -> [RequestParser.Part]? {
-        switch self.phase {
-        case .waitingForToken, .connecting:
-            let parts = self.held
-            self.held = []
-            self.phase = .finished
-            return parts
-        case .forwarding, .holding, .finished:
-            return nil
-        }
+        guard self.isUnsent else { return nil }
+        let parts = self.held
+        self.held = []
+        self.phase = .finished
+        return parts
     }
 
     /// An upstream connection is attached: the held parts go, in order, and parts flow from now.
     mutating func attached(expectsContinue: Bool) -> Attachment {
         self.phase = .forwarding
+        self.wentUpstream = true
         let parts = self.held
         self.held = []
         return Attachment(
