@@ -58,12 +58,7 @@ package struct ConfigLoader: Sendable {
 
     /// Loads and validates YAML text; relative file names resolve against `baseDirectory`.
     package func load(yaml: String, source: String, baseDirectory: String) throws(ConfigError) -> BearerdConfiguration {
-        var (builder, providers) = try self.builder(yaml: yaml, source: source, baseDirectory: baseDirectory)
-        guard var configuration = builder.build(), builder.issues.isEmpty else {
-            throw ConfigError(issues: builder.issues)
-        }
-        configuration.written = WrittenValues(reading: ConfigReader(providers: providers))
-        return configuration
+        try self.load(root: try Self.compose(yaml, source: source), source: source, baseDirectory: baseDirectory)
     }
 
     /// Where the daemon running the config at `path` answers (`admin.socket`) and keeps its
@@ -86,12 +81,34 @@ package struct ConfigLoader: Sendable {
         source: String,
         baseDirectory: String
     ) throws(ConfigError) -> (ConfigBuilder, [any ConfigProvider]) {
-        let root: Node?
+        self.builder(root: try Self.compose(yaml, source: source), source: source, baseDirectory: baseDirectory)
+    }
+
+    /// The YAML document's tree; `nil` for an empty one.
+    static func compose(_ yaml: String, source: String) throws(ConfigError) -> Node? {
         do {
-            root = try Yams.compose(yaml: yaml, .basic)
+            return try Yams.compose(yaml: yaml, .basic)
         } catch {
             throw ConfigError(key: source, message: "not valid YAML: \(Self.yamlProblem(error))")
         }
+    }
+
+    /// Validates the document `root` (one session's keys and the daemon's, see
+    /// ``loadSessions(yaml:source:baseDirectory:)``) and returns the configuration.
+    func load(root: Node?, source: String, baseDirectory: String) throws(ConfigError) -> BearerdConfiguration {
+        var (builder, providers) = self.builder(root: root, source: source, baseDirectory: baseDirectory)
+        guard var configuration = builder.build(), builder.issues.isEmpty else {
+            throw ConfigError(issues: builder.issues)
+        }
+        configuration.written = WrittenValues(reading: ConfigReader(providers: providers))
+        return configuration
+    }
+
+    private func builder(
+        root: Node?,
+        source: String,
+        baseDirectory: String
+    ) -> (ConfigBuilder, [any ConfigProvider]) {
         var issues: [ConfigIssue] = []
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
         if let root {

@@ -13,8 +13,37 @@ package enum ConfigReference {
         for section in ConfigSchema.layout {
             printer.section(section, indent: "")
         }
-        return printer.text
+        return printer.text + Self.sessionsExample
     }
+
+    /// Several APIs in one daemon: the `sessions:` map, shown commented out.
+    static let sessionsExample = """
+
+        # Several APIs, each with its own credential, in one daemon: a `sessions:` map instead of
+        # the keys above. Each session has its own listen (and socket_* and allow_* keys), upstream,
+        # proxy, auth and store; threads, shutdown_grace, admin, metrics, log and tracing stay at the
+        # top and are shared. A session's store is NAME.store beside where tokens.store would be,
+        # with NAME as its store.profile (the fleet's row), unless it says otherwise. A listener
+        # belongs to one session. Name a session in the verbs with --session NAME; `bearerd status`
+        # lists them all. A file without `sessions:` is one session named `default`.
+        # sessions:
+        #   github:
+        #     listen: ["127.0.0.1:8081"]
+        #     upstream:
+        #       url: https://api.github.com
+        #     auth:
+        #       static_token_file: /etc/bearerd/github.token
+        #   billing:
+        #     listen: ["unix:/run/bearerd/billing.sock"]
+        #     upstream:
+        #       url: https://billing.example.com/api
+        #     auth:
+        #       issuer: https://login.example.com
+        #       client_id: bearerd-billing
+        #     store:
+        #       key_file: store.key
+
+        """
 
     /// A libFuzzer dictionary: every key and section as `name:`, every word a choice key
     /// accepts, and the fragments of YAML and values the config syntax has.

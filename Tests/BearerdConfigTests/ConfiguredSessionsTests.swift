@@ -1,0 +1,148 @@
+import BearerdConfig
+import BearerdProxy
+import BearerdTestSupport
+import Foundation
+import Logging
+import Testing
+
+@Suite("sessions: several APIs in one config, each problem named by its key")
+struct ConfiguredSessionsTests {
+    let directory: TemporaryDirectory
+    let tokenFile: String
+    let key: String
+
+    init() throws {
+        self.directory = try TemporaryDirectory()
+        self.tokenFile = try self.directory.write("t0ken\n", to: "token")
+        self.key = try self.directory.write(String(repeating: "k", count: 32), to: "store.key", mode: 0o400)
+    }
+
+    func load(_ body: String, environment: [String: String] = [:]) throws(ConfigError) -> ConfiguredSessions {
+        try ConfigLoader(environment: environment).loadSessions(
+            yaml: body,
+            source: "test.yaml",
+            baseDirectory: self.directory.path
+        )
+    }
+
+    func issues(_ body: String, environment: [String: String] = [:]) -> [ConfigIssue] {
+        do {
+            _ = try self.load(body, environment: environment)
+            return []
+        } catch {
+            return error.issues
+        }
+    }
+
+    /// Two sessions, each on its own port, with what the daemon shares at the top.
+    var twoAPIs: String {
+        """
+        log:
+          level: debug
+        sessions:
+          github:
+            listen: ["127.0.0.1:8081"]
+            upstream:
+              url: https://api.github.com
+            auth:
+              static_token_file: \(self.tokenFile)
+          billing:
+            listen: ["127.0.0.1:8082"]
+            upstream:
+              url: https://billing.example.com/v1
+            auth:
+              static_token_file: \(self.tokenFile)
+            store:
+              key_file: \(self.key)
+        """
+    }
+
+    @Test func aConfigWithoutSessionsIsOneSessionNamedDefaultReadAsBefore() throws {
+        let sessions = try self.load(
+            "upstream:\n  url: https://api.example.com\nauth:\n  static_token_file: \(self.tokenFile)\n"
+        )
+        #expect(!sessions.isNamed)
+        #expect(sessions.names == ["default"])
+        let before = try ConfigLoader(environment: [:]).load(
+            yaml: "upstream:\n  url: https://api.example.com\nauth:\n  static_token_file: \(self.tokenFile)\n",
+            source: "test.yaml",
+            baseDirectory: self.directory.path
+        )
+        #expect(sessions.daemon.store.path == before.store.path)
+        #expect(sessions.daemon.listen == before.listen)
+        #expect(sessions.daemon.written == before.written)
+    }
+
+    @Test func eachSessionHasItsOwnKeysAndTheDaemonsKeysAreShared() throws {
+        let sessions = try self.load(self.twoAPIs)
+        #expect(sessions.isNamed)
+        #expect(sessions.names == ["billing", "github"])
+        let github = try #require(sessions["github"])
+        let billing = try #require(sessions["billing"])
+        #expect(github.listen == [.tcp(host: "127.0.0.1", port: 8081)])
+        #expect(billing.listen == [.tcp(host: "127.0.0.1", port: 8082)])
+        #expect("\(github.upstream.target)".contains("api.github.com"))
+        #expect("\(billing.upstream.target)".contains("billing.example.com"))
+        #expect(github.log.level == .debug && billing.log.level == .debug)
+        // Each its own store file and profile, unless it names them.
+        #expect(billing.store.path == self.directory.path + "/billing.store")
+        #expect(billing.store.profile == "billing")
+        #expect(github.store.path == self.directory.path + "/github.store")
+    }
+
+    @Test func aSessionsKeyAtTheTopAndADaemonKeyInASessionAreNamed() {
+        let issues = self.issues(
+            """
+            upstream:
+              url: https://api.example.com
+            sessions:
+              one:
+                threads: 2
+                upstream:
+                  url: https://api.example.com
+                auth:
+                  static_token_file: \(self.tokenFile)
+            """
+        )
+        #expect(issues.map(\.key).sorted() == ["sessions.one.threads", "upstream"], "\(issues)")
+        #expect(issues.first { $0.key == "upstream" }?.message.contains("sessions.NAME.upstream") == true)
+    }
+
+    @Test func aSessionsProblemIsNamedUnderItsSession() {
+        let issues = self.issues(self.twoAPIs.replacingOccurrences(of: "https://api.github.com", with: "ftp://x"))
+        #expect(issues.map(\.key) == ["sessions.github.upstream.url"], "\(issues)")
+    }
+
+    @Test func twoSessionsCannotShareAListenerOrAStore() {
+        var shared = self.twoAPIs.replacingOccurrences(of: "127.0.0.1:8082", with: "127.0.0.1:8081")
+        shared = shared.replacingOccurrences(
+            of: "      key_file: \(self.key)",
+            with: "      key_file: \(self.key)\n      path: github.store"
+        )
+        shared = shared.replacingOccurrences(
+            of: "    auth:\n      static_token_file: \(self.tokenFile)\n  billing:",
+            with:
+                "    auth:\n      static_token_file: \(self.tokenFile)\n    store:\n      key_file: \(self.key)\n  billing:"
+        )
+        let keys = self.issues(shared).map(\.key).sorted()
+        #expect(keys == ["sessions.billing.listen", "sessions.billing.store.path"], "\(keys)")
+    }
+
+    @Test(arguments: ["Upper", "1st", "a.b", String(repeating: "x", count: 33), "with space"])
+    func aSessionNameOtherThanPlainIsRefused(_ name: String) {
+        let issues = self.issues(self.twoAPIs.replacingOccurrences(of: "  github:", with: "  \"\(name)\":"))
+        #expect(issues.map(\.key) == ["sessions.\(name)"], "\(issues)")
+    }
+
+    @Test func anEnvironmentOverrideOfASessionsKeyIsAmbiguous() {
+        let issues = self.issues(self.twoAPIs, environment: ["BEARERD_UPSTREAM_URL": "https://other.example.com"])
+        #expect(issues.map(\.key) == ["BEARERD_UPSTREAM_URL"], "\(issues)")
+        // The daemon's own keys may still be set so.
+        #expect(self.issues(self.twoAPIs, environment: ["BEARERD_LOG_LEVEL": "info"]).isEmpty)
+    }
+
+    @Test func sessionsThatIsNotAMapIsNamed() {
+        #expect(self.issues("sessions: [a, b]\n").map(\.key) == ["sessions"])
+        #expect(self.issues("sessions: {}\n").map(\.key) == ["sessions"])
+    }
+}
