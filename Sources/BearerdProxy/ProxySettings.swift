@@ -52,6 +52,9 @@ package struct ProxySettings: Sendable {
     package var accessLines: AccessLog?
     /// Whether access lines include the query string.
     package var accessLogQuery: Bool
+    /// The session's name in a config with `sessions:`: on its access lines (`session=`), its
+    /// metrics (`session="NAME"`) and its spans. `nil` for a config without `sessions:`.
+    package var session: String?
 
     /// Derives the settings from the validated sections (BearerdConfig's
     /// `ProxySettings(configuration:)` passes them).

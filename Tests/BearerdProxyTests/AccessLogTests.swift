@@ -28,7 +28,8 @@ struct AccessLogTests {
         callerExecutableAge: 90,
         traceID: "4bf92f3577b34da6a3ce929d0e0e4736",
         outcome: "client_closed",
-        retried: "upstream_401"
+        retried: "upstream_401",
+        session: "billing-2"
     )
     static let bare = AccessRecord(
         method: "GET",

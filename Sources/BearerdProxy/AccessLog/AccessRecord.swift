@@ -19,6 +19,7 @@ struct AccessRecord {
     var traceID: String?
     var outcome: String?
     var retried: String?
+    var session: String?
 
     /// The fields as logger metadata.
     var metadata: Logger.Metadata {
@@ -38,6 +39,7 @@ struct AccessRecord {
         if let traceID { metadata["trace_id"] = .string(traceID) }
         if let outcome { metadata["outcome"] = .string(outcome) }
         if let retried { metadata["retried"] = .string(retried) }
+        if let session { metadata["session"] = .string(session) }
         return metadata
     }
 
@@ -80,6 +82,10 @@ struct AccessRecord {
         if let retried {
             line += " retried="
             Logfmt.appendValue(retried, to: &line)
+        }
+        if let session {
+            line += " session="
+            Logfmt.appendValue(session, to: &line)
         }
         line += " status="
         line += String(self.status)

@@ -58,6 +58,7 @@ extension ProxyHandler {
             }
         }
         if ended.replayed { record.retried = "stale_connection" }
+        record.session = self.settings.session
         if ended.authRetry.retried { record.retried = ended.heldForScope ? "upstream_403_scope" : "upstream_401" }
         if let accessLog = self.settings.accessLines {
             accessLog.write(record)

@@ -27,7 +27,7 @@ extension ProxyHandler {
             exchange.trace = resumed.trace
         } else {
             if let tracing = self.settings.tracing {
-                exchange.trace = ExchangeTrace(head: exchange.request, tracing: tracing)
+                exchange.trace = ExchangeTrace(head: exchange.request, tracing: tracing, session: self.settings.session)
             }
             self.metrics.started()
         }

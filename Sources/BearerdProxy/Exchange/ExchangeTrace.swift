@@ -27,7 +27,8 @@ struct ExchangeTrace {
     var tokenWaitStarted: NIODeadline?
     var tokenWait: TimeAmount?
 
-    init(head: RequestHead, tracing: ProxyTracing) {
+    /// `session`: the session's name in a config with `sessions:` (`bearerd.session`).
+    init(head: RequestHead, tracing: ProxyTracing, session: String? = nil) {
         var context = ServiceContext.topLevel
         // Only well-formed fields reach the propagator: swift-otel logs the whole carrier when a
         // field fails to parse, and the head holds the query and the client's other headers.
@@ -43,6 +44,7 @@ struct ExchangeTrace {
         )
         span.attributes["http.request.method"] = head.method.rawValue
         span.attributes["bearerd.path_prefix"] = route
+        if let session { span.attributes["bearerd.session"] = session }
         var fields: [(String, String)] = []
         tracing.tracer.inject(span.context, into: &fields, using: FieldInjector())
         self.span = span

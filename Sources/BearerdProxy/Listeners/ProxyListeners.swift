@@ -59,7 +59,7 @@ package final class ProxyListeners: Sendable {
 
     private init(generation: Generation, tokens: any TokenProvider, group: any EventLoopGroup, logger: Logger) {
         self.state = NIOLockedValueBox(State(listeners: [], generation: generation))
-        let metrics = ProxyMetrics()
+        let metrics = ProxyMetrics(session: generation.settings.session)
         self.metrics = metrics
         let failures = ThrottledLogger(logger: logger, eventLoop: group.next())
         self.failures = failures
