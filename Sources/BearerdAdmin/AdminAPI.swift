@@ -31,7 +31,14 @@ package struct AdminAPI: Sendable {
     /// Request bodies larger than this are refused (413).
     package static let maxBody = 64 * 1024
 
-    let backend: Backend
+    /// The session a call is for (chosen by ``respond(method:path:body:exposure:)``).
+    var backend: Backend
+    /// Every session, by name, in order; one named `default` for a config without `sessions:`.
+    let sessions: [(name: String, backend: Backend)]
+    /// Whether the config names its sessions: then each call but `/v1/status` names one.
+    let named: Bool
+    /// Whether the call named its session (`?session=NAME`).
+    var chosen = false
     let logger: Logger
     let metrics: @Sendable () async -> String
     let reload: (@Sendable () async -> ReloadOutcome)?
@@ -46,7 +53,22 @@ package struct AdminAPI: Sendable {
         metrics: @escaping @Sendable () async -> String = { "" },
         reload: (@Sendable () async -> ReloadOutcome)? = nil
     ) {
-        self.backend = backend
+        self.init(sessions: [("default", backend)], named: false, logger: logger, metrics: metrics, reload: reload)
+    }
+
+    /// A daemon of several sessions (`sessions:`); `named`: the config has `sessions:`, and each
+    /// call names its session with `?session=NAME` (a call that names none is for the only one).
+    package init(
+        sessions: [(name: String, backend: Backend)],
+        named: Bool,
+        logger: Logger,
+        metrics: @escaping @Sendable () async -> String = { "" },
+        reload: (@Sendable () async -> ReloadOutcome)? = nil
+    ) {
+        precondition(!sessions.isEmpty, "a daemon has at least one session")
+        self.backend = sessions[0].backend
+        self.sessions = sessions
+        self.named = named
         self.logger = logger
         self.metrics = metrics
         self.reload = reload
@@ -58,6 +80,13 @@ package struct AdminAPI: Sendable {
     }
 
     package func respond(method: HTTPMethod, path: String, body: Data, exposure: Exposure = .admin) async -> Response {
+        switch self.scoped(path) {
+        case .success(let api): return await api.route(method: method, path: path, body: body, exposure: exposure)
+        case .failure(let refusal): return refusal.response
+        }
+    }
+
+    private func route(method: HTTPMethod, path: String, body: Data, exposure: Exposure) async -> Response {
         switch (method, Self.route(path)) {
         case (.GET, "/metrics"):
             return .init(
@@ -65,19 +94,24 @@ package struct AdminAPI: Sendable {
                 body: Data(await self.metrics().utf8),
                 contentType: "text/plain; version=0.0.4; charset=utf-8"
             )
+        case (.GET, "/health") where self.sessions.count > 1 && !self.chosen:
+            return .init(status: .ok, body: AdminMessages.encode(await self.healthBySession()))
         case (.GET, "/health"): return .init(status: .ok, body: AdminMessages.encode(await self.health()))
+        case (.GET, "/ready") where self.sessions.count > 1 && !self.chosen: return await self.everyReady()
         case (.GET, "/ready"): return await self.ready()
         case (_, "/metrics"), (_, "/health"), (_, "/ready"):
             return Self.failure(.methodNotAllowed, "method_not_allowed", "only GET is allowed on \(Self.route(path))")
         case _ where exposure == .observability:
             return Self.failure(.notFound, "not_found", "this listener serves /metrics, /health and /ready only")
         case (.GET, "/v1/status"): return .init(status: .ok, body: AdminMessages.encode(await self.status()))
+        case (.GET, "/v1/sessions"): return .init(status: .ok, body: AdminMessages.encode(await self.sessionList()))
         case (.GET, "/v1/token"): return await self.token()
         case (.POST, "/v1/login"): return await self.login(body)
         case (.POST, "/v1/login/authorize"): return await self.authorize(body)
         case (.POST, "/v1/logout"): return await self.logout()
         case (.POST, "/v1/reload"): return await self.reloadConfig()
-        case (_, "/v1/status"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"), (_, "/v1/login/device"),
+        case (_, "/v1/status"), (_, "/v1/sessions"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"),
+            (_, "/v1/login/device"),
             (_, "/v1/login/authorize"), (_, "/v1/reload"):
             return Self.failure(
                 .methodNotAllowed,
@@ -88,7 +122,7 @@ package struct AdminAPI: Sendable {
             return Self.failure(
                 .notFound,
                 "not_found",
-                "no such admin route: use /v1/status, /v1/token, /v1/login, /v1/login/authorize, /v1/login/device, /v1/logout or /v1/reload"
+                "no such admin route: use /v1/status, /v1/sessions, /v1/token, /v1/login, /v1/login/authorize, /v1/login/device, /v1/logout or /v1/reload"
             )
         }
     }
@@ -234,7 +268,7 @@ package struct AdminAPI: Sendable {
     }
 
     /// `/ready`: 200 while a valid token is in hand, 503 otherwise.
-    private func ready() async -> Response {
+    func ready() async -> Response {
         let token: BearerToken? =
             switch self.backend {
             case .engine(let manager): manager.currentToken()
@@ -252,7 +286,7 @@ package struct AdminAPI: Sendable {
         message: "the token is read from auth.static_token_file: there is no session to log in to or out of"
     )
 
-    private static func route(_ path: String) -> String {
+    static func route(_ path: String) -> String {
         String(path.prefix { $0 != "?" })
     }
 
@@ -264,7 +298,7 @@ package struct AdminAPI: Sendable {
         Self.failure(status, AdminMessages.Failure(error: error, message: message))
     }
 
-    private static func line(_ event: AdminMessages.DeviceEvent) -> Data {
+    static func line(_ event: AdminMessages.DeviceEvent) -> Data {
         AdminMessages.encode(event) + Data("\n".utf8)
     }
 }

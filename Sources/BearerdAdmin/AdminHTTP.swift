@@ -104,7 +104,7 @@ struct AdminHTTP: Sendable {
                         try await Self.write(answer, keepAlive: false, to: outbound)
                     } else if self.exposure == .admin, AdminAPI.isDeviceLogin(method: request.method, path: request.uri)
                     {
-                        try await self.streamDeviceLogin(to: outbound)
+                        try await self.streamDeviceLogin(path: request.uri, to: outbound)
                         return
                     } else {
                         let answer = await self.api.respond(
@@ -137,13 +137,16 @@ struct AdminHTTP: Sendable {
     }
 
     /// A chunked answer of JSON lines; the connection closes after it.
-    private func streamDeviceLogin(to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>) async throws {
+    private func streamDeviceLogin(
+        path: String,
+        to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    ) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: "application/x-ndjson")
         headers.add(name: "cache-control", value: "no-store")
         headers.add(name: "connection", value: "close")
         try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
-        await self.api.deviceLogin { line in
+        await self.api.deviceLogin(path: path) { line in
             try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))
         }
         try await outbound.write(.end(nil))

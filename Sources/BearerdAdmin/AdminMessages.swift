@@ -3,6 +3,18 @@ import Foundation
 
 /// The bodies the admin socket reads and writes: JSON, shared by the daemon and the CLI.
 package enum AdminMessages {
+    /// `GET /v1/sessions`: each session's status, by name, in the config's order.
+    package struct Sessions: Codable, Sendable {
+        package struct Entry: Codable, Sendable {
+            package var name: String
+            package var status: TokenStatus
+        }
+
+        /// Whether the config names its sessions (`sessions:`).
+        package var named: Bool
+        package var sessions: [Entry]
+    }
+
     /// `POST /v1/login`: a password login (or a JSON API's sign-in), an imported refresh
     /// token, or the end of a browser login (the redirect's code, state and iss).
     package struct Login: Codable, Sendable {
