@@ -36,17 +36,24 @@ struct CheckConfigCommand: AsyncParsableCommand {
     var skipHeld = false
 
     func run() async throws {
-        switch Startup.prepare(
+        switch Startup.prepareSessions(
             configPath: self.options.path,
             logger: Logger(label: "bearerd.check-config"),
             environment: self.options.environment
         ) {
-        case .success(let prepared):
-            var findings = StartupChecks.run(prepared.configuration)
-            if !self.skipHeld {
-                let held = HeldResources.findings(prepared.configuration, configPath: self.options.path)
-                findings.errors += held.errors
-                findings.notes += held.notes
+        case .success(let sessions):
+            var findings = StoreCheck.Findings()
+            for prepared in sessions {
+                var found = StartupChecks.run(prepared.configuration)
+                if !self.skipHeld {
+                    let held = HeldResources.findings(prepared.configuration, configPath: self.options.path)
+                    found.errors += held.errors
+                    found.notes += held.notes
+                }
+                // Each session's own, said of it; the daemon's once.
+                let named = prepared.named ? "session \(prepared.session): " : ""
+                findings.errors += found.errors.map { "\(named)\($0)" }.filter { !findings.errors.contains($0) }
+                findings.notes += found.notes.map { "\(named)\($0)" }.filter { !findings.notes.contains($0) }
             }
             guard findings.errors.isEmpty else {
                 let count = findings.errors.count
@@ -57,7 +64,14 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 throw ExitCode.failure
             }
             for note in findings.notes { print("note: \(PrintableText.escaped(note))") }
-            try await Self.reportDiscovery(prepared)
+            for prepared in sessions {
+                if prepared.named {
+                    print(
+                        "session \(prepared.session): \(prepared.configuration.listen.map { "\($0)" }.joined(separator: ", ")) → \(prepared.settings.upstream.target)"
+                    )
+                }
+                try await Self.reportDiscovery(prepared)
+            }
             print("OK")
         case .failure(let failure):
             // One problem a line; each line's quoted values shown as they are, not acted on.

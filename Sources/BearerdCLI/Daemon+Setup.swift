@@ -10,21 +10,31 @@ import Prometheus
 /// What the daemon sets up before its services run: the metrics exposition, the admin socket's
 /// directory.
 extension Daemon {
-    /// The Prometheus text, with the token gauges brought up to date at each scrape.
+    /// The Prometheus text, with the token gauges brought up to date at each scrape; with
+    /// `sessions:`, one series of each per session (`session="NAME"`).
     static func exposition(
         _ registry: PrometheusCollectorRegistry,
-        _ backend: AdminAPI.Backend
+        _ sessions: [(name: String, backend: AdminAPI.Backend)],
+        named: Bool
     ) -> @Sendable () async -> String {
-        let expiry = Metrics.Gauge(label: "bearerd_token_expiry_seconds")
-        let valid = Metrics.Gauge(label: "bearerd_token_valid")
+        let gauges = sessions.map { name, backend in
+            let dimensions = named ? [("session", name)] : []
+            return (
+                backend,
+                Metrics.Gauge(label: "bearerd_token_expiry_seconds", dimensions: dimensions),
+                Metrics.Gauge(label: "bearerd_token_valid", dimensions: dimensions)
+            )
+        }
         return {
-            switch backend {
-            case .engine(let manager):
-                let status = await manager.status()
-                expiry.record(Double(status.expiresIn ?? 0))
-                valid.record(manager.currentToken() == nil ? 0 : 1)
-            case .staticToken(let provider, _):
-                valid.record(provider.currentToken() == nil ? 0 : 1)
+            for (backend, expiry, valid) in gauges {
+                switch backend {
+                case .engine(let manager):
+                    let status = await manager.status()
+                    expiry.record(Double(status.expiresIn ?? 0))
+                    valid.record(manager.currentToken() == nil ? 0 : 1)
+                case .staticToken(let provider, _):
+                    valid.record(provider.currentToken() == nil ? 0 : 1)
+                }
             }
             return registry.emitToString()
         }

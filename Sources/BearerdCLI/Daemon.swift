@@ -17,9 +17,10 @@ import UnixSignals
 import Glibc
 #endif
 
-/// The running daemon, wired in this one place: the token engine and its client, the admin
-/// socket, the metrics listener, the proxy, reload and systemd's notify socket, each a
-/// `Service` of one group, in the order they must stop (the last is told first).
+/// The running daemon, wired in this one place: each session's token engine, its client and its
+/// listeners (``DaemonSession``), the admin socket, the metrics listener, reload and systemd's
+/// notify socket, each a `Service` of one group, in the order they must stop (the last is told
+/// first).
 struct Daemon {
     private let group: MultiThreadedEventLoopGroup
     private let serviceGroup: ServiceGroup
@@ -27,16 +28,18 @@ struct Daemon {
     /// The access lines' writer, flushed and stopped once the proxy has drained.
     private let accessLog: AccessLog
 
-    /// Assembles every part; nothing runs yet. Throws a ``CommandError`` naming what to fix.
+    /// Assembles every part of every session; nothing runs yet. Throws a ``CommandError``
+    /// naming what to fix.
     init(
-        prepared: Prepared,
+        sessions prepared: [Prepared],
         configPath: String,
         environment: [String: String],
         registry: PrometheusCollectorRegistry,
         logLevel: LogLevelSetting,
         logger: Logger
     ) throws {
-        let configuration = prepared.configuration
+        // The daemon-wide keys are the same in every session's configuration.
+        let configuration = prepared[0].configuration
         let activation = ListenFDs(environment: environment, processID: getpid())
         for socket in activation?.sockets ?? [] where !ListenFDs.isListeningStream(socket.descriptor) {
             throw CommandError(
@@ -44,13 +47,12 @@ struct Daemon {
                 code: .config
             )
         }
+        let passed = try DaemonSession.passedSockets(activation?.sockets ?? [], sessions: prepared)
         if let problem = Self.prepareDirectory(of: configuration.admin.socket) {
             throw CommandError(key: "admin.socket", problem)
         }
-        // Before the engine and the proxy, which take its tracer.
+        // Before the engines and the proxies, which take its tracer.
         let tracing = try DaemonTracing.make(configuration.tracing, environment: environment, logger: logger)
-        var settings = prepared.settings
-        settings.tracing = tracing.map { ProxyTracing(tracer: $0.tracer) }
         // Started whether or not log.access is on now: a reload may turn it on.
         let accessLog: AccessLog
         do {
@@ -61,52 +63,55 @@ struct Daemon {
         } catch {
             throw CommandError(key: "log.access_file", "\(error)")
         }
-        settings.accessLines = accessLog
-        // A store error is mapped to exit 78 by `serve`, as every other failure here.
-        let engine: TokenEngine
-        do {
-            engine = try TokenEngine.make(prepared, tracer: tracing?.tracer, logger: logger)
-        } catch let error as StoreError where error.code == .inUse {
-            // At start nothing of this daemon's holds it: another config names the same store.
-            throw CommandError(
-                key: "store.path",
-                "\(error.holder ?? "the token store is in use by another bearerd"): give this config a store of its own (store.path), or stop that bearerd; two daemons on one store would send one refresh token twice"
-            )
-        }
         let threads = configuration.threads == 0 ? System.coreCount : configuration.threads
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let readiness = Readiness(parts: ["proxy", "admin"])
-        let backend = engine.backend
-        let proxyControl = ProxyControl()
+        let readiness = Readiness(parts: Set(prepared.map { DaemonSession.readinessPart($0.session) } + ["admin"]))
+        let shared = DaemonSession.Shared(
+            group: group,
+            tracer: tracing?.tracer,
+            accessLog: accessLog,
+            readiness: readiness
+        )
+        var sessions: [DaemonSession] = []
+        do {
+            for session in prepared {
+                sessions.append(
+                    try DaemonSession.make(
+                        session,
+                        passed: passed[session.session] ?? [],
+                        shared: shared,
+                        logger: logger
+                    )
+                )
+            }
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        let named = prepared[0].named
+        let backends = sessions.map { (name: $0.name, backend: $0.engine.backend) }
         let (reloads, reloadEvents) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
         let reload = ReloadService(
             configPath: configPath,
             environment: environment,
-            running: configuration,
-            proxy: proxyControl,
-            manager: engine.manager,
+            running: prepared,
+            sessions: sessions,
             logLevel: logLevel,
             events: reloadEvents,
             logger: logger,
             reopenLogs: { accessLog.reopen() }
         )
         let api = AdminAPI(
-            backend: backend,
+            sessions: backends,
+            named: named,
             logger: logger,
-            metrics: Self.exposition(registry, backend),
+            metrics: Self.exposition(registry, backends, named: named),
             reload: { await reload.requestReload(trigger: "bearerd reload") }
         )
         var services: [any Service] = []
         // First, so it stops last: the spans of the drain are sent too.
         if let tracing { services.append(tracing.service) }
-        if let fleet = engine.fleet, let manager = engine.manager {
-            // First, so it stops last: the token manager settles before the pool closes.
-            services.append(FleetService(store: fleet, manager: manager, logger: logger))
-        }
-        services.append(TokenClientService(engine: engine))
-        if let manager = engine.manager {
-            services.append(TokenRefreshService(manager: manager))
-        }
+        for session in sessions { services += session.services }
         services.append(
             AdminServer(
                 path: configuration.admin.socket,
@@ -119,17 +124,6 @@ struct Daemon {
         if case .tcp(let host, let port) = configuration.admin.metricsListen {
             services.append(MetricsServer(host: host, port: port, api: api, group: group, logger: logger))
         }
-        services.append(
-            ProxyServer(
-                settings: settings,
-                tokens: engine.provider,
-                group: group,
-                logger: logger,
-                passed: activation?.sockets.map(\.descriptor) ?? [],
-                control: proxyControl,
-                onListening: { _ in readiness.mark("proxy") }
-            )
-        )
         services.append(reload)
         let liveness = EventLoopLiveness(group: group)
         // Last, so that at shutdown it is told first and says STOPPING=1 before the drain.
@@ -141,7 +135,7 @@ struct Daemon {
                 reloads: reloads,
                 logger: logger,
                 alive: { deadline in await liveness.check(within: deadline) },
-                status: { await StatusLine.text(backend) }
+                status: { await StatusLine.text(backends) }
             )
         )
         self.group = group

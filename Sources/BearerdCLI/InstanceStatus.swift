@@ -1,3 +1,4 @@
+import BearerdAdmin
 import BearerdConfig
 import BearerdFiles
 import BearerdProxy
@@ -43,10 +44,11 @@ enum InstanceStatus {
         var row = row
         // Only the admin socket is needed: no secret file is read for a listing.
         let loader = ConfigLoader(environment: environment)
-        guard let configuration = try? loader.load(path: config) else {
+        guard let sessions = try? loader.loadSessions(path: config) else {
             row.state = "config has problems (bearerd check-config --config \(config))"
             return (row, nil)
         }
+        let configuration = sessions.daemon
         let socket = configuration.admin.socket
         let trust = SocketTrust(storePath: configuration.store.path)
         if let problem = trust.problem(socket) {
@@ -58,19 +60,27 @@ enum InstanceStatus {
             return (row, nil)
         }
         let channel = SocketAdminChannel(socket: socket, trust: trust)
-        let answer: Result<TokenStatus, any Error>
+        let answer: Result<[(String, TokenStatus)], any Error>
         do {
-            answer = .success(try await channel.request(.GET, "/v1/status", as: TokenStatus.self))
+            if sessions.isNamed {
+                let all = try await channel.request(.GET, "/v1/sessions", as: AdminMessages.Sessions.self)
+                answer = .success(all.sessions.map { ($0.name, $0.status) })
+            } else {
+                answer = .success([("", try await channel.request(.GET, "/v1/status", as: TokenStatus.self))])
+            }
         } catch {
             answer = .failure(error)
         }
         await channel.close()
         switch answer {
-        case .success(let status):
-            row.state = status.state.text
-            if let expiresAt = status.expiresAt {
-                row.expires = "in " + StatusText.span(max(0, Int(expiresAt.timeIntervalSince(status.now).rounded())))
+        case .success(let statuses):
+            // One session: its state; several: each one's, by name, and the earliest expiry.
+            row.state = statuses.map { name, status in (name.isEmpty ? "" : name + " ") + status.state.text }
+                .joined(separator: ", ")
+            let expiries = statuses.compactMap { _, status in
+                status.expiresAt.map { max(0, Int($0.timeIntervalSince(status.now).rounded())) }
             }
+            if let soonest = expiries.min() { row.expires = "in " + StatusText.span(soonest) }
         case .failure(let error):
             row.state = "no answer: " + PrintableText.of("\(error)")
         }

@@ -27,6 +27,7 @@ struct LoginCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ConfigOption
+    @OptionGroup var session: SessionOption
     @Option(help: "The user name (asked for when missing).") var username: String?
     @Flag(help: "Read the password from the first line of standard input.") var passwordStdin = false
     @Flag(help: "Read a refresh token from the first line of standard input and import it.")
@@ -49,7 +50,7 @@ struct LoginCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await SessionCommand.run(self.options) { channel, configuration in
+        try await SessionCommand.run(self.options, session: self.session.session) { channel, configuration in
             if self.device {
                 try await Self.device(channel)
                 return

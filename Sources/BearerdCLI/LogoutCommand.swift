@@ -16,9 +16,10 @@ struct LogoutCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ConfigOption
+    @OptionGroup var session: SessionOption
 
     func run() async throws {
-        try await SessionCommand.run(self.options) { channel in
+        try await SessionCommand.run(self.options, session: self.session.session) { channel in
             let result = try await channel.request(.POST, "/v1/logout", as: LogoutResult.self)
             if !result.loggedOut {
                 print(result.detail)

@@ -30,10 +30,11 @@ struct ReloadCommand: AsyncParsableCommand {
         let socket: String
         let storePath: String
         var refusedHere: CommandError?
-        switch Startup.prepare(configPath: path, logger: SessionAccess.quietLogger, environment: environment) {
-        case .success(let prepared):
-            socket = prepared.configuration.admin.socket
-            storePath = prepared.configuration.store.path
+        switch Startup.prepareSessions(configPath: path, logger: SessionAccess.quietLogger, environment: environment) {
+        case .success(let sessions):
+            // admin.socket is the daemon's; any session's store names the daemon's account.
+            socket = sessions[0].configuration.admin.socket
+            storePath = sessions[0].configuration.store.path
         case .failure(let failure):
             guard let paths = ConfigLoader(environment: environment).daemonPaths(path: path) else {
                 Self.refused(failure.message)

@@ -23,11 +23,14 @@ final class ReloadService: Service, Sendable {
 
     let configPath: String
     let environment: [String: String]
-    /// What was written for the config that runs, key by key: the next reload compares against
-    /// it. The keys a reload does not apply keep their values from the start (``RestartOnlyKeys``).
-    let running: Mutex<WrittenValues>
-    let proxy: ProxyControl
-    let manager: TokenManager?
+    /// What was written for the config that runs, session by session and key by key: the next
+    /// reload compares against it. The keys a reload does not apply keep their values from the
+    /// start (``RestartOnlyKeys``).
+    let running: Mutex<[String: WrittenValues]>
+    /// Each running session's listeners and token engine, by name.
+    let sessions: [String: (proxy: ProxyControl, manager: TokenManager?)]
+    /// Whether the running config has `sessions:` (its keys are then named under it).
+    let named: Bool
     let logLevel: LogLevelSetting
     let events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation
     let logger: Logger
@@ -38,7 +41,32 @@ final class ReloadService: Service, Sendable {
     private let requests: AsyncStream<Request>
     private let enqueue: AsyncStream<Request>.Continuation
 
-    init(
+    /// The daemon's sessions, as they started.
+    convenience init(
+        configPath: String,
+        environment: [String: String],
+        running: [Prepared],
+        sessions: [DaemonSession],
+        logLevel: LogLevelSetting,
+        events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation,
+        logger: Logger,
+        reopenLogs: @escaping @Sendable () -> Void = {}
+    ) {
+        self.init(
+            configPath: configPath,
+            environment: environment,
+            running: Dictionary(running.map { ($0.session, $0.configuration.written) }) { first, _ in first },
+            sessions: Dictionary(sessions.map { ($0.name, ($0.proxy, $0.engine.manager)) }) { first, _ in first },
+            named: running.first?.named ?? false,
+            logLevel: logLevel,
+            events: events,
+            logger: logger,
+            reopenLogs: reopenLogs
+        )
+    }
+
+    /// A config without `sessions:`: its one session, `default`.
+    convenience init(
         configPath: String,
         environment: [String: String],
         running: BearerdConfiguration,
@@ -49,11 +77,35 @@ final class ReloadService: Service, Sendable {
         logger: Logger,
         reopenLogs: @escaping @Sendable () -> Void = {}
     ) {
+        self.init(
+            configPath: configPath,
+            environment: environment,
+            running: [ConfiguredSessions.defaultName: running.written],
+            sessions: [ConfiguredSessions.defaultName: (proxy, manager)],
+            named: false,
+            logLevel: logLevel,
+            events: events,
+            logger: logger,
+            reopenLogs: reopenLogs
+        )
+    }
+
+    init(
+        configPath: String,
+        environment: [String: String],
+        running: [String: WrittenValues],
+        sessions: [String: (proxy: ProxyControl, manager: TokenManager?)],
+        named: Bool,
+        logLevel: LogLevelSetting,
+        events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation,
+        logger: Logger,
+        reopenLogs: @escaping @Sendable () -> Void
+    ) {
         self.configPath = configPath
         self.environment = environment
-        self.running = Mutex(running.written)
-        self.proxy = proxy
-        self.manager = manager
+        self.running = Mutex(running)
+        self.sessions = sessions
+        self.named = named
         self.logLevel = logLevel
         self.events = events
         self.logger = logger
@@ -94,8 +146,9 @@ final class ReloadService: Service, Sendable {
         defer { self.events.yield(.finished) }
         self.reopenLogs()
         self.logger.notice("\(trigger): reloading the config", metadata: ["path": "\(self.configPath)"])
-        let prepared: Prepared
-        switch Startup.prepare(configPath: self.configPath, logger: self.logger, environment: self.environment) {
+        let prepared: [Prepared]
+        switch Startup.prepareSessions(configPath: self.configPath, logger: self.logger, environment: self.environment)
+        {
         case .success(let value):
             prepared = value
         case .failure(let failure):
@@ -105,45 +158,71 @@ final class ReloadService: Service, Sendable {
             )
             return .refused(failure.message)
         }
-        let new = prepared.configuration
-        let old = self.running.withLock { $0 }
-        do {
-            try await self.proxy.reload(settings: prepared.settings)
-        } catch {
+        let running = Set(self.sessions.keys)
+        let added = prepared.map(\.session).filter { !running.contains($0) }
+        let removed = running.subtracting(prepared.map(\.session)).sorted()
+        if prepared.first?.named != self.named || !added.isEmpty || !removed.isEmpty {
+            let change =
+                prepared.first?.named != self.named
+                ? "the config now \(self.named ? "has no" : "has a") sessions: map"
+                : "sessions added (\(added.joined(separator: ", "))) or removed (\(removed.joined(separator: ", ")))"
+            let reason =
+                "\(change): a reload changes the sessions that run, not which run yet; restart bearerd to start or stop sessions"
             self.logger.error(
-                "cannot apply the new config; the running config keeps serving",
-                metadata: ["error": "\(error)"]
+                "the new config has errors; the running config keeps serving",
+                metadata: ["errors": "\(reason)"]
             )
-            return .notApplied("cannot apply the new config: \(error)")
+            return .refused(reason)
         }
-        await self.manager?.update(policy: TokenPlan.policy(new.auth))
-        self.logLevel.value = new.log.level
-        self.logger.debug("log level applied", metadata: ["log_level": "\(new.log.level)"])
-        let restartOnly = RestartOnlyKeys.changed(from: old, to: new.written)
-        let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }
-        if !useless.isEmpty {
-            self.logger.error(
-                "the token source or the store changed: the stored tokens belong to the running one, which keeps serving; restart bearerd to switch, then run `bearerd login` if the new token server needs it",
-                metadata: ["keys": "\(useless.joined(separator: ","))"]
+        var pending: [String] = []
+        for session in prepared {
+            guard let target = self.sessions[session.session] else { continue }
+            let spell = { (key: String) in ConfigLoader.spelled(key, session: self.named ? session.session : nil) }
+            let new = session.configuration
+            let old = self.running.withLock { $0[session.session] } ?? WrittenValues()
+            do {
+                try await target.proxy.reload(settings: session.settings)
+            } catch {
+                self.logger.error(
+                    "cannot apply the new config; the running config keeps serving",
+                    metadata: ["error": "\(error)", "session": "\(session.session)"]
+                )
+                return .notApplied(
+                    "cannot apply the new config\(self.named ? " of session \(session.session)" : ""): \(error)"
+                )
+            }
+            await target.manager?.update(policy: TokenPlan.policy(new.auth))
+            let restartOnly = RestartOnlyKeys.changed(from: old, to: new.written)
+            let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }
+            if !useless.isEmpty {
+                self.logger.error(
+                    "the token source or the store changed: the stored tokens belong to the running one, which keeps serving; restart bearerd to switch, then run `bearerd login` if the new token server needs it",
+                    metadata: ["keys": "\(useless.map(spell).joined(separator: ","))"]
+                )
+            }
+            let later = restartOnly.filter { !RestartOnlyKeys.session.contains($0) }
+            if !later.isEmpty {
+                self.logger.warning(
+                    "these keys take effect at the next restart",
+                    metadata: ["keys": "\(later.map(spell).joined(separator: ","))"]
+                )
+            }
+            pending += restartOnly.map(spell).filter { !pending.contains($0) }
+            // What runs now; the restart-only keys keep their running values for the next comparison.
+            self.running.withLock { $0[session.session] = RestartOnlyKeys.running(new.written, keeping: old) }
+            self.logger.notice(
+                "config reloaded",
+                metadata: [
+                    "listening": "\(target.proxy.addresses.joined(separator: ","))",
+                    "upstream": "\(session.settings.upstream.target)",
+                ].merging(self.named ? ["session": "\(session.session)"] : [:]) { first, _ in first }
             )
         }
-        let later = restartOnly.filter { !RestartOnlyKeys.session.contains($0) }
-        if !later.isEmpty {
-            self.logger.warning(
-                "these keys take effect at the next restart",
-                metadata: ["keys": "\(later.joined(separator: ","))"]
-            )
+        if let first = prepared.first {
+            self.logLevel.value = first.configuration.log.level
+            self.logger.debug("log level applied", metadata: ["log_level": "\(first.configuration.log.level)"])
         }
-        // What runs now; the restart-only keys keep their running values for the next comparison.
-        self.running.withLock { $0 = RestartOnlyKeys.running(new.written, keeping: old) }
-        self.logger.notice(
-            "config reloaded",
-            metadata: [
-                "listening": "\(self.proxy.addresses.joined(separator: ","))",
-                "upstream": "\(prepared.settings.upstream.target)",
-            ]
-        )
-        return .applied(restartPending: restartOnly)
+        return .applied(restartPending: pending)
     }
 }
 

@@ -23,42 +23,47 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = self.options.environment
         let journald = environment["JOURNAL_STREAM"] != nil
-        let prepared: Prepared
-        switch Startup.prepare(
+        let sessions: [Prepared]
+        switch Startup.prepareSessions(
             configPath: self.options.path,
             logger: Self.bootstrapLogger(journald: journald),
             environment: environment
         ) {
-        case .success(let value): prepared = value
+        case .success(let value): sessions = value
         case .failure(let failure):
             StandardError.emit("bearerd: \(failure.message)")
             throw ExitCode(78)  // EX_CONFIG
         }
-        let level = LogLevelSetting(prepared.configuration.log.level)
+        let level = LogLevelSetting(sessions[0].configuration.log.level)
         LoggingSystem.bootstrap { label in LogfmtLogHandler(label: label, level: level, journald: journald) }
         // Before anything makes a metric: they are made against the factory bootstrapped here.
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "bearerd")
-        if prepared.configuration.auth.allowInsecureHTTP {
-            logger.warning(
-                "allow_insecure_http is on: the token, the client secret and the refresh token may cross the network over plain http"
-            )
-        }
-        do {
-            // A definite "no metadata here" is a config error like any other (exit 78); an issuer
-            // that does not answer now may later, so the daemon starts and the engine retries.
-            if case .unreachable(let why) = try await Startup.discover(prepared, logger: logger) {
-                logger.warning("auth.issuer cannot be reached; starting anyway", metadata: ["reason": "\(why)"])
+        for prepared in sessions {
+            var logger = logger
+            if prepared.named { logger[metadataKey: "session"] = "\(prepared.session)" }
+            if prepared.configuration.auth.allowInsecureHTTP {
+                logger.warning(
+                    "allow_insecure_http is on: the token, the client secret and the refresh token may cross the network over plain http"
+                )
             }
-        } catch {
-            StandardError.emit("bearerd: \(error.message)")
-            throw ExitCode(error.exitCode)
+            do {
+                // A definite "no metadata here" is a config error like any other (exit 78); an
+                // issuer that does not answer now may later, so the daemon starts and the engine
+                // retries.
+                if case .unreachable(let why) = try await Startup.discover(prepared, logger: logger) {
+                    logger.warning("auth.issuer cannot be reached; starting anyway", metadata: ["reason": "\(why)"])
+                }
+            } catch {
+                StandardError.emit("bearerd: \(error.message)")
+                throw ExitCode(error.exitCode)
+            }
         }
         let daemon: Daemon
         do {
             daemon = try Daemon(
-                prepared: prepared,
+                sessions: sessions,
                 configPath: self.options.path,
                 environment: environment,
                 registry: registry,

@@ -16,15 +16,28 @@ import Glibc
 /// Picks how a CLI verb reaches the engine: the daemon when one answers on `admin.socket`,
 /// otherwise the store directly, under the same lock a daemon takes.
 enum SessionAccess {
-    static func open(_ options: ConfigOption) async throws -> (any AdminChannel, BearerdConfiguration) {
+    /// `session`: `--session NAME`; `nil` for the config's only session.
+    static func open(
+        _ options: ConfigOption,
+        session: String? = nil
+    ) async throws -> (any AdminChannel, BearerdConfiguration) {
         let logger = Self.quietLogger
         let prepared: Prepared
-        switch Startup.prepare(configPath: options.path, logger: logger, environment: options.environment) {
+        switch Startup.prepare(
+            configPath: options.path,
+            session: session,
+            logger: logger,
+            environment: options.environment
+        ) {
         case .success(let value): prepared = value
         case .failure(let failure): throw failure
         }
         let configuration = prepared.configuration
-        if let daemon = try Self.daemon(socket: configuration.admin.socket, storePath: configuration.store.path) {
+        if let daemon = try Self.daemon(
+            socket: configuration.admin.socket,
+            storePath: configuration.store.path,
+            session: prepared.named ? prepared.session : nil
+        ) {
             return (daemon, configuration)
         }
         return (try await Self.inProcess(prepared, logger: logger), configuration)
@@ -37,14 +50,15 @@ enum SessionAccess {
 
     /// The running daemon, and only it: `nil` when none answers on `socket` (`admin.socket`).
     /// `storePath` (`store.path`) names the daemon's account, which the socket must belong to.
-    static func daemon(socket: String, storePath: String) throws -> (any AdminChannel)? {
+    /// `session`: the session every call is for, in a config with `sessions:`.
+    static func daemon(socket: String, storePath: String, session: String? = nil) throws -> (any AdminChannel)? {
         let trust = SocketTrust(storePath: storePath)
         if let problem = trust.problem(socket) {
             throw CommandError("bearerd does not talk to the admin socket: \(problem)")
         }
         switch UnixSocketFile.connectError(socket) {
         case 0:
-            return SocketAdminChannel(socket: socket, trust: trust)
+            return SocketAdminChannel(socket: socket, trust: trust, session: session)
         case EACCES, EPERM:
             throw CommandError(
                 "the admin socket \(socket) is not yours to use: run this as the daemon's user (or root)"

@@ -19,11 +19,14 @@ struct SocketAdminChannel: AdminChannel {
     private let directory: Int32
     /// What the client connects to: `socket`, or the same socket by way of `directory`.
     private let connectPath: String
+    /// The session every call is for, in a config with `sessions:`; `nil`: the daemon's only one.
+    let session: String?
 
     /// Talks to `socket` only once its server is known to run as one of `trust`'s accounts
     /// (`SO_PEERCRED`, before a byte is sent on the connection).
-    init(socket: String, trust: SocketTrust) {
+    init(socket: String, trust: SocketTrust, session: String? = nil) {
         self.socket = socket
+        self.session = session
         (self.directory, self.connectPath) = Self.reachable(socket)
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, decompression: .disabled)
         // A refused server fails the request at once, not after retries until its deadline.
@@ -89,7 +92,9 @@ struct SocketAdminChannel: AdminChannel {
     }
 
     private func request(_ method: HTTPMethod, _ path: String, body: Data?) throws -> HTTPClientRequest {
-        guard let url = URL(httpURLWithSocketPath: self.connectPath, uri: path) else {
+        // A session's name is plain (a-z, 0-9, - and _): nothing to escape.
+        let uri = self.session.map { path + (path.contains("?") ? "&" : "?") + "session=" + $0 } ?? path
+        guard let url = URL(httpURLWithSocketPath: self.connectPath, uri: uri) else {
             throw AdminMessages.Failure(error: "admin_error", message: "cannot address the admin socket \(self.socket)")
         }
         var request = HTTPClientRequest(url: url.absoluteString)

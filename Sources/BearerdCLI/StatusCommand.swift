@@ -19,6 +19,7 @@ struct StatusCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ConfigOption
+    @OptionGroup var session: SessionOption
     @Flag(help: "Print JSON (RFC 3339 times).") var json = false
     @Flag(
         help:
@@ -37,7 +38,17 @@ struct StatusCommand: AsyncParsableCommand {
             print(InstanceStatus.render(await InstanceStatus.rows()), terminator: "")
             return
         }
-        try await SessionCommand.run(self.options) { channel in
+        if self.session.session == nil,
+            case .success(let all) = Startup.prepareSessions(
+                configPath: self.options.path,
+                logger: SessionAccess.quietLogger,
+                environment: self.options.environment
+            ), all.count > 1
+        {
+            try await self.list(all.map(\.session))
+            return
+        }
+        try await SessionCommand.run(self.options, session: self.session.session) { channel in
             var status = try await channel.request(.GET, "/v1/status", as: TokenStatus.self)
             status.daemon = channel.daemon
             if self.json {
@@ -49,6 +60,37 @@ struct StatusCommand: AsyncParsableCommand {
             // Monitoring reads the exit code: no token to send is a failure, not a state.
             if status.state == .waiting && status.tokenUsable == false { throw ExitCode(4) }
         }
+    }
+}
+
+extension StatusCommand {
+    /// Every session of a config with several: a block each (a JSON object by name with
+    /// --json). Exits 0 when each has a token to send, else as the worst of them would alone.
+    func list(_ names: [String]) async throws {
+        var statuses: [(String, TokenStatus)] = []
+        for name in names {
+            try await SessionCommand.run(self.options, session: name) { channel in
+                var status = try await channel.request(.GET, "/v1/status", as: TokenStatus.self)
+                status.daemon = channel.daemon
+                statuses.append((name, status))
+            }
+        }
+        if self.json {
+            let encoder = TokenStatus.encoder()
+            let entries = try statuses.map { name, status in
+                "\"\(name)\":" + String(decoding: try encoder.encode(status), as: UTF8.self)
+            }
+            print("{\"sessions\":{" + entries.joined(separator: ",") + "}}")
+        } else {
+            print(
+                statuses.map { name, status in "session \(name)\n" + StatusText.render(status) }.joined(
+                    separator: "\n"
+                ),
+                terminator: ""
+            )
+        }
+        if statuses.contains(where: { $0.1.state == .loggedOut }) { throw ExitCode(3) }
+        if statuses.contains(where: { $0.1.state == .waiting && $0.1.tokenUsable == false }) { throw ExitCode(4) }
     }
 }
 

@@ -4,6 +4,14 @@ import Foundation
 
 /// The one-line state systemd shows (`STATUS=`, in `systemctl status bearerd`).
 enum StatusLine {
+    /// Each session's line, by name when there are several.
+    static func text(_ sessions: [(name: String, backend: AdminAPI.Backend)]) async -> String {
+        guard sessions.count > 1 else { return await Self.text(sessions[0].backend) }
+        var parts: [String] = []
+        for (name, backend) in sessions { parts.append("\(name): " + (await Self.text(backend))) }
+        return parts.joined(separator: " | ")
+    }
+
     static func text(_ backend: AdminAPI.Backend) async -> String {
         guard case .engine(let manager) = backend else { return "serving with a static token" }
         let status = await manager.status()

@@ -15,9 +15,10 @@ struct TokenCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ConfigOption
+    @OptionGroup var session: SessionOption
 
     func run() async throws {
-        try await SessionCommand.run(self.options) { channel in
+        try await SessionCommand.run(self.options, session: self.session.session) { channel in
             let answer = try await channel.request(.GET, "/v1/token", as: AdminMessages.Token.self)
             print(answer.accessToken)
         }

@@ -1,0 +1,140 @@
+import BearerdTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `sessions:`: one daemon, two APIs, each session on its own listener with its own credential,
+/// run as the real binary; the verbs name a session with --session.
+@Suite("Named sessions in one daemon", .serialized, .timeLimit(.minutes(2)))
+struct NamedSessionsTests {
+    @Test func eachListenerSendsItsSessionsTokenAndTheVerbsNameTheirSession() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let oauth = try await FakeOAuthServer.start(group: group)
+        let first = try await TestUpstream.start(group: group) { _ in .ok("first") }
+        let second = try await TestUpstream.start(group: group) { _ in .ok("second") }
+        let directory = try TemporaryDirectory()
+        let secret = try directory.write("fake-client-secret-31\n", to: "client-secret", mode: 0o600)
+        _ = try await BearerdProcess.run(["keygen", "--out", directory.path + "/store.key"])
+        let staticToken = try directory.write("static-token-alpha-7\n", to: "alpha-token", mode: 0o600)
+        let (alphaPort, betaPort) = (try FreePort.pick(), try FreePort.pick())
+        func config(alphaUpstream: Int, extra: String = "") throws -> String {
+            try directory.write(
+                """
+                admin:
+                  socket: \(directory.path)/run/admin.sock
+                sessions:
+                  alpha:
+                    listen: ["127.0.0.1:\(alphaPort)"]
+                    upstream:
+                      url: http://127.0.0.1:\(alphaUpstream)
+                    auth:
+                      static_token_file: \(staticToken)
+                  beta:
+                    listen: ["127.0.0.1:\(betaPort)"]
+                    upstream:
+                      url: http://127.0.0.1:\(second.port)
+                    auth:
+                      token_url: \(oauth.base)/token
+                      client_id: app
+                      client_secret_file: \(secret)
+                    store:
+                      key_file: store.key
+                \(extra)
+                """,
+                to: "b.yaml"
+            )
+        }
+        let path = try config(alphaUpstream: first.port)
+        let bearerd = { (arguments: [String], input: String?) in
+            try await BearerdProcess.run(arguments + ["-c", path], input: input)
+        }
+        var result = try await bearerd(["check-config", "--skip-held"], nil)
+        #expect(result.status == 0 && result.stdout.contains("session alpha"), "\(result.stdout)\(result.stderr)")
+        let daemon = try BearerdProcess(["serve", "-c", path])
+        try await daemon.waitUntilReady()
+        func get(_ port: Int) async throws -> (Int, String, String?) {
+            try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
+                let answer = try await client.send(.GET, "/hello")
+                let upstream = answer.status == 200 ? answer.bodyText : ""
+                let seen = (upstream == "first" ? first : second).requests.last?.head.headers["authorization"].first
+                return (answer.status, upstream, seen)
+            }
+        }
+        var answer = try await get(alphaPort)
+        #expect(answer.0 == 200 && answer.1 == "first" && answer.2 == "Bearer static-token-alpha-7")
+        // beta has no login yet: its listener says so, alpha's is not affected.
+        answer = try await get(betaPort)
+        #expect(answer.0 == 503)
+
+        // A verb for one session names it; status without one lists them all.
+        result = try await bearerd(["token"], nil)
+        #expect(result.status != 0 && result.stderr.contains("--session NAME"), "\(result.stderr)")
+        result = try await bearerd(["token", "--session", "gamma"], nil)
+        #expect(result.status != 0 && result.stderr.contains("alpha, beta"), "\(result.stderr)")
+        result = try await bearerd(["status"], nil)
+        #expect(result.status == 3, "beta is logged out: \(result.stdout)")
+        #expect(result.stdout.contains("session alpha") && result.stdout.contains("session beta"))
+        result = try await bearerd(
+            ["login", "--session", "beta", "--username", "alice", "--password-stdin"],
+            "alice-pass\n"
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        answer = try await get(betaPort)
+        #expect(answer.0 == 200 && answer.1 == "second" && answer.2 == "Bearer fake-access-1")
+        result = try await bearerd(["token", "--session", "beta"], nil)
+        #expect(result.stdout == "fake-access-1\n")
+        result = try await bearerd(["status", "--json"], nil)
+        #expect(result.status == 0 && result.stdout.hasPrefix(#"{"sessions":{"alpha":"#), "\(result.stdout)")
+        #expect(!result.stdout.contains("fake-access-") && !result.stdout.contains("static-token-alpha"))
+        #expect(!daemon.stderr.contains("fake-access-") && !daemon.stderr.contains("static-token-alpha"))
+
+        // What each session did is said of it: access lines, metrics, readiness.
+        try await waitUntil {
+            daemon.stderr.contains("msg=request") && daemon.stderr.contains("session=beta status=200")
+        }
+        #expect(daemon.stderr.contains("session=alpha status=200"))
+        let socket = TestHTTPClient.Target.unix(path: directory.path + "/run/admin.sock")
+        let metrics = try await TestHTTPClient.withConnection(to: socket, group: group) { client in
+            try await client.send(.GET, "/metrics").bodyText
+        }
+        #expect(metrics.contains(#"bearerd_requests_total{class="2xx",session="alpha"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"bearerd_requests_total{class="2xx",session="beta"} 1"#))
+        #expect(metrics.contains(#"bearerd_token_valid{session="beta"} 1"#))
+        let ready = try await TestHTTPClient.withConnection(to: socket, group: group) { client in
+            try await client.send(.GET, "/ready")
+        }
+        #expect(ready.status == 200)
+
+        // A session added or removed waits for a restart; the running ones keep serving.
+        _ = try config(
+            alphaUpstream: first.port,
+            extra:
+                "  gamma:\n    listen: [\"127.0.0.1:\(try FreePort.pick())\"]\n    upstream:\n      url: http://127.0.0.1:9\n    auth:\n      static_token_file: \(staticToken)"
+        )
+        result = try await bearerd(["reload"], nil)
+        #expect(result.status != 0 && result.stderr.contains("gamma"), "\(result.stderr)")
+        answer = try await get(alphaPort)
+        #expect(answer.0 == 200 && answer.1 == "first")
+
+        // A reload changes one session's upstream; the other keeps its token and listener.
+        _ = try config(alphaUpstream: second.port)
+        result = try await bearerd(["reload"], nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        answer = try await get(alphaPort)
+        #expect(answer.0 == 200 && answer.1 == "second" && answer.2 == "Bearer static-token-alpha-7")
+        answer = try await get(betaPort)
+        #expect(answer.0 == 200 && answer.2 == "Bearer fake-access-1")
+        #expect(oauth.grants == ["password"], "the reload kept beta's session")
+
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait() == 0)
+        await oauth.stop()
+        try await group.shutdownGracefully()
+    }
+}
