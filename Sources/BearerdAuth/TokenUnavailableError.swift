@@ -55,5 +55,10 @@ package struct TokenUnavailableError: Error, Sendable, Hashable, CustomStringCon
         Self(code: .tokenSourceFailed, message: message, retryAfterSeconds: nil)
     }
 
+    /// The same failure, its message reworded (for example to name the session it is of).
+    package func rewording(_ transform: (String) -> String) -> Self {
+        Self(code: self.code, message: transform(self.message), retryAfterSeconds: self.retryAfterSeconds)
+    }
+
     package var description: String { self.message }
 }

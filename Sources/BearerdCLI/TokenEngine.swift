@@ -82,7 +82,8 @@ enum TokenEngine {
                 host: configuration.postgres?.hostName,
                 verifier: verifier,
                 proofKey: dpop,
-                tracer: tracer
+                tracer: tracer,
+                session: prepared.named ? prepared.session : nil
             )
             return .engine(manager, client: client, fleet: fleet, commands: commands)
         }

@@ -102,11 +102,12 @@ package struct FleetService: Service {
         self.logger.debug("reading the fleet's row")
         do {
             let row = try await self.store.read()
-            Gauge(label: "bearerd_fleet_store_up").record(1)
-            Gauge(label: "bearerd_fleet_session_version").record(row.version)
+            Gauge(label: "bearerd_fleet_store_up", dimensions: self.manager.sessionDimensions).record(1)
+            Gauge(label: "bearerd_fleet_session_version", dimensions: self.manager.sessionDimensions)
+                .record(row.version)
             await self.manager.adoptShared(row)
         } catch {
-            Gauge(label: "bearerd_fleet_store_up").record(0)
+            Gauge(label: "bearerd_fleet_store_up", dimensions: self.manager.sessionDimensions).record(0)
             await self.manager.sharedStoreUnavailable("\(error)")
         }
     }

@@ -35,7 +35,7 @@ extension TokenManager {
     private func withoutLock(_ error: any Error, login: Bool, keep: Session?? = nil) -> AttemptResult {
         let why = "the fleet's store is unavailable (\(error))"
         self.fleetRow.problem = why
-        Self.count("transient")
+        self.count("transient")
         let previous = keep ?? self.currentSession
         if login {
             let left = previous.map { .ready($0) } ?? self.fallback(reason: "login failed: \(why)")
@@ -299,7 +299,7 @@ extension TokenManager {
     }
 
     private func adopted(_ row: SharedSession, state: State) {
-        Counter(label: "bearerd_fleet_adoptions_total").increment()
+        Counter(label: "bearerd_fleet_adoptions_total", dimensions: self.sessionDimensions).increment()
         self.logger.info(
             "adopted the fleet's session",
             metadata: ["version": "\(row.version)", "written_by": "\(row.writtenBy ?? "-")"]

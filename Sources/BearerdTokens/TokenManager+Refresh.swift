@@ -231,7 +231,7 @@ extension TokenManager {
     ) -> AttemptResult {
         let now = self.clock.now
         self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), outcome: .failed(why))
-        Self.count("transient")
+        self.count("transient")
         if grant.isLogin {
             self.logger.warning("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(why)"])
             self.loginFailed(why: why, previous: previous)
@@ -276,7 +276,7 @@ extension TokenManager {
             serverDate: serverDate
         )
         self.lastRefresh = LastRefresh(at: now, grant: grant, outcome: .ok)
-        Self.count("ok")
+        self.count("ok")
         switch kind {
         case .user: self.stored.user = session.stored
         case .client: self.stored.client = session.stored
@@ -293,19 +293,13 @@ extension TokenManager {
         self.logger.info(
             "token refreshed",
             metadata: [
-                "grant": "\(grant)", "reason": "\(reason.rawValue)", "session": "\(kind.rawValue)",
+                "grant": "\(grant)", "reason": "\(reason.rawValue)", "session_kind": "\(kind.rawValue)",
                 "expires_in_s": "\(Int(session.expiresAt.timeIntervalSince(now)))",
                 "next_refresh_in_s": "\(Int(session.refreshAt.timeIntervalSince(now)))",
                 "refresh_token_rotated": "\(issued.refreshToken != nil)",
             ]
         )
         self.step { $0.issued(session, now: now) }
-    }
-
-    /// `bearerd_token_refreshes_total{result="ok|rejected|transient"}`: every answer (or
-    /// failure to get one) from the token endpoint, logins included.
-    static func count(_ result: String) {
-        Counter(label: "bearerd_token_refreshes_total", dimensions: [("result", result)]).increment()
     }
 
     /// What is left without a user session: the stored client token while it is usable, else

@@ -72,7 +72,7 @@ extension TokenManager {
     ) -> AttemptResult {
         let code = error ?? "HTTP \(status)"
         let saying = Grant.saying(description)
-        Self.count("rejected")
+        self.count("rejected")
         if code == "invalid_client", case .refreshToken = grant, self.source.forgetRegistration() {
             // The client bearerd registered is gone at the server: the next login registers anew.
             self.stored.registration = nil

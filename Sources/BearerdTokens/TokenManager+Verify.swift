@@ -35,7 +35,7 @@ extension TokenManager {
     ) -> AttemptResult {
         let now = self.clock.now
         let problem = "the access token the token server issued failed auth.verify: \(why)"
-        Self.count("unverified")
+        self.count("unverified")
         self.lastRefresh = LastRefresh(at: now, grant: self.name(of: grant), outcome: .failed(problem))
         if grant.isLogin {
             self.logger.error("login failed", metadata: ["grant": "\(self.name(of: grant))", "reason": "\(problem)"])

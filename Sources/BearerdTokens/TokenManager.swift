@@ -99,6 +99,9 @@ package actor TokenManager: TokenProvider {
     var scopeRequests = ScopeRequests()
     /// The last attempt at the token endpoint, for `status`.
     var lastRefresh: LastRefresh?
+    /// The session's name in a config with `sessions:`: its messages say
+    /// `bearerd login --session NAME`, and its metrics carry `session="NAME"`.
+    nonisolated let sessionName: String?
 
     /// Starts from the store: the user's session, else `seed` (`auth.refresh_token_file`) when
     /// there is no store yet, else the client token (with a client grant).
@@ -116,8 +119,10 @@ package actor TokenManager: TokenProvider {
         verifier: (any TokenVerifier)? = nil,
         proofKey: (any ProofKey)? = nil,
         tracer: (any Tracer)? = nil,
+        session: String? = nil,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
+        self.sessionName = session
         self.ports = Ports(
             source: source,
             transport: transport,
@@ -231,7 +236,7 @@ package actor TokenManager: TokenProvider {
             case .use(let token):
                 return token
             case .fail(let error):
-                throw error
+                throw self.namingSession(error)
             case .join:
                 self.noteWaiter()
                 await self.awaitInFlight(once: true)

@@ -201,6 +201,7 @@ extension TokenManager {
             status.lastRefreshGrant = last.grant
             status.lastRefreshResult = last.result
         }
+        status.detail = status.detail.map { self.namingSession($0) }
         return status
     }
 }

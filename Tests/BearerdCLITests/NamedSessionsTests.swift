@@ -61,7 +61,7 @@ struct NamedSessionsTests {
         func get(_ port: Int) async throws -> (Int, String, String?) {
             try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) { client in
                 let answer = try await client.send(.GET, "/hello")
-                let upstream = answer.status == 200 ? answer.bodyText : ""
+                let upstream = answer.bodyText
                 let seen = (upstream == "first" ? first : second).requests.last?.head.headers["authorization"].first
                 return (answer.status, upstream, seen)
             }
@@ -70,7 +70,7 @@ struct NamedSessionsTests {
         #expect(answer.0 == 200 && answer.1 == "first" && answer.2 == "Bearer static-token-alpha-7")
         // beta has no login yet: its listener says so, alpha's is not affected.
         answer = try await get(betaPort)
-        #expect(answer.0 == 503)
+        #expect(answer.0 == 503 && answer.1.contains("`bearerd login --session beta`"), "\(answer.1)")
 
         // A verb for one session names it; status without one lists them all.
         result = try await bearerd(["token"], nil)
@@ -106,6 +106,7 @@ struct NamedSessionsTests {
         #expect(metrics.contains(#"bearerd_requests_total{class="2xx",session="alpha"} 1"#), "\(metrics)")
         #expect(metrics.contains(#"bearerd_requests_total{class="2xx",session="beta"} 1"#))
         #expect(metrics.contains(#"bearerd_token_valid{session="beta"} 1"#))
+        #expect(metrics.contains(#"bearerd_token_refreshes_total{result="ok",session="beta"} 1"#))
         let ready = try await TestHTTPClient.withConnection(to: socket, group: group) { client in
             try await client.send(.GET, "/ready")
         }
