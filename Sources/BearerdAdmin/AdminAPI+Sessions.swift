@@ -12,10 +12,13 @@ extension AdminAPI {
 
     /// This API for the session `path` names (`?session=NAME`), or for the only one.
     func scoped(_ path: String) -> Result<AdminAPI, SessionRefusal> {
-        let names = self.sessions.map(\.name).joined(separator: ", ")
+        let sessions = self.sessions
+        let names = sessions.map(\.name).joined(separator: ", ")
         guard let name = Self.session(in: path) else {
-            if self.sessions.count == 1 || Self.route(path) == "/v1/sessions" || Self.isDaemonWide(Self.route(path)) {
-                return .success(self)
+            if sessions.count == 1 || Self.route(path) == "/v1/sessions" || Self.isDaemonWide(Self.route(path)) {
+                var api = self
+                if let only = sessions.first { api.backend = only.backend }
+                return .success(api)
             }
             return .failure(
                 SessionRefusal(
@@ -27,7 +30,7 @@ extension AdminAPI {
                 )
             )
         }
-        guard let found = self.sessions.first(where: { $0.name == name }) else {
+        guard let found = sessions.first(where: { $0.name == name }) else {
             return .failure(
                 SessionRefusal(
                     response: Self.failure(

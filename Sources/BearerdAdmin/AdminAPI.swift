@@ -33,8 +33,10 @@ package struct AdminAPI: Sendable {
 
     /// The session a call is for (chosen by ``respond(method:path:body:exposure:)``).
     var backend: Backend
-    /// Every session, by name, in order; one named `default` for a config without `sessions:`.
-    let sessions: [(name: String, backend: Backend)]
+    /// Every session now, by name, in order; one named `default` for a config without
+    /// `sessions:`.
+    let directory: SessionDirectory
+    var sessions: [(name: String, backend: Backend)] { self.directory.all }
     /// Whether the config names its sessions: then each call but `/v1/status` names one.
     let named: Bool
     /// Whether the call named its session (`?session=NAME`).
@@ -53,21 +55,30 @@ package struct AdminAPI: Sendable {
         metrics: @escaping @Sendable () async -> String = { "" },
         reload: (@Sendable () async -> ReloadOutcome)? = nil
     ) {
-        self.init(sessions: [("default", backend)], named: false, logger: logger, metrics: metrics, reload: reload)
+        self.init(
+            sessions: SessionDirectory([("default", backend)]),
+            named: false,
+            logger: logger,
+            metrics: metrics,
+            reload: reload
+        )
     }
 
     /// A daemon of several sessions (`sessions:`); `named`: the config has `sessions:`, and each
     /// call names its session with `?session=NAME` (a call that names none is for the only one).
     package init(
-        sessions: [(name: String, backend: Backend)],
+        sessions: SessionDirectory,
         named: Bool,
         logger: Logger,
         metrics: @escaping @Sendable () async -> String = { "" },
         reload: (@Sendable () async -> ReloadOutcome)? = nil
     ) {
-        precondition(!sessions.isEmpty, "a daemon has at least one session")
-        self.backend = sessions[0].backend
-        self.sessions = sessions
+        let all = sessions.all
+        // A config has at least one session (the loader refuses an empty sessions:), and a
+        // reload never removes the last (it would have to leave the config empty).
+        precondition(!all.isEmpty, "a daemon has at least one session")
+        self.backend = all[0].backend
+        self.directory = sessions
         self.named = named
         self.logger = logger
         self.metrics = metrics

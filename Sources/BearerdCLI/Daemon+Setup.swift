@@ -6,27 +6,40 @@ import Foundation
 import Logging
 import Metrics
 import Prometheus
+import Synchronization
 
 /// What the daemon sets up before its services run: the metrics exposition, the admin socket's
 /// directory.
 extension Daemon {
     /// The Prometheus text, with the token gauges brought up to date at each scrape; with
-    /// `sessions:`, one series of each per session (`session="NAME"`).
+    /// `sessions:`, one series of each per session (`session="NAME"`), made when the session
+    /// first shows and taken away when a reload stops it.
     static func exposition(
         _ registry: PrometheusCollectorRegistry,
-        _ sessions: [(name: String, backend: AdminAPI.Backend)],
+        _ directory: SessionDirectory,
         named: Bool
     ) -> @Sendable () async -> String {
-        let gauges = sessions.map { name, backend in
-            let dimensions = named ? [("session", name)] : []
-            return (
-                backend,
-                Metrics.Gauge(label: "bearerd_token_expiry_seconds", dimensions: dimensions),
-                Metrics.Gauge(label: "bearerd_token_valid", dimensions: dimensions)
-            )
-        }
+        let gauges = Mutex<[String: (expiry: Metrics.Gauge, valid: Metrics.Gauge)]>([:])
         return {
-            for (backend, expiry, valid) in gauges {
+            let sessions = directory.all
+            let current = gauges.withLock { gauges in
+                for (name, _) in sessions where gauges[name] == nil {
+                    let dimensions = named ? [("session", name)] : []
+                    gauges[name] = (
+                        Metrics.Gauge(label: "bearerd_token_expiry_seconds", dimensions: dimensions),
+                        Metrics.Gauge(label: "bearerd_token_valid", dimensions: dimensions)
+                    )
+                }
+                let gone = Set(gauges.keys).subtracting(sessions.map(\.name))
+                for name in gone {
+                    gauges[name]?.expiry.destroy()
+                    gauges[name]?.valid.destroy()
+                    gauges[name] = nil
+                }
+                return gauges
+            }
+            for (name, backend) in sessions {
+                guard let (expiry, valid) = current[name] else { continue }
                 switch backend {
                 case .engine(let manager):
                     let status = await manager.status()

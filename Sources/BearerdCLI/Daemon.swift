@@ -89,29 +89,31 @@ struct Daemon {
             throw error
         }
         let named = prepared[0].named
-        let backends = sessions.map { (name: $0.name, backend: $0.engine.backend) }
+        let directory = SessionDirectory(sessions.map { (name: $0.name, backend: $0.engine.backend) })
+        let supervisor = SessionSupervisor(sessions: sessions, logger: logger)
         let (reloads, reloadEvents) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
         let reload = ReloadService(
             configPath: configPath,
             environment: environment,
             running: prepared,
             sessions: sessions,
+            lifecycle: SessionLifecycle(supervisor: supervisor, directory: directory, shared: shared, logger: logger),
             logLevel: logLevel,
             events: reloadEvents,
             logger: logger,
             reopenLogs: { accessLog.reopen() }
         )
         let api = AdminAPI(
-            sessions: backends,
+            sessions: directory,
             named: named,
             logger: logger,
-            metrics: Self.exposition(registry, backends, named: named),
+            metrics: Self.exposition(registry, directory, named: named),
             reload: { await reload.requestReload(trigger: "bearerd reload") }
         )
         var services: [any Service] = []
         // First, so it stops last: the spans of the drain are sent too.
         if let tracing { services.append(tracing.service) }
-        for session in sessions { services += session.services }
+        services.append(supervisor)
         services.append(
             AdminServer(
                 path: configuration.admin.socket,
@@ -135,7 +137,7 @@ struct Daemon {
                 reloads: reloads,
                 logger: logger,
                 alive: { deadline in await liveness.check(within: deadline) },
-                status: { await StatusLine.text(backends) }
+                status: { await StatusLine.text(directory.all) }
             )
         )
         self.group = group

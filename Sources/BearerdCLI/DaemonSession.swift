@@ -19,6 +19,11 @@ struct DaemonSession {
     let proxy: ProxyControl
     /// In the order they start (the last stops first).
     let services: [any Service]
+    /// Up once its listeners listen (or, for a session a reload added, once it failed).
+    let up: Readiness
+
+    /// The one part of ``up``.
+    static let listening = "listening"
 
     /// The readiness part of this session's listeners.
     static func readinessPart(_ name: String) -> String { "proxy \(name)" }
@@ -60,6 +65,7 @@ struct DaemonSession {
         }
         let readiness = shared.readiness
         let part = Self.readinessPart(prepared.session)
+        let up = Readiness(parts: [Self.listening])
         services.append(
             ProxyServer(
                 settings: settings,
@@ -68,14 +74,17 @@ struct DaemonSession {
                 logger: logger,
                 passed: passed,
                 control: control,
-                onListening: { _ in readiness.mark(part) }
+                onListening: { _ in
+                    readiness.mark(part)
+                    up.mark(Self.listening)
+                }
             )
         )
-        return DaemonSession(name: prepared.session, engine: engine, proxy: control, services: services)
+        return DaemonSession(name: prepared.session, engine: engine, proxy: control, services: services, up: up)
     }
 
     /// What every session of the daemon shares.
-    struct Shared {
+    struct Shared: Sendable {
         let group: any EventLoopGroup
         let tracer: (any Tracer)?
         let accessLog: AccessLog

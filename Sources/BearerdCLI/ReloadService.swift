@@ -28,7 +28,10 @@ final class ReloadService: Service, Sendable {
     /// start (``RestartOnlyKeys``).
     let running: Mutex<[String: WrittenValues]>
     /// Each running session's listeners and token engine, by name.
-    let sessions: [String: (proxy: ProxyControl, manager: TokenManager?)]
+    let sessions: Mutex<[String: (proxy: ProxyControl, manager: TokenManager?)]>
+    /// How sessions start and stop, for a reload that adds or removes some; `nil` where no
+    /// daemon runs them (a test's reload of one proxy).
+    let lifecycle: SessionLifecycle?
     /// Whether the running config has `sessions:` (its keys are then named under it).
     let named: Bool
     let logLevel: LogLevelSetting
@@ -47,6 +50,7 @@ final class ReloadService: Service, Sendable {
         environment: [String: String],
         running: [Prepared],
         sessions: [DaemonSession],
+        lifecycle: SessionLifecycle,
         logLevel: LogLevelSetting,
         events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation,
         logger: Logger,
@@ -58,6 +62,7 @@ final class ReloadService: Service, Sendable {
             running: Dictionary(running.map { ($0.session, $0.configuration.written) }) { first, _ in first },
             sessions: Dictionary(sessions.map { ($0.name, ($0.proxy, $0.engine.manager)) }) { first, _ in first },
             named: running.first?.named ?? false,
+            lifecycle: lifecycle,
             logLevel: logLevel,
             events: events,
             logger: logger,
@@ -83,6 +88,7 @@ final class ReloadService: Service, Sendable {
             running: [ConfiguredSessions.defaultName: running.written],
             sessions: [ConfiguredSessions.defaultName: (proxy, manager)],
             named: false,
+            lifecycle: nil,
             logLevel: logLevel,
             events: events,
             logger: logger,
@@ -96,6 +102,7 @@ final class ReloadService: Service, Sendable {
         running: [String: WrittenValues],
         sessions: [String: (proxy: ProxyControl, manager: TokenManager?)],
         named: Bool,
+        lifecycle: SessionLifecycle?,
         logLevel: LogLevelSetting,
         events: AsyncStream<SystemdNotifyService.ReloadEvent>.Continuation,
         logger: Logger,
@@ -104,8 +111,9 @@ final class ReloadService: Service, Sendable {
         self.configPath = configPath
         self.environment = environment
         self.running = Mutex(running)
-        self.sessions = sessions
+        self.sessions = Mutex(sessions)
         self.named = named
+        self.lifecycle = lifecycle
         self.logLevel = logLevel
         self.events = events
         self.logger = logger
@@ -158,25 +166,19 @@ final class ReloadService: Service, Sendable {
             )
             return .refused(failure.message)
         }
-        let running = Set(self.sessions.keys)
-        let added = prepared.map(\.session).filter { !running.contains($0) }
-        let removed = running.subtracting(prepared.map(\.session)).sorted()
-        if prepared.first?.named != self.named || !added.isEmpty || !removed.isEmpty {
-            let change =
-                prepared.first?.named != self.named
-                ? "the config now \(self.named ? "has no" : "has a") sessions: map"
-                : "sessions added (\(added.joined(separator: ", "))) or removed (\(removed.joined(separator: ", ")))"
-            let reason =
-                "\(change): a reload changes the sessions that run, not which run yet; restart bearerd to start or stop sessions"
+        let change: SessionChange
+        switch await self.sessionChange(prepared) {
+        case .success(let value): change = value
+        case .failure(let refusal):
             self.logger.error(
                 "the new config has errors; the running config keeps serving",
-                metadata: ["errors": "\(reason)"]
+                metadata: ["errors": "\(refusal.reason)"]
             )
-            return .refused(reason)
+            return .refused(refusal.reason)
         }
         var pending: [String] = []
         for session in prepared {
-            guard let target = self.sessions[session.session] else { continue }
+            guard let target = self.sessions.withLock({ $0[session.session] }) else { continue }
             let spell = { (key: String) in ConfigLoader.spelled(key, session: self.named ? session.session : nil) }
             let new = session.configuration
             let old = self.running.withLock { $0[session.session] } ?? WrittenValues()
@@ -222,6 +224,8 @@ final class ReloadService: Service, Sendable {
             self.logLevel.value = first.configuration.log.level
             self.logger.debug("log level applied", metadata: ["log_level": "\(first.configuration.log.level)"])
         }
+        let failed = await self.apply(change)
+        guard failed.isEmpty else { return .notApplied(failed.joined(separator: "; ")) }
         return .applied(restartPending: pending)
     }
 }

@@ -23,18 +23,30 @@ struct NamedSessionsTests {
         _ = try await BearerdProcess.run(["keygen", "--out", directory.path + "/store.key"])
         let staticToken = try directory.write("static-token-alpha-7\n", to: "alpha-token", mode: 0o600)
         let (alphaPort, betaPort) = (try FreePort.pick(), try FreePort.pick())
-        func config(alphaUpstream: Int, extra: String = "") throws -> String {
-            try directory.write(
+        let gammaToken = try directory.write("static-token-gamma-9\n", to: "gamma-token", mode: 0o600)
+        let gammaPort = try FreePort.pick()
+        func config(alphaUpstream: Int? = nil, gamma: Bool = false) throws -> String {
+            let alpha = alphaUpstream.map { upstream in
                 """
-                admin:
-                  socket: \(directory.path)/run/admin.sock
-                sessions:
                   alpha:
                     listen: ["127.0.0.1:\(alphaPort)"]
                     upstream:
-                      url: http://127.0.0.1:\(alphaUpstream)
+                      url: http://127.0.0.1:\(upstream)
                     auth:
                       static_token_file: \(staticToken)
+                """
+            }
+            let third =
+                gamma
+                ? """
+                  gamma:
+                    listen: ["127.0.0.1:\(gammaPort)"]
+                    upstream:
+                      url: http://127.0.0.1:\(first.port)
+                    auth:
+                      static_token_file: \(gammaToken)
+                """ : nil
+            let beta = """
                   beta:
                     listen: ["127.0.0.1:\(betaPort)"]
                     upstream:
@@ -45,8 +57,10 @@ struct NamedSessionsTests {
                       client_secret_file: \(secret)
                     store:
                       key_file: store.key
-                \(extra)
-                """,
+                """
+            return try directory.write(
+                "admin:\n  socket: \(directory.path)/run/admin.sock\nsessions:\n"
+                    + [alpha, beta, third].compactMap { $0 }.joined(separator: "\n") + "\n",
                 to: "b.yaml"
             )
         }
@@ -112,26 +126,36 @@ struct NamedSessionsTests {
         }
         #expect(ready.status == 200)
 
-        // A session added or removed waits for a restart; the running ones keep serving.
-        _ = try config(
-            alphaUpstream: first.port,
-            extra:
-                "  gamma:\n    listen: [\"127.0.0.1:\(try FreePort.pick())\"]\n    upstream:\n      url: http://127.0.0.1:9\n    auth:\n      static_token_file: \(staticToken)"
-        )
-        result = try await bearerd(["reload"], nil)
-        #expect(result.status != 0 && result.stderr.contains("gamma"), "\(result.stderr)")
-        answer = try await get(alphaPort)
-        #expect(answer.0 == 200 && answer.1 == "first")
-
-        // A reload changes one session's upstream; the other keeps its token and listener.
-        _ = try config(alphaUpstream: second.port)
-        result = try await bearerd(["reload"], nil)
-        #expect(result.status == 0, "\(result.stderr)")
+        // A reload adds a session and changes another's upstream, on a connection kept alive to
+        // a third across it: each session keeps its connections, tokens and timers.
+        try await TestHTTPClient.withConnection(to: .tcp(port: betaPort), group: group) { client in
+            #expect(try await client.send(.GET, "/before").status == 200)
+            _ = try config(alphaUpstream: second.port, gamma: true)
+            result = try await bearerd(["reload"], nil)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try await client.send(.GET, "/after").status == 200)
+        }
+        answer = try await get(gammaPort)
+        #expect(answer.0 == 200 && answer.1 == "first" && answer.2 == "Bearer static-token-gamma-9")
         answer = try await get(alphaPort)
         #expect(answer.0 == 200 && answer.1 == "second" && answer.2 == "Bearer static-token-alpha-7")
         answer = try await get(betaPort)
         #expect(answer.0 == 200 && answer.2 == "Bearer fake-access-1")
-        #expect(oauth.grants == ["password"], "the reload kept beta's session")
+        #expect(oauth.grants == ["password"], "the reloads kept beta's session")
+        result = try await bearerd(["status"], nil)
+        #expect(result.stdout.contains("session gamma"))
+
+        // A reload removes a session: its listener closes, its store stays; the others serve on.
+        _ = try config(gamma: true)
+        result = try await bearerd(["reload"], nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        await #expect(throws: (any Error).self) { _ = try await get(alphaPort) }
+        answer = try await get(betaPort)
+        #expect(answer.0 == 200 && answer.2 == "Bearer fake-access-1")
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/beta.store"))
+        result = try await bearerd(["status"], nil)
+        #expect(!result.stdout.contains("session alpha") && result.stdout.contains("session gamma"))
+        #expect(oauth.grants == ["password"])
 
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait() == 0)
