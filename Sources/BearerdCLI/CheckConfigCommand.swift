@@ -42,19 +42,17 @@ struct CheckConfigCommand: AsyncParsableCommand {
             environment: self.options.environment
         ) {
         case .success(let sessions):
-            var findings = StoreCheck.Findings()
+            var found: [(session: String, findings: StoreCheck.Findings)] = []
             for prepared in sessions {
-                var found = StartupChecks.run(prepared.configuration)
+                var own = StartupChecks.run(prepared.configuration)
                 if !self.skipHeld {
                     let held = HeldResources.findings(prepared.configuration, configPath: self.options.path)
-                    found.errors += held.errors
-                    found.notes += held.notes
+                    own.errors += held.errors
+                    own.notes += held.notes
                 }
-                // Each session's own, said of it; the daemon's once.
-                let named = prepared.named ? "session \(prepared.session): " : ""
-                findings.errors += found.errors.map { "\(named)\($0)" }.filter { !findings.errors.contains($0) }
-                findings.notes += found.notes.map { "\(named)\($0)" }.filter { !findings.notes.contains($0) }
+                found.append((prepared.session, own))
             }
+            let findings = Self.merged(found, named: sessions[0].named)
             guard findings.errors.isEmpty else {
                 let count = findings.errors.count
                 StandardError.emit(
@@ -79,6 +77,27 @@ struct CheckConfigCommand: AsyncParsableCommand {
             StandardError.emit("bearerd: " + lines.map { PrintableText.escaped(String($0)) }.joined(separator: "\n"))
             throw ExitCode.failure
         }
+    }
+
+    /// Each session's findings, said of it; one that every session has (the daemon's: its admin
+    /// socket, a key they share) once, as of the config.
+    static func merged(
+        _ found: [(session: String, findings: StoreCheck.Findings)],
+        named: Bool
+    ) -> StoreCheck.Findings {
+        var merged = StoreCheck.Findings()
+        func add(_ texts: KeyPath<StoreCheck.Findings, [String]>, into target: inout [String]) {
+            for (session, findings) in found {
+                for text in findings[keyPath: texts] {
+                    let everywhere = found.allSatisfy { $0.findings[keyPath: texts].contains(text) }
+                    let said = named && !everywhere ? "session \(session): \(text)" : text
+                    if !target.contains(said) { target.append(said) }
+                }
+            }
+        }
+        add(\.errors, into: &merged.errors)
+        add(\.notes, into: &merged.notes)
+        return merged
     }
 
     /// With `auth.issuer`: which endpoint was found in which metadata document. A document that
