@@ -13,6 +13,9 @@ extension AdminAPI {
     /// This API for the session `path` names (`?session=NAME`), or for the only one.
     func scoped(_ path: String) -> Result<AdminAPI, SessionRefusal> {
         let sessions = self.sessions
+        guard !sessions.isEmpty else {
+            return .failure(SessionRefusal(response: Self.failure(.serviceUnavailable, Self.noSessionNow)))
+        }
         let names = sessions.map(\.name).joined(separator: ", ")
         guard let name = Self.session(in: path) else {
             if sessions.count == 1 || Self.route(path) == "/v1/sessions" || Self.isDaemonWide(Self.route(path)) {

@@ -31,8 +31,10 @@ package struct AdminAPI: Sendable {
     /// Request bodies larger than this are refused (413).
     package static let maxBody = 64 * 1024
 
-    /// The session a call is for (chosen by ``respond(method:path:body:exposure:)``).
-    var backend: Backend
+    /// The session a call is for, chosen from the directory by ``respond(method:path:body:exposure:)``
+    /// for that call; `nil` in the API the servers hold, so that a session a reload removed is
+    /// not kept (its engine, and its store's lock with it).
+    var backend: Backend?
     /// Every session now, by name, in order; one named `default` for a config without
     /// `sessions:`.
     let directory: SessionDirectory
@@ -73,11 +75,7 @@ package struct AdminAPI: Sendable {
         metrics: @escaping @Sendable () async -> String = { "" },
         reload: (@Sendable () async -> ReloadOutcome)? = nil
     ) {
-        let all = sessions.all
-        // A config has at least one session (the loader refuses an empty sessions:), and a
-        // reload never removes the last (it would have to leave the config empty).
-        precondition(!all.isEmpty, "a daemon has at least one session")
-        self.backend = all[0].backend
+        self.backend = nil
         self.directory = sessions
         self.named = named
         self.logger = logger
@@ -140,7 +138,7 @@ package struct AdminAPI: Sendable {
 
     /// `POST /v1/login/device`: sends the prompt, then the outcome, one JSON line each.
     package func deviceLogin(send: @escaping @Sendable (Data) async throws -> Void) async {
-        guard case .engine(let manager) = self.backend else {
+        guard case .engine(let manager)? = self.backend else {
             try? await send(Self.line(AdminMessages.DeviceEvent(failure: Self.noSession)))
             return
         }
@@ -173,9 +171,12 @@ package struct AdminAPI: Sendable {
 
     func status() async -> TokenStatus {
         switch self.backend {
-        case .engine(let manager):
+        case nil:
+            // Never after `scoped`: it answers 503 while there is no session.
+            return TokenStatus(state: .loggedOut, failuresInARow: 0, storeBehind: false, now: Date())
+        case .engine(let manager)?:
             return await manager.status()
-        case .staticToken(_, let path):
+        case .staticToken(_, let path)?:
             var status = TokenStatus(state: .static, failuresInARow: 0, storeBehind: false, now: Date())
             status.detail = "the token is read from auth.static_token_file (\(path)): there is no session to manage"
             return status
@@ -186,8 +187,9 @@ package struct AdminAPI: Sendable {
         do {
             let token: BearerToken
             switch self.backend {
-            case .engine(let manager): token = try await manager.token()
-            case .staticToken(let provider, _): token = try await provider.token()
+            case .engine(let manager)?: token = try await manager.token()
+            case .staticToken(let provider, _)?: token = try await provider.token()
+            case nil: return Self.failure(.serviceUnavailable, Self.noSessionNow)
             }
             return .init(status: .ok, body: AdminMessages.encode(AdminMessages.Token(accessToken: token.value)))
         } catch let error as TokenUnavailableError {
@@ -199,7 +201,7 @@ package struct AdminAPI: Sendable {
     }
 
     private func login(_ body: Data) async -> Response {
-        guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
+        guard case .engine(let manager)? = self.backend else { return Self.failure(.conflict, Self.noSession) }
         guard let login = try? JSONDecoder().decode(AdminMessages.Login.self, from: body) else {
             return Self.failure(
                 .badRequest,
@@ -240,7 +242,7 @@ package struct AdminAPI: Sendable {
 
     /// `POST /v1/login/authorize`: begins a browser login; the answer is the URL to open.
     private func authorize(_ body: Data) async -> Response {
-        guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
+        guard case .engine(let manager)? = self.backend else { return Self.failure(.conflict, Self.noSession) }
         guard let request = try? JSONDecoder().decode(AdminMessages.Authorize.self, from: body) else {
             return Self.failure(
                 .badRequest,
@@ -262,7 +264,7 @@ package struct AdminAPI: Sendable {
     }
 
     private func logout() async -> Response {
-        guard case .engine(let manager) = self.backend else { return Self.failure(.conflict, Self.noSession) }
+        guard case .engine(let manager)? = self.backend else { return Self.failure(.conflict, Self.noSession) }
         return .init(status: .ok, body: AdminMessages.encode(await manager.logOut()))
     }
 
@@ -282,8 +284,9 @@ package struct AdminAPI: Sendable {
     func ready() async -> Response {
         let token: BearerToken? =
             switch self.backend {
-            case .engine(let manager): manager.currentToken()
-            case .staticToken(let provider, _): provider.currentToken()
+            case .engine(let manager)?: manager.currentToken()
+            case .staticToken(let provider, _)?: provider.currentToken()
+            case nil: nil
             }
         if token != nil { return .init(status: .ok, body: Data(#"{"ready":true}"#.utf8)) }
         let detail = await self.status().detail ?? "no valid token"
@@ -291,6 +294,12 @@ package struct AdminAPI: Sendable {
     }
 
     // MARK: Helpers
+
+    /// While a reload replaces the only session, for a moment there is none.
+    static let noSessionNow = AdminMessages.Failure(
+        error: "no_session",
+        message: "a reload is replacing this daemon's sessions: try again in a moment"
+    )
 
     static let noSession = AdminMessages.Failure(
         error: "no_session",
@@ -301,7 +310,7 @@ package struct AdminAPI: Sendable {
         String(path.prefix { $0 != "?" })
     }
 
-    private static func failure(_ status: HTTPResponseStatus, _ failure: AdminMessages.Failure) -> Response {
+    static func failure(_ status: HTTPResponseStatus, _ failure: AdminMessages.Failure) -> Response {
         .init(status: status, body: AdminMessages.encode(failure))
     }
 

@@ -62,6 +62,14 @@ extension ReloadService {
         return .success(change)
     }
 
+    /// A session ended without a reload stopping it (one a reload added failed later): it is
+    /// no longer listed, and the next reload that names it starts it again.
+    func forget(_ name: String) {
+        self.lifecycle?.directory.remove(name)
+        self.sessions.withLock { _ = $0.removeValue(forKey: name) }
+        self.running.withLock { _ = $0.removeValue(forKey: name) }
+    }
+
     /// Stops the sessions that went, then starts the new ones (so that a listener can pass from
     /// one to another). Returns what could not start.
     func apply(_ change: SessionChange) async -> [String] {

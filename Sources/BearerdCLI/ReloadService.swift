@@ -119,6 +119,7 @@ final class ReloadService: Service, Sendable {
         self.logger = logger
         self.reopenLogs = reopenLogs
         (self.requests, self.enqueue) = AsyncStream.makeStream(of: Request.self)
+        lifecycle?.supervisor.whenASessionEndsOnItsOwn { [weak self] name in self?.forget(name) }
     }
 
     func run() async throws {

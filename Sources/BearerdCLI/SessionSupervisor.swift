@@ -19,29 +19,44 @@ final class SessionSupervisor: Service, Sendable {
         var waiters: [@Sendable () -> Void] = []
     }
 
-    private let initial: [DaemonSession]
+    /// The sessions the daemon starts with, until `run` takes them: nothing here keeps a session
+    /// after it stopped (its engine, and its store's lock, go with its group).
+    private let initial: Mutex<[DaemonSession]>
     private let logger: Logger
     private let commands: AsyncStream<Command>
     private let enqueue: AsyncStream<Command>.Continuation
     private let running = Mutex<[String: Running]>([:])
+    /// Told of a session that ended without being asked to (a reload-added one that failed
+    /// after it started), so that it is no longer listed or reloaded as if it ran.
+    private let onOwnEnd = Mutex<@Sendable (String) -> Void>({ _ in })
+    /// The daemon is stopping: every session ends, and none is forgotten for it.
+    private let stopping = Atomic<Bool>(false)
 
     init(sessions: [DaemonSession], logger: Logger) {
-        self.initial = sessions
+        self.initial = Mutex(sessions)
         self.logger = logger
         (self.commands, self.enqueue) = AsyncStream.makeStream(of: Command.self)
     }
 
     func run() async throws {
+        let initial = self.initial.withLock { initial in
+            defer { initial = [] }
+            return initial
+        }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            for session in self.initial {
+            for session in initial {
                 let group = self.register(session)
+                let name = session.name
                 tasks.addTask {
-                    defer { self.ended(session.name) }
+                    defer { self.ended(name) }
                     do {
                         try await group.run()
                     } catch {
-                        // The daemon stops, as when any of its parts fails.
+                        // The daemon stops, as when any of its parts fails: the other sessions
+                        // drain and stop too, rather than serve on in a daemon that is failing.
+                        self.stopping.store(true, ordering: .relaxed)
                         self.enqueue.finish()
+                        await self.stopAll(but: name)
                         throw error
                     }
                 }
@@ -53,17 +68,20 @@ final class SessionSupervisor: Service, Sendable {
                     case .start(let session, let started):
                         let group = self.register(session)
                         tasks.addTask {
-                            defer { self.ended(session.name) }
+                            let outcome: Result<Void, any Error>
                             do {
                                 try await group.run()
-                                started(.failure(StoppingError()))
+                                outcome = .failure(StoppingError())
                             } catch {
                                 self.logger.error(
                                     "a session the reload added stopped on an error",
                                     metadata: ["session": "\(session.name)", "error": "\(error)"]
                                 )
-                                started(.failure(error))
+                                outcome = .failure(error)
                             }
+                            // Gone before the reload hears it failed: a next reload may add it again.
+                            self.ended(session.name)
+                            started(outcome)
                             // Whoever waits for its listeners hears it ended first.
                             session.up.mark(DaemonSession.listening)
                         }
@@ -84,6 +102,7 @@ final class SessionSupervisor: Service, Sendable {
                     }
                 }
             } onGracefulShutdown: {
+                self.stopping.store(true, ordering: .relaxed)
                 self.enqueue.finish()
             }
             try await tasks.waitForAll()
@@ -115,6 +134,14 @@ final class SessionSupervisor: Service, Sendable {
         }
     }
 
+    /// Tells every running session's group but `name`'s to shut down gracefully.
+    private func stopAll(but name: String) async {
+        let groups = self.running.withLock { running in
+            running.filter { $0.key != name }.map(\.value.group)
+        }
+        for group in groups { await group.triggerGracefulShutdown() }
+    }
+
     private func register(_ session: DaemonSession) -> ServiceGroup {
         let group = ServiceGroup(
             configuration: .init(
@@ -128,8 +155,19 @@ final class SessionSupervisor: Service, Sendable {
         return group
     }
 
+    /// `forget` is called with the name of each session that ends without a ``stop(_:)``.
+    func whenASessionEndsOnItsOwn(_ forget: @escaping @Sendable (String) -> Void) {
+        self.onOwnEnd.withLock { $0 = forget }
+    }
+
     private func ended(_ name: String) {
-        let waiters = self.running.withLock { $0.removeValue(forKey: name)?.waiters ?? [] }
+        let waiters = self.running.withLock { $0.removeValue(forKey: name)?.waiters }
+        guard let waiters, !waiters.isEmpty else {
+            guard !self.stopping.load(ordering: .relaxed) else { return }
+            let forget = self.onOwnEnd.withLock { $0 }
+            forget(name)
+            return
+        }
         for waiter in waiters { waiter() }
     }
 

@@ -6,7 +6,11 @@ import Foundation
 enum StatusLine {
     /// Each session's line, by name when there are several.
     static func text(_ sessions: [(name: String, backend: AdminAPI.Backend)]) async -> String {
-        guard sessions.count > 1 else { return await Self.text(sessions[0].backend) }
+        guard sessions.count > 1 else {
+            // None, for a moment, while a reload replaces the only session.
+            guard let only = sessions.first else { return "changing sessions" }
+            return await Self.text(only.backend)
+        }
         var parts: [String] = []
         for (name, backend) in sessions { parts.append("\(name): " + (await Self.text(backend))) }
         return parts.joined(separator: " | ")

@@ -40,6 +40,7 @@ package final class EncryptedTokenStore: TokenStore {
     static let maxFileSize = 1 << 20
 
     package func load() throws -> StoredTokens? {
+        try self.checkOpen()
         let contents: (bytes: [UInt8], mode: mode_t)?
         do throws(FileCheckError) {
             contents = try self.directory.read(self.name, limit: Self.maxFileSize)
@@ -76,7 +77,20 @@ package final class EncryptedTokenStore: TokenStore {
     }
 
     package func save(_ tokens: StoredTokens) throws {
+        try self.checkOpen()
         try AtomicFile.write(try self.sealer.seal(tokens), to: self.name, in: self.directory)
+    }
+
+    /// Releases the lock: its session stopped, and another may open the file now. Nothing is
+    /// read or written through this store after that (it would be without the lock).
+    package func close() {
+        self.lock.release()
+    }
+
+    private func checkOpen() throws(StoreError) {
+        guard self.lock.isHeld else {
+            throw .io("the token store \(self.path) was closed when its session stopped: nothing more is written to it")
+        }
     }
 
     // MARK: Damage

@@ -1,5 +1,6 @@
 import BearerdFiles
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -13,10 +14,22 @@ import Glibc
 /// created it (root running `bearerd status` while the daemon is stopped must not be led to
 /// chown or truncate another file).
 final class StoreLock: Sendable {
-    private let descriptor: Int32
+    /// The lock file's descriptor; `nil` once released.
+    private let descriptor: Mutex<Int32?>
 
     private init(descriptor: Int32) {
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
+    }
+
+    /// Whether the lock is still held.
+    var isHeld: Bool { self.descriptor.withLock { $0 != nil } }
+
+    /// Lets the lock go (closing its descriptor releases the `flock`); once.
+    func release() {
+        self.descriptor.withLock { descriptor in
+            if let held = descriptor { close(held) }
+            descriptor = nil
+        }
     }
 
     static func acquire(for path: String, in directory: CheckedDirectory, name: String) throws(StoreError) -> StoreLock
@@ -55,6 +68,6 @@ final class StoreLock: Sendable {
     }
 
     deinit {
-        close(self.descriptor)
+        self.release()
     }
 }

@@ -92,6 +92,13 @@ package struct StoredTokens: Sendable, Equatable {
 package protocol TokenStore: Sendable {
     func load() throws -> StoredTokens?
     func save(_ tokens: StoredTokens) throws
+    /// Lets the store go (a file store's lock with it), once its session has stopped and its
+    /// last write is done: another session or daemon may open it then. What comes after fails.
+    func close()
+}
+
+extension TokenStore {
+    package func close() {}
 }
 
 /// Keeps tokens in memory only: a restart starts again from `auth.refresh_token_file`.

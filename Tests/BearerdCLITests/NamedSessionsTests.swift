@@ -25,7 +25,7 @@ struct NamedSessionsTests {
         let (alphaPort, betaPort) = (try FreePort.pick(), try FreePort.pick())
         let gammaToken = try directory.write("static-token-gamma-9\n", to: "gamma-token", mode: 0o600)
         let gammaPort = try FreePort.pick()
-        func config(alphaUpstream: Int? = nil, gamma: Bool = false) throws -> String {
+        func config(alphaUpstream: Int? = nil, gamma: Bool = false, withBeta: Bool = true) throws -> String {
             let alpha = alphaUpstream.map { upstream in
                 """
                   alpha:
@@ -56,11 +56,12 @@ struct NamedSessionsTests {
                       client_id: app
                       client_secret_file: \(secret)
                     store:
+                      path: beta.store
                       key_file: store.key
                 """
             return try directory.write(
                 "admin:\n  socket: \(directory.path)/run/admin.sock\nsessions:\n"
-                    + [alpha, beta, third].compactMap { $0 }.joined(separator: "\n") + "\n",
+                    + [alpha, withBeta ? beta : nil, third].compactMap { $0 }.joined(separator: "\n") + "\n",
                 to: "b.yaml"
             )
         }
@@ -157,9 +158,57 @@ struct NamedSessionsTests {
         #expect(!result.stdout.contains("session alpha") && result.stdout.contains("session gamma"))
         #expect(oauth.grants == ["password"])
 
+        // A session removed, then added again: its store was let go when it stopped, and its
+        // tokens are there when it comes back.
+        _ = try config(gamma: true, withBeta: false)
+        result = try await bearerd(["reload"], nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        await #expect(throws: (any Error).self) { _ = try await get(betaPort) }
+        _ = try config(gamma: true)
+        result = try await bearerd(["reload"], nil)
+        #expect(result.status == 0, "\(result.stderr)")
+        answer = try await get(betaPort)
+        #expect(answer.0 == 200 && answer.2 == "Bearer fake-access-1", "\(answer.1)")
+        #expect(oauth.grants == ["password"], "no new login")
+
         daemon.signal(SIGTERM)
         #expect(try await daemon.wait() == 0)
         await oauth.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// A session that cannot start (its port is taken) stops the daemon: the others do not
+    /// serve on in a daemon that failed to start.
+    @Test func aSessionThatCannotStartStopsTheDaemon() async throws {
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("static-token-delta-3\n", to: "token", mode: 0o600)
+        // A port something else listens on.
+        let taken = try await TestUpstream.start(group: MultiThreadedEventLoopGroup.singleton) { _ in .ok() }
+        let free = try FreePort.pick()
+        let path = try directory.write(
+            """
+            admin:
+              socket: \(directory.path)/run/admin.sock
+            sessions:
+              one:
+                listen: ["127.0.0.1:\(free)"]
+                upstream:
+                  url: http://127.0.0.1:9
+                auth:
+                  static_token_file: \(token)
+              two:
+                listen: ["127.0.0.1:\(taken.port)"]
+                upstream:
+                  url: http://127.0.0.1:9
+                auth:
+                  static_token_file: \(token)
+            """,
+            to: "b.yaml"
+        )
+        let daemon = try BearerdProcess(["serve", "-c", path])
+        let status = try await daemon.wait()
+        #expect(status != 0, "\(daemon.stderr)")
+        #expect(daemon.stderr.contains("\(taken.port)"), "\(daemon.stderr)")
+        await taken.stop()
     }
 }
