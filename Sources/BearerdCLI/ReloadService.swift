@@ -178,11 +178,33 @@ final class ReloadService: Service, Sendable {
             return .refused(refusal.reason)
         }
         var pending: [String] = []
+        // A session whose new config cannot be applied keeps its running one; the others take
+        // theirs, and the reload says which did not.
+        var failed: [String] = []
         for session in prepared {
             guard let target = self.sessions.withLock({ $0[session.session] }) else { continue }
             let spell = { (key: String) in ConfigLoader.spelled(key, session: self.named ? session.session : nil) }
+            let of = self.named ? " of session \(session.session)" : ""
             let new = session.configuration
             let old = self.running.withLock { $0[session.session] } ?? WrittenValues()
+            let restartOnly = RestartOnlyKeys.changed(from: old, to: new.written)
+            let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }
+            if !useless.isEmpty, old["upstream.url"] != new.written["upstream.url"] {
+                // The running token source's token would go to the new upstream, an API it was
+                // not meant for: nothing of this session's new config is applied.
+                let keys = (["upstream.url"] + useless).map(spell).joined(separator: ", ")
+                self.logger.error(
+                    "the upstream and the token source changed together: the new upstream would get the running token source's token; this session keeps its running config; restart bearerd to switch both",
+                    metadata: ["keys": "\(keys)"].merging(self.named ? ["session": "\(session.session)"] : [:]) {
+                        first,
+                        _ in first
+                    }
+                )
+                failed.append(
+                    "the new config\(of) changes upstream.url and the token source together (\(keys)): the running token source's token would go to the new upstream, so nothing of it was applied; restart bearerd to switch both"
+                )
+                continue
+            }
             do {
                 try await target.proxy.reload(settings: session.settings)
             } catch {
@@ -190,13 +212,10 @@ final class ReloadService: Service, Sendable {
                     "cannot apply the new config; the running config keeps serving",
                     metadata: ["error": "\(error)", "session": "\(session.session)"]
                 )
-                return .notApplied(
-                    "cannot apply the new config\(self.named ? " of session \(session.session)" : ""): \(error)"
-                )
+                failed.append("cannot apply the new config\(of): \(error)")
+                continue
             }
             await target.manager?.update(policy: TokenPlan.policy(new.auth))
-            let restartOnly = RestartOnlyKeys.changed(from: old, to: new.written)
-            let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }
             if !useless.isEmpty {
                 self.logger.error(
                     "the token source or the store changed: the stored tokens belong to the running one, which keeps serving; restart bearerd to switch, then run `bearerd login` if the new token server needs it",
@@ -225,7 +244,7 @@ final class ReloadService: Service, Sendable {
             self.logLevel.value = first.configuration.log.level
             self.logger.debug("log level applied", metadata: ["log_level": "\(first.configuration.log.level)"])
         }
-        let failed = await self.apply(change)
+        failed += await self.apply(change)
         guard failed.isEmpty else { return .notApplied(failed.joined(separator: "; ")) }
         return .applied(restartPending: pending)
     }

@@ -211,6 +211,38 @@ struct ReloadTests {
         try await group.shutdownGracefully()
     }
 
+    /// A reload that moves the upstream and changes the token source at once would send the
+    /// running source's token to the new upstream (the new source starts only at a restart):
+    /// nothing of it is applied, and the reload says so.
+    @Test func anUpstreamAndATokenSourceChangedTogetherAreNotApplied() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let first = try await TestUpstream.start(group: group) { _ in .ok("first") }
+        let second = try await TestUpstream.start(group: group) { _ in .ok("second") }
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("token-for-first-api-1\n", to: "token")
+        let other = try directory.write("token-for-second-api-2\n", to: "other-token")
+        let path = try directory.write(
+            Self.config(upstream: first.port, listen: ["127.0.0.1:0"], token: token),
+            to: "b.yaml"
+        )
+        let bearerd = try BearerdProcess(["serve", "-c", path])
+        try await bearerd.waitUntilReady()
+        let port = try #require(bearerd.proxyPort)
+        try Self.config(upstream: second.port, listen: ["127.0.0.1:0"], token: other)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let reload = try await BearerdProcess.run(["reload", "-c", path])
+        #expect(reload.status != 0 && reload.stderr.contains("upstream.url"), "\(reload.stderr)")
+        let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) {
+            try await $0.send(.GET, "/x")
+        }
+        #expect(answer.status == 200 && answer.bodyText == "first", "\(answer.bodyText)")
+        #expect(second.requests.isEmpty, "the new upstream got \(second.requests.map(\.head.headers))")
+        bearerd.signal(SIGTERM)
+        #expect(try await bearerd.wait() == 0)
+        await first.stop()
+        await second.stop()
+    }
+
     final class Tally: Sendable {
         let bodies = Mutex<[String: Int]>([:])
         let failures = Mutex<[String]>([])
