@@ -1,4 +1,5 @@
 import BearerdFleet
+import BearerdProxy
 import Foundation
 import Yams
 
@@ -67,9 +68,13 @@ extension ConfigLoader {
             )
         }
         // An environment override of a session's key would apply to every session alike.
+        let daemonWide = Set(
+            ConfigSchema.keys.keys.filter { Self.daemonWideKeys.contains(String($0.prefix { $0 != "." })) }
+                .map(ConfigSchema.environmentName(of:))
+        )
         let shared = self.environment.keys.filter { name in
             name.hasPrefix("BEARERD_") && !ConfigSchema.nonSettingEnvironment.contains(name)
-                && !Self.daemonWideKeys.contains { name.uppercased().hasPrefix("BEARERD_" + $0.uppercased()) }
+                && !daemonWide.contains(name)
         }
         for name in shared.sorted() {
             issues.append(
@@ -118,7 +123,11 @@ extension ConfigLoader {
                     document.append((key, value))
                 }
             }
-            document = Self.withSessionDefaults(document, name: name)
+            document = Self.withSessionDefaults(
+                document,
+                name: name,
+                stateDirectory: self.environment["STATE_DIRECTORY"].flatMap { $0.isEmpty ? nil : $0 }
+            )
             var loader = self
             loader.environment = self.environment.filter { !shared.contains($0.key) }
             do {
@@ -139,15 +148,19 @@ extension ConfigLoader {
         return ConfiguredSessions(entries: entries.sorted { $0.name < $1.name }, isNamed: true)
     }
 
-    /// A session's own store file unless it names one: `NAME.store` beside where `store.path`
-    /// would put `tokens.store`; and its name as the store's profile (the fleet's row) unless it
-    /// names one.
-    static func withSessionDefaults(_ document: [(Node, Node)], name: String) -> [(Node, Node)] {
+    /// A session's own store file unless it names one: `NAME.store` where the default
+    /// `tokens.store` is (`$STATE_DIRECTORY` under systemd, else `/var/lib/bearerd`), an absolute
+    /// path, so that the daemon and a verb run by hand (without `STATE_DIRECTORY`) mean one file;
+    /// and its name as the store's profile (the fleet's row) unless it names one.
+    static func withSessionDefaults(_ document: [(Node, Node)], name: String, stateDirectory: String?) -> [(Node, Node)]
+    {
         var document = document
         let index = document.firstIndex { $0.0.string == "store" }
         var store: [(Node, Node)] = []
         if let index, case .mapping(let mapping) = document[index].1 { store = Array(mapping) }
-        if !store.contains(where: { $0.0.string == "path" }) { store.append(("path", .init("\(name).store"))) }
+        if !store.contains(where: { $0.0.string == "path" }) {
+            store.append(("path", .init("\(stateDirectory ?? "/var/lib/bearerd")/\(name).store")))
+        }
         if !store.contains(where: { $0.0.string == "profile" }) { store.append(("profile", .init(name))) }
         if let index {
             // A `store:` that is not a mapping is left for the loader to name.
@@ -176,7 +189,8 @@ extension ConfigLoader {
         for entry in entries {
             let configuration = entry.configuration
             for address in configuration.listen {
-                if let other = listeners.updateValue(entry.name, forKey: "\(address)") {
+                guard let binding = address.bindingKey else { continue }
+                if let other = listeners.updateValue(entry.name, forKey: binding) {
                     issues.append(
                         ConfigIssue(
                             key: "sessions.\(entry.name).listen",
@@ -197,7 +211,10 @@ extension ConfigLoader {
                     )
                 }
             } else if configuration.store.isEncryptedOnDisk {
-                if let other = stores.updateValue(entry.name, forKey: configuration.store.path) {
+                if let other = stores.updateValue(
+                    entry.name,
+                    forKey: ListenAddress.normalPath(configuration.store.path)
+                ) {
                     issues.append(
                         ConfigIssue(
                             key: "sessions.\(entry.name).store.path",

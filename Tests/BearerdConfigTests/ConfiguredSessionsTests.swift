@@ -84,10 +84,15 @@ struct ConfiguredSessionsTests {
         #expect("\(github.upstream.target)".contains("api.github.com"))
         #expect("\(billing.upstream.target)".contains("billing.example.com"))
         #expect(github.log.level == .debug && billing.log.level == .debug)
-        // Each its own store file and profile, unless it names them.
-        #expect(billing.store.path == self.directory.path + "/billing.store")
+        // Each its own store file and profile, unless it names them: where tokens.store would be,
+        // the same file whether $STATE_DIRECTORY is set (the daemon) or not (a verb run by hand).
+        #expect(billing.store.path == "/var/lib/bearerd/billing.store")
         #expect(billing.store.profile == "billing")
-        #expect(github.store.path == self.directory.path + "/github.store")
+        #expect(github.store.path == "/var/lib/bearerd/github.store")
+        let underSystemd = try self.load(self.twoAPIs, environment: ["STATE_DIRECTORY": "/var/lib/bearerd"])
+        #expect(underSystemd["billing"]?.store.path == billing.store.path)
+        let elsewhere = try self.load(self.twoAPIs, environment: ["STATE_DIRECTORY": "/srv/state"])
+        #expect(elsewhere["github"]?.store.path == "/srv/state/github.store")
     }
 
     @Test func aSessionsKeyAtTheTopAndADaemonKeyInASessionAreNamed() {
@@ -113,6 +118,34 @@ struct ConfiguredSessionsTests {
         #expect(issues.map(\.key) == ["sessions.github.upstream.url"], "\(issues)")
     }
 
+    /// Two ways of writing one address are one listener; port 0 is a new port each time.
+    @Test func oneAddressWrittenTwoWaysIsOneListener() {
+        func listening(_ first: String, _ second: String) -> [ConfigIssue] {
+            self.issues(
+                """
+                sessions:
+                  one:
+                    listen: ["\(first)"]
+                    upstream:
+                      url: https://api.example.com
+                    auth:
+                      static_token_file: \(self.tokenFile)
+                  two:
+                    listen: ["\(second)"]
+                    upstream:
+                      url: https://api.example.com
+                    auth:
+                      static_token_file: \(self.tokenFile)
+                """
+            )
+        }
+        #expect(listening("[::1]:8081", "[0:0:0:0:0:0:0:1]:8081").map(\.key) == ["sessions.two.listen"])
+        #expect(listening("localhost:8081", "127.0.0.1:8081").map(\.key) == ["sessions.two.listen"])
+        #expect(listening("unix:/run/b/x.sock", "unix:/run//b/./x.sock").map(\.key) == ["sessions.two.listen"])
+        #expect(listening("127.0.0.1:0", "127.0.0.1:0").isEmpty)
+        #expect(listening("127.0.0.1:8081", "127.0.0.2:8081").isEmpty)
+    }
+
     @Test func twoSessionsCannotShareAListenerOrAStore() {
         var shared = self.twoAPIs.replacingOccurrences(of: "127.0.0.1:8082", with: "127.0.0.1:8081")
         shared = shared.replacingOccurrences(
@@ -122,7 +155,7 @@ struct ConfiguredSessionsTests {
         shared = shared.replacingOccurrences(
             of: "    auth:\n      static_token_file: \(self.tokenFile)\n  billing:",
             with:
-                "    auth:\n      static_token_file: \(self.tokenFile)\n    store:\n      key_file: \(self.key)\n  billing:"
+                "    auth:\n      static_token_file: \(self.tokenFile)\n    store:\n      key_file: \(self.key)\n      path: ./x/../github.store\n  billing:"
         )
         let keys = self.issues(shared).map(\.key).sorted()
         #expect(keys == ["sessions.billing.listen", "sessions.billing.store.path"], "\(keys)")

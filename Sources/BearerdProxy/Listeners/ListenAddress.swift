@@ -65,6 +65,41 @@ package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What two addresses that bind the same socket have in common: the IP in its one written
+    /// form (`0:0:0:0:0:0:0:1` is `::1`) with the port, or the path with `.`, `..` and repeated
+    /// slashes resolved. `nil` for port 0: each such listener gets a port of its own.
+    package var bindingKey: String? {
+        switch self {
+        case .unix(let path):
+            return "unix:" + Self.normalPath(path)
+        case .tcp(_, 0):
+            return nil
+        case .tcp(let host, let port):
+            let family = Self.isIPv4(host) ? AF_INET : AF_INET6
+            var address = [UInt8](repeating: 0, count: 16)
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            guard inet_pton(family, host, &address) == 1,
+                inet_ntop(family, address, &text, socklen_t(text.count)) != nil
+            else { return "\(self)" }
+            let canonical = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return "\(family == AF_INET6 ? "[\(canonical)]" : canonical):\(port)"
+        }
+    }
+
+    /// An absolute `path` with `.`, `..` and repeated slashes resolved (symbolic links are not:
+    /// the file may not exist yet).
+    package static func normalPath(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            switch part {
+            case ".": continue
+            case "..": _ = parts.popLast()
+            default: parts.append(part)
+            }
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
     package var description: String {
         switch self {
         case .unix(let path): "unix:\(path)"
