@@ -152,12 +152,7 @@ extension TokenManager {
             case .client: self.stored.client = marked
             }
             do {
-                _ = try await lease.write(
-                    self.stored.shifted(by: self.clock.wallOffset),
-                    announce: false,
-                    floor: 0,
-                    expected: expected
-                )
+                try await self.writeMark(to: lease, expected: expected)
             } catch {
                 return self.withoutLock(error, login: false)
             }
@@ -187,6 +182,18 @@ extension TokenManager {
         return result
     }
 
+    /// Writes the session with its in-flight mark as it is now (set before a refresh token
+    /// leaves, cleared after a refresh that ended without an answer): under the lock, announced
+    /// to no one, the row's version as `expected`.
+    private func writeMark(to lease: any SharedSessionLease, expected: Int64) async throws {
+        _ = try await lease.write(
+            self.stored.shifted(by: self.clock.wallOffset),
+            announce: false,
+            floor: 0,
+            expected: expected
+        )
+    }
+
     /// The refresh ended without an answer that changed the session (the token server was not
     /// reached, did not answer in time, or failed): it is no longer in flight, so its mark leaves
     /// the row and no other host waits for it. The refresh token is the one this host would send
@@ -195,12 +202,7 @@ extension TokenManager {
         self.stored.user?.refreshSentAt = nil
         self.stored.client?.refreshSentAt = nil
         do {
-            _ = try await lease.write(
-                self.stored.shifted(by: self.clock.wallOffset),
-                announce: false,
-                floor: 0,
-                expected: expected
-            )
+            try await self.writeMark(to: lease, expected: expected)
         } catch {
             self.logger.warning(
                 "cannot clear this host's refresh-in-flight mark in the fleet's row; the other hosts wait for it until auth.request_timeout × 3 + 5 s have passed",
