@@ -137,7 +137,7 @@ package struct AdminAPI: Sendable {
     }
 
     /// `POST /v1/login/device`: sends the prompt, then the outcome, one JSON line each.
-    package func deviceLogin(send: @escaping @Sendable (Data) async throws -> Void) async {
+    func deviceLogin(send: @escaping @Sendable (Data) async throws -> Void) async {
         guard case .engine(let manager)? = self.backend else {
             try? await send(Self.line(AdminMessages.DeviceEvent(failure: Self.noSession)))
             return

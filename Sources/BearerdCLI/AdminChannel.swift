@@ -52,7 +52,7 @@ struct InProcessAdminChannel: AdminChannel {
     }
 
     func deviceLogin(_ onLine: @escaping @Sendable (Data) async -> Void) async throws {
-        await self.api.deviceLogin { line in await onLine(line) }
+        await self.api.deviceLogin(path: "/v1/login/device") { line in await onLine(line) }
     }
 
     func close() async {
