@@ -4,10 +4,12 @@ import ArgumentParser
 package struct Bearerd: AsyncParsableCommand {
     package static let configuration = CommandConfiguration(
         commandName: "bearerd",
-        abstract: "A localhost proxy that adds a valid OAuth bearer token to every request to one API.",
+        abstract: "A localhost proxy that adds a valid OAuth bearer token to every request to an API.",
         discussion: """
             Point legacy tools at http://127.0.0.1:PORT (or a unix socket); bearerd forwards each \
-            request to the configured upstream with `Authorization: Bearer <token>`.
+            request to the configured upstream with `Authorization: Bearer <token>`. Several APIs, \
+            each with its own credential and listener, are sessions of one daemon: a `sessions:` map \
+            in the config (see bearerd.yaml(5)), named in the verbs with --session NAME.
             """,
         version: BearerdVersion.string,
         subcommands: [
