@@ -13,12 +13,16 @@ extension AdminAPI {
     /// This API for the session `path` names (`?session=NAME`), or for the only one.
     func scoped(_ path: String) -> Result<AdminAPI, SessionRefusal> {
         let sessions = self.sessions
+        let route = Self.route(path)
         guard !sessions.isEmpty else {
+            // No session runs (a reload is replacing them, or the one it added failed): the
+            // daemon's own routes still answer, a reload first of all, which can mend it.
+            if route == "/v1/sessions" || Self.isDaemonWide(route) { return .success(self) }
             return .failure(SessionRefusal(response: Self.failure(.serviceUnavailable, Self.noSessionNow)))
         }
         let names = sessions.map(\.name).joined(separator: ", ")
         guard let name = Self.session(in: path) else {
-            if sessions.count == 1 || Self.route(path) == "/v1/sessions" || Self.isDaemonWide(Self.route(path)) {
+            if sessions.count == 1 || route == "/v1/sessions" || Self.isDaemonWide(route) {
                 var api = self
                 if let only = sessions.first { api.backend = only.backend }
                 return .success(api)

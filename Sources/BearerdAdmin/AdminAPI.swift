@@ -166,14 +166,23 @@ package struct AdminAPI: Sendable {
             return Self.failure(.unprocessableEntity, "config_refused", reason)
         case .notApplied(let reason):
             return Self.failure(.internalServerError, "reload_failed", reason)
+        case .partlyApplied(let failed, let pending):
+            let waiting = pending.isEmpty ? "" : "; \(pending.joined(separator: ", ")) wait for a restart"
+            return Self.failure(
+                .internalServerError,
+                "reload_partly_applied",
+                "\(failed); the rest of the new config is live\(waiting)"
+            )
         }
     }
 
     func status() async -> TokenStatus {
         switch self.backend {
         case nil:
-            // Never after `scoped`: it answers 503 while there is no session.
-            return TokenStatus(state: .loggedOut, failuresInARow: 0, storeBehind: false, now: Date())
+            // No session runs (`/health` asked while there is none).
+            var status = TokenStatus(state: .loggedOut, failuresInARow: 0, storeBehind: false, now: Date())
+            status.detail = Self.noSessionNow.message
+            return status
         case .engine(let manager)?:
             return await manager.status()
         case .staticToken(_, let path)?:
@@ -295,10 +304,11 @@ package struct AdminAPI: Sendable {
 
     // MARK: Helpers
 
-    /// While a reload replaces the only session, for a moment there is none.
+    /// No session runs: a reload is replacing the only one, or the one a reload added failed.
     static let noSessionNow = AdminMessages.Failure(
         error: "no_session",
-        message: "a reload is replacing this daemon's sessions: try again in a moment"
+        message:
+            "no session runs now: a reload is replacing them (try again in a moment), or the one it started failed (see the log, fix the config's sessions and run bearerd reload)"
     )
 
     static let noSession = AdminMessages.Failure(

@@ -8,6 +8,10 @@ package enum ReloadOutcome: Sendable, Equatable {
     /// The new config is valid but could not be applied (a listener that cannot bind, say);
     /// the running one keeps serving.
     case notApplied(String)
+    /// With `sessions:`, some of the new config serves and some could not be applied (`failed`
+    /// says which, each session so named keeps its running config); `restartPending` as in
+    /// ``applied(restartPending:)``.
+    case partlyApplied(failed: String, restartPending: [String])
 }
 
 extension AdminMessages {

@@ -85,6 +85,9 @@ struct ReloadCommand: AsyncParsableCommand {
             case "reload_failed":
                 StandardError.emit("bearerd: \(failure.message); the running config keeps serving")
                 throw ExitCode.failure
+            case "reload_partly_applied":
+                StandardError.emit("bearerd: reloaded in part: \(failure.message)")
+                throw ExitCode.failure
             default:
                 StandardError.emit("bearerd: \(failure.message)")
                 throw ExitCode.failure

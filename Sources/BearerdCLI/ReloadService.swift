@@ -19,6 +19,9 @@ final class ReloadService: Service, Sendable {
     struct Request: Sendable {
         let trigger: String
         let answer: CheckedContinuation<ReloadOutcome, Never>?
+        /// Not a reload: a session that ended on its own is forgotten, in turn with the reloads
+        /// (one that is starting it hears first, and records it before this removes it).
+        var forget: String? = nil
     }
 
     let configPath: String
@@ -119,7 +122,9 @@ final class ReloadService: Service, Sendable {
         self.logger = logger
         self.reopenLogs = reopenLogs
         (self.requests, self.enqueue) = AsyncStream.makeStream(of: Request.self)
-        lifecycle?.supervisor.whenASessionEndsOnItsOwn { [weak self] name in self?.forget(name) }
+        lifecycle?.supervisor.whenASessionEndsOnItsOwn { [weak self] name in
+            self?.enqueue.yield(Request(trigger: "", answer: nil, forget: name))
+        }
     }
 
     func run() async throws {
@@ -133,6 +138,10 @@ final class ReloadService: Service, Sendable {
                 self.enqueue.finish()
             }
             for await request in self.requests {
+                if let name = request.forget {
+                    self.forget(name)
+                    continue
+                }
                 let outcome = await self.reload(trigger: request.trigger)
                 request.answer?.resume(returning: outcome)
             }
@@ -181,6 +190,7 @@ final class ReloadService: Service, Sendable {
         // A session whose new config cannot be applied keeps its running one; the others take
         // theirs, and the reload says which did not.
         var failed: [String] = []
+        var appliedAny = false
         for session in prepared {
             guard let target = self.sessions.withLock({ $0[session.session] }) else { continue }
             let spell = { (key: String) in ConfigLoader.spelled(key, session: self.named ? session.session : nil) }
@@ -189,10 +199,16 @@ final class ReloadService: Service, Sendable {
             let old = self.running.withLock { $0[session.session] } ?? WrittenValues()
             let restartOnly = RestartOnlyKeys.changed(from: old, to: new.written)
             let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }
-            if !useless.isEmpty, old["upstream.url"] != new.written["upstream.url"] {
+            // What the token is for and whom it is from: the token source and the store, any other
+            // auth key that waits for a restart (its resource, scopes, audience), or, with
+            // auth.discover, the upstream itself (it names its token server).
+            let tokenSide = restartOnly.filter { RestartOnlyKeys.session.contains($0) || $0.hasPrefix("auth.") }
+            let discovers = [old["auth.discover"], new.written["auth.discover"]].contains { $0?.lowercased() == "true" }
+            if old["upstream.url"] != new.written["upstream.url"], !tokenSide.isEmpty || discovers {
                 // The running token source's token would go to the new upstream, an API it was
                 // not meant for: nothing of this session's new config is applied.
-                let keys = (["upstream.url"] + useless).map(spell).joined(separator: ", ")
+                let keys = (["upstream.url"] + tokenSide + (discovers ? ["auth.discover"] : [])).map(spell)
+                    .joined(separator: ", ")
                 self.logger.error(
                     "the upstream and the token source changed together: the new upstream would get the running token source's token; this session keeps its running config; restart bearerd to switch both",
                     metadata: ["keys": "\(keys)"].merging(self.named ? ["session": "\(session.session)"] : [:]) {
@@ -201,7 +217,7 @@ final class ReloadService: Service, Sendable {
                     }
                 )
                 failed.append(
-                    "the new config\(of) changes upstream.url and the token source together (\(keys)): the running token source's token would go to the new upstream, so nothing of it was applied; restart bearerd to switch both"
+                    "the new config\(of) changes upstream.url and what its token is for together (\(keys)): the running token source's token would go to the new upstream, so nothing of this session's new config was applied; restart bearerd to switch both"
                 )
                 continue
             }
@@ -216,6 +232,7 @@ final class ReloadService: Service, Sendable {
                 continue
             }
             await target.manager?.update(policy: TokenPlan.policy(new.auth))
+            appliedAny = true
             if !useless.isEmpty {
                 self.logger.error(
                     "the token source or the store changed: the stored tokens belong to the running one, which keeps serving; restart bearerd to switch, then run `bearerd login` if the new token server needs it",
@@ -244,8 +261,13 @@ final class ReloadService: Service, Sendable {
             self.logLevel.value = first.configuration.log.level
             self.logger.debug("log level applied", metadata: ["log_level": "\(first.configuration.log.level)"])
         }
-        failed += await self.apply(change)
-        guard failed.isEmpty else { return .notApplied(failed.joined(separator: "; ")) }
+        let notStarted = await self.apply(change)
+        failed += notStarted
+        appliedAny = appliedAny || !change.stopping.isEmpty || change.starting.count > notStarted.count
+        guard failed.isEmpty else {
+            let reason = failed.joined(separator: "; ")
+            return appliedAny ? .partlyApplied(failed: reason, restartPending: pending) : .notApplied(reason)
+        }
         return .applied(restartPending: pending)
     }
 }

@@ -25,12 +25,12 @@ final class SessionSupervisor: Service, Sendable {
     private let logger: Logger
     private let commands: AsyncStream<Command>
     private let enqueue: AsyncStream<Command>.Continuation
-    private let running = Mutex<[String: Running]>([:])
+    /// The running sessions, and whether the daemon is stopping: then no session starts, and
+    /// none that ends is forgotten for it (one lock, so a start cannot slip past a stop).
+    private let running = Mutex<(groups: [String: Running], stopping: Bool)>(([:], false))
     /// Told of a session that ended without being asked to (a reload-added one that failed
     /// after it started), so that it is no longer listed or reloaded as if it ran.
     private let onOwnEnd = Mutex<@Sendable (String) -> Void>({ _ in })
-    /// The daemon is stopping: every session ends, and none is forgotten for it.
-    private let stopping = Atomic<Bool>(false)
 
     init(sessions: [DaemonSession], logger: Logger) {
         self.initial = Mutex(sessions)
@@ -45,7 +45,8 @@ final class SessionSupervisor: Service, Sendable {
         }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             for session in initial {
-                let group = self.register(session)
+                // Nil once an initial session failed at once: the daemon is stopping.
+                guard let group = self.register(session) else { break }
                 let name = session.name
                 tasks.addTask {
                     defer { self.ended(name) }
@@ -54,7 +55,6 @@ final class SessionSupervisor: Service, Sendable {
                     } catch {
                         // The daemon stops, as when any of its parts fails: the other sessions
                         // drain and stop too, rather than serve on in a daemon that is failing.
-                        self.stopping.store(true, ordering: .relaxed)
                         self.enqueue.finish()
                         await self.stopAll(but: name)
                         throw error
@@ -66,7 +66,10 @@ final class SessionSupervisor: Service, Sendable {
                 for await command in self.commands {
                     switch command {
                     case .start(let session, let started):
-                        let group = self.register(session)
+                        guard let group = self.register(session) else {
+                            started(.failure(StoppingError()))
+                            continue
+                        }
                         tasks.addTask {
                             let outcome: Result<Void, any Error>
                             do {
@@ -90,9 +93,9 @@ final class SessionSupervisor: Service, Sendable {
                         }
                     case .stop(let name, let stopped):
                         let group = self.running.withLock { running -> ServiceGroup? in
-                            guard running[name] != nil else { return nil }
-                            running[name]?.waiters.append(stopped)
-                            return running[name]?.group
+                            guard running.groups[name] != nil else { return nil }
+                            running.groups[name]?.waiters.append(stopped)
+                            return running.groups[name]?.group
                         }
                         guard let group else {
                             stopped()
@@ -102,7 +105,7 @@ final class SessionSupervisor: Service, Sendable {
                     }
                 }
             } onGracefulShutdown: {
-                self.stopping.store(true, ordering: .relaxed)
+                self.running.withLock { $0.stopping = true }
                 self.enqueue.finish()
             }
             try await tasks.waitForAll()
@@ -134,15 +137,18 @@ final class SessionSupervisor: Service, Sendable {
         }
     }
 
-    /// Tells every running session's group but `name`'s to shut down gracefully.
+    /// The daemon is stopping: every running session's group but `name`'s is told to shut down
+    /// gracefully, and none starts after.
     private func stopAll(but name: String) async {
         let groups = self.running.withLock { running in
-            running.filter { $0.key != name }.map(\.value.group)
+            running.stopping = true
+            return running.groups.filter { $0.key != name }.map(\.value.group)
         }
         for group in groups { await group.triggerGracefulShutdown() }
     }
 
-    private func register(_ session: DaemonSession) -> ServiceGroup {
+    /// The session's group, registered as running; `nil` once the daemon is stopping.
+    private func register(_ session: DaemonSession) -> ServiceGroup? {
         let group = ServiceGroup(
             configuration: .init(
                 services: session.services.map { .init(service: $0) },
@@ -151,8 +157,11 @@ final class SessionSupervisor: Service, Sendable {
                 logger: self.logger
             )
         )
-        self.running.withLock { $0[session.name] = Running(group: group) }
-        return group
+        return self.running.withLock { running in
+            guard !running.stopping else { return nil }
+            running.groups[session.name] = Running(group: group)
+            return group
+        }
     }
 
     /// `forget` is called with the name of each session that ends without a ``stop(_:)``.
@@ -161,9 +170,11 @@ final class SessionSupervisor: Service, Sendable {
     }
 
     private func ended(_ name: String) {
-        let waiters = self.running.withLock { $0.removeValue(forKey: name)?.waiters }
+        let (waiters, stopping) = self.running.withLock { running in
+            (running.groups.removeValue(forKey: name)?.waiters, running.stopping)
+        }
         guard let waiters, !waiters.isEmpty else {
-            guard !self.stopping.load(ordering: .relaxed) else { return }
+            guard !stopping else { return }
             let forget = self.onOwnEnd.withLock { $0 }
             forget(name)
             return

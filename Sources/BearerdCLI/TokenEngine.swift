@@ -132,7 +132,7 @@ enum TokenEngine {
         try? await client.shutdown()
         // Its last write is done: the store's lock goes now, not when the last reference does,
         // so that a session a reload removed can be added again.
-        manager.closeStore()
+        await manager.closeStore()
     }
 
     /// The encrypted store when a key is configured, otherwise memory (with a warning). A store

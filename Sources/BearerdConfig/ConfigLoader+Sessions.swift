@@ -74,7 +74,7 @@ extension ConfigLoader {
         )
         let shared = self.environment.keys.filter { name in
             name.hasPrefix("BEARERD_") && !ConfigSchema.nonSettingEnvironment.contains(name)
-                && !daemonWide.contains(name)
+                && !daemonWide.contains(name.uppercased())  // as the loader matches them
         }
         for name in shared.sorted() {
             issues.append(
@@ -183,21 +183,25 @@ extension ConfigLoader {
     /// What two sessions may not share: a listener, a store file, a fleet row.
     static func conflicts(_ entries: [ConfiguredSessions.Entry]) -> [ConfigIssue] {
         var issues: [ConfigIssue] = []
-        var listeners: [String: String] = [:]
+        var listeners: [(address: ListenAddress, session: String)] = []
         var stores: [String: String] = [:]
         var rows: [String: String] = [:]
         for entry in entries {
             let configuration = entry.configuration
             for address in configuration.listen {
-                guard let binding = address.bindingKey else { continue }
-                if let other = listeners.updateValue(entry.name, forKey: binding) {
+                if let other = listeners.first(where: { $0.address.collides(with: address) }) {
+                    let what =
+                        other.session == entry.name
+                        ? "is this session's listener" : "is session \(other.session)'s listener"
                     issues.append(
                         ConfigIssue(
                             key: "sessions.\(entry.name).listen",
-                            message: "\(address) is session \(other)'s listener too: a listener belongs to one session"
+                            message:
+                                "\(address) \(what) too (\(other.address) binds the same socket): a listener belongs to one session, once"
                         )
                     )
                 }
+                listeners.append((address, entry.name))
             }
             if let postgres = configuration.store.postgres {
                 let row = "\(postgres.table) \(configuration.store.profile)"

@@ -141,6 +141,14 @@ extension TokenManager {
     /// token stays.
     package func logOut() async -> LogoutResult {
         await self.awaitInFlight()
+        guard !self.storeClosed else {
+            return LogoutResult(
+                loggedOut: false,
+                revoked: false,
+                detail:
+                    "this session has stopped (a reload removed it): nothing was logged out; run the logout again once it runs"
+            )
+        }
         guard let session = self.currentSession, session.kind == .user else {
             return LogoutResult(loggedOut: false, revoked: false, detail: "not logged in: nothing to log out")
         }

@@ -44,9 +44,6 @@ extension TokenManager {
     nonisolated var source: any TokenSource { self.ports.source }
     nonisolated var transport: any TokenTransport { self.ports.transport }
     nonisolated var store: any TokenStore { self.ports.store }
-
-    /// Lets the store go once the session stopped (``TokenStore/close()``); call after ``settle()``.
-    package nonisolated func closeStore() { self.ports.store.close() }
     nonisolated var seed: Secret? { self.ports.seed }
     nonisolated var fleet: (any SharedSessionStore)? { self.ports.fleet }
     nonisolated var fleetHost: String? { self.ports.fleetHost }

@@ -322,6 +322,13 @@ extension TokenManager {
     /// Writes `stored` if it is not on disk yet.
     func writeStore() {
         guard self.storeBehind else { return }
+        guard !self.storeClosed else {
+            self.logger.error(
+                "this session has stopped and its store is closed: the change of its tokens is not written",
+                metadata: ["hint": "run the verb again once the session runs"]
+            )
+            return
+        }
         do {
             try self.store.save(self.stored.shifted(by: self.clock.wallOffset))
             self.storeBehind = false
@@ -331,5 +338,15 @@ extension TokenManager {
                 metadata: ["error": "\(error)", "retry_in_s": "\(Int(RefreshStateMachine.saveRetryInterval))"]
             )
         }
+    }
+
+    /// The session stopped: once a refresh in flight is stored and a write that failed is tried
+    /// once more, the store is let go (a file store's lock with it, so that another session or
+    /// daemon may open it); nothing is written after.
+    package func closeStore() async {
+        await self.awaitInFlight()
+        self.writeStore()
+        self.storeClosed = true
+        self.store.close()
     }
 }

@@ -89,6 +89,8 @@ package actor TokenManager: TokenProvider {
     /// Whether `stored` is not on disk yet (a write failed); written again every
     /// ``RefreshStateMachine/saveRetryInterval``.
     var storeBehind = false
+    /// The store was let go (``closeStore()``: its session stopped): nothing more is written.
+    var storeClosed = false
     /// Where this host stands with the fleet's row (fleet mode only).
     var fleetRow = FleetPosition()
     /// The span of the refresh in flight (`tracing.endpoint`).

@@ -177,6 +177,77 @@ struct NamedSessionsTests {
         try await group.shutdownGracefully()
     }
 
+    /// A reload one session of which cannot apply: the others take the new config, the reload
+    /// says which did not; and when no session runs any more, a reload still mends it.
+    @Test func aReloadAppliedInPartSaysSoAndAReloadStillMendsADaemonWithoutSessions() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let first = try await TestUpstream.start(group: group) { _ in .ok("first") }
+        let second = try await TestUpstream.start(group: group) { _ in .ok("second") }
+        let taken = try await TestUpstream.start(group: group) { _ in .ok("taken") }
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("static-token-epsilon-5\n", to: "token", mode: 0o600)
+        let (onePort, twoPort) = (try FreePort.pick(), try FreePort.pick())
+        func session(_ name: String, port: Int, upstream: Int) -> String {
+            """
+              \(name):
+                listen: ["127.0.0.1:\(port)"]
+                upstream:
+                  url: http://127.0.0.1:\(upstream)
+                auth:
+                  static_token_file: \(token)
+            """
+        }
+        func write(_ sessions: String...) throws -> String {
+            try directory.write(
+                "admin:\n  socket: \(directory.path)/run/admin.sock\nsessions:\n" + sessions.joined(separator: "\n")
+                    + "\n",
+                to: "b.yaml"
+            )
+        }
+        func body(_ port: Int) async -> String? {
+            try? await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) {
+                try await $0.send(.GET, "/x").bodyText
+            }
+        }
+        let path = try write(
+            session("one", port: onePort, upstream: first.port),
+            session("two", port: twoPort, upstream: first.port)
+        )
+        let daemon = try BearerdProcess(["serve", "-c", path])
+        try await daemon.waitUntilReady()
+
+        // two's new listener is taken: one moves to the second upstream, two keeps serving as it was.
+        _ = try write(
+            session("one", port: onePort, upstream: second.port),
+            session("two", port: taken.port, upstream: first.port)
+        )
+        var result = try await BearerdProcess.run(["reload", "-c", path])
+        #expect(result.status == 1 && result.stderr.contains("reloaded in part"), "\(result.stderr)")
+        #expect(result.stderr.contains("session two"), "\(result.stderr)")
+        #expect(await body(onePort) == "second")
+        #expect(await body(twoPort) == "first")
+
+        // Every session replaced by one that cannot start: none runs, and the admin socket still
+        // takes the reload that mends it.
+        _ = try write(session("three", port: taken.port, upstream: first.port))
+        result = try await BearerdProcess.run(["reload", "-c", path])
+        #expect(result.status == 1, "\(result.stderr)")
+        let free = try FreePort.pick()
+        _ = try write(session("three", port: free, upstream: second.port))
+        result = try await BearerdProcess.run(["reload", "-c", path])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(await body(free) == "second")
+        result = try await BearerdProcess.run(["status", "--session", "three", "-c", path])
+        #expect(result.status == 0 && result.stdout.contains("static"), "\(result.stdout)\(result.stderr)")
+        result = try await BearerdProcess.run(["status", "--session", "one", "-c", path])
+        #expect(result.status != 0 && result.stderr.contains("three"), "\(result.stderr)")
+        daemon.signal(SIGTERM)
+        #expect(try await daemon.wait() == 0)
+        await first.stop()
+        await second.stop()
+        await taken.stop()
+    }
+
     /// A session that cannot start (its port is taken) stops the daemon: the others do not
     /// serve on in a daemon that failed to start.
     @Test func aSessionThatCannotStartStopsTheDaemon() async throws {

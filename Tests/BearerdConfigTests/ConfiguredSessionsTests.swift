@@ -1,6 +1,7 @@
 import BearerdConfig
 import BearerdProxy
 import BearerdTestSupport
+import BearerdWire
 import Foundation
 import Logging
 import Testing
@@ -142,8 +143,22 @@ struct ConfiguredSessionsTests {
         #expect(listening("[::1]:8081", "[0:0:0:0:0:0:0:1]:8081").map(\.key) == ["sessions.two.listen"])
         #expect(listening("localhost:8081", "127.0.0.1:8081").map(\.key) == ["sessions.two.listen"])
         #expect(listening("unix:/run/b/x.sock", "unix:/run//b/./x.sock").map(\.key) == ["sessions.two.listen"])
+        #expect(listening("[::ffff:127.0.0.1]:8081", "127.0.0.1:8081").map(\.key) == ["sessions.two.listen"])
         #expect(listening("127.0.0.1:0", "127.0.0.1:0").isEmpty)
         #expect(listening("127.0.0.1:8081", "127.0.0.2:8081").isEmpty)
+    }
+
+    /// A wildcard takes every address of its family on its port (`::` takes IPv4 too).
+    @Test func aWildcardCollidesWithEveryAddressOnItsPort() throws {
+        func address(_ text: String) throws -> ListenAddress {
+            try #require(ListenAddress.parse(text).value, "\(text)")
+        }
+        #expect(try address("0.0.0.0:8081").collides(with: try address("127.0.0.1:8081")))
+        #expect(try address("[::1]:8081").collides(with: try address("[::]:8081")))
+        #expect(try address("[::]:8081").collides(with: try address("127.0.0.2:8081")))
+        #expect(try !address("0.0.0.0:8081").collides(with: try address("[::1]:8081")))
+        #expect(try !address("0.0.0.0:8081").collides(with: try address("0.0.0.0:8082")))
+        #expect(try !address("unix:/run/a.sock").collides(with: try address("127.0.0.1:8081")))
     }
 
     @Test func twoSessionsCannotShareAListenerOrAStore() {

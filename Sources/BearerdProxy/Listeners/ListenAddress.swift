@@ -60,30 +60,44 @@ package enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .unix: return true
         case .tcp(let host, _):
-            if Self.isIPv4(host) { return host.hasPrefix("127.") }
-            return host == "::1" || host == "0:0:0:0:0:0:0:1"
+            // 127.0.0.0/8, ::1, and 127.0.0.0/8 written as IPv4-mapped IPv6 (::ffff:127.0.0.1).
+            guard let bytes = Self.addressBytes(host) else { return false }
+            return bytes.count == 4 ? bytes[0] == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
         }
     }
 
-    /// What two addresses that bind the same socket have in common: the IP in its one written
-    /// form (`0:0:0:0:0:0:0:1` is `::1`) with the port, or the path with `.`, `..` and repeated
-    /// slashes resolved. `nil` for port 0: each such listener gets a port of its own.
-    package var bindingKey: String? {
-        switch self {
-        case .unix(let path):
-            return "unix:" + Self.normalPath(path)
-        case .tcp(_, 0):
-            return nil
-        case .tcp(let host, let port):
-            let family = Self.isIPv4(host) ? AF_INET : AF_INET6
-            var address = [UInt8](repeating: 0, count: 16)
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            guard inet_pton(family, host, &address) == 1,
-                inet_ntop(family, address, &text, socklen_t(text.count)) != nil
-            else { return "\(self)" }
-            let canonical = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            return "\(family == AF_INET6 ? "[\(canonical)]" : canonical):\(port)"
+    /// Whether binding both would collide (the second bind fails with EADDRINUSE): one path
+    /// however written (`.`, `..`, repeated slashes); one IP however written (`0:0:0:0:0:0:0:1`
+    /// is `::1`, `::ffff:127.0.0.1` is `127.0.0.1`) on one port; or a wildcard (`0.0.0.0`, and
+    /// `::`, which takes IPv4 too) and any address of its family on its port. Port 0 is a new
+    /// port for each listener: it collides with nothing.
+    package func collides(with other: ListenAddress) -> Bool {
+        switch (self, other) {
+        case (.unix(let first), .unix(let second)):
+            return Self.normalPath(first) == Self.normalPath(second)
+        case (.tcp(let firstHost, let firstPort), .tcp(let secondHost, let secondPort)):
+            guard firstPort == secondPort, firstPort != 0, let first = Self.addressBytes(firstHost),
+                let second = Self.addressBytes(secondHost)
+            else { return false }
+            if first == second { return true }
+            func wildcardCovers(_ wildcard: [UInt8], _ address: [UInt8]) -> Bool {
+                wildcard.allSatisfy { $0 == 0 } && (wildcard.count == address.count || wildcard.count == 16)
+            }
+            return wildcardCovers(first, second) || wildcardCovers(second, first)
+        case (.unix, .tcp), (.tcp, .unix):
+            return false
         }
+    }
+
+    /// The address's bytes: 4 for IPv4 (an IPv4-mapped IPv6 address folded to its IPv4), 16 for
+    /// IPv6.
+    static func addressBytes(_ host: String) -> [UInt8]? {
+        var v4 = [UInt8](repeating: 0, count: 4)
+        if inet_pton(AF_INET, host, &v4) == 1 { return v4 }
+        var v6 = [UInt8](repeating: 0, count: 16)
+        guard inet_pton(AF_INET6, host, &v6) == 1 else { return nil }
+        if v6[0..<10].allSatisfy({ $0 == 0 }) && v6[10] == 0xff && v6[11] == 0xff { return Array(v6[12...]) }
+        return v6
     }
 
     /// An absolute `path` with `.`, `..` and repeated slashes resolved (symbolic links are not:
