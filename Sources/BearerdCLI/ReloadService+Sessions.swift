@@ -65,6 +65,8 @@ extension ReloadService {
     /// A session ended without a reload stopping it (one a reload added failed later): it is
     /// no longer listed, and the next reload that names it starts it again.
     func forget(_ name: String) {
+        // A later reload may have started a session of that name again: that one stays.
+        if self.lifecycle?.supervisor.isRunning(name) == true { return }
         self.lifecycle?.directory.remove(name)
         self.sessions.withLock { _ = $0.removeValue(forKey: name) }
         self.running.withLock { _ = $0.removeValue(forKey: name) }
@@ -96,6 +98,9 @@ extension ReloadService {
                     ]
                 )
             case .failure(let error):
+                // Whether it never ran or ran and failed, its store and client go (closing twice
+                // is harmless).
+                await session.engine.close()
                 failed.append("session \(session.name) cannot start: \(error)")
             }
         }

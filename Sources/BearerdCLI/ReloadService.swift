@@ -199,11 +199,15 @@ final class ReloadService: Service, Sendable {
             let old = self.running.withLock { $0[session.session] } ?? WrittenValues()
             let restartOnly = RestartOnlyKeys.changed(from: old, to: new.written)
             let useless = restartOnly.filter { RestartOnlyKeys.session.contains($0) }
-            // What the token is for and whom it is from: the token source and the store, any other
-            // auth key that waits for a restart (its resource, scopes, audience), or, with
+            // What the token is for and whom it is from: the token source and the store, the
+            // keys that say what it is for (its resource, scopes, audience), or, with
             // auth.discover, the upstream itself (it names its token server).
-            let tokenSide = restartOnly.filter { RestartOnlyKeys.session.contains($0) || $0.hasPrefix("auth.") }
-            let discovers = [old["auth.discover"], new.written["auth.discover"]].contains { $0?.lowercased() == "true" }
+            let tokenSide = restartOnly.filter {
+                RestartOnlyKeys.session.contains($0) || RestartOnlyKeys.tokenPurpose.contains($0)
+            }
+            let discovers = [old["auth.discover"], new.written["auth.discover"]].contains {
+                $0.flatMap(ConfigValueParsers.bool) == true
+            }
             if old["upstream.url"] != new.written["upstream.url"], !tokenSide.isEmpty || discovers {
                 // The running token source's token would go to the new upstream, an API it was
                 // not meant for: nothing of this session's new config is applied.
@@ -232,7 +236,7 @@ final class ReloadService: Service, Sendable {
                 continue
             }
             await target.manager?.update(policy: TokenPlan.policy(new.auth))
-            appliedAny = true
+            if RestartOnlyKeys.running(new.written, keeping: old) != old { appliedAny = true }
             if !useless.isEmpty {
                 self.logger.error(
                     "the token source or the store changed: the stored tokens belong to the running one, which keeps serving; restart bearerd to switch, then run `bearerd login` if the new token server needs it",

@@ -10,6 +10,17 @@ enum RestartOnlyKeys {
     /// Keys whose change makes the stored tokens useless (another server, client or store).
     static let session = Set(ConfigSchema.keys(reloading: .newSession))
 
+    /// What a token is for, besides where it comes from (``session``): keys that change the
+    /// token a reload keeps serving into one meant for another API. A reload that moves
+    /// `upstream.url` while one of these (or of ``session``) waits for a restart is refused for
+    /// that session; the connection's keys (timeouts, TLS files, a secret file's path) are not.
+    static let tokenPurpose: Set<String> = [
+        "auth.resource", "auth.scopes", "auth.extra_params", "auth.authorization_params",
+        "auth.token_exchange.audience", "auth.token_exchange.resource",
+        "auth.token_exchange.requested_token_type", "auth.verify.audience", "auth.verify.issuer",
+        "auth.client_assertion_audience",
+    ]
+
     /// Keys a reload does not apply.
     static let all = ConfigSchema.keys(reloading: .restart) + ConfigSchema.keys(reloading: .newSession)
 

@@ -44,9 +44,13 @@ final class SessionSupervisor: Service, Sendable {
             return initial
         }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            for session in initial {
-                // Nil once an initial session failed at once: the daemon is stopping.
-                guard let group = self.register(session) else { break }
+            for (index, session) in initial.enumerated() {
+                // Nil once an initial session failed at once: the daemon is stopping, and the
+                // sessions made but not started let their stores and clients go.
+                guard let group = self.register(session) else {
+                    for unstarted in initial[index...] { await unstarted.engine.close() }
+                    break
+                }
                 let name = session.name
                 tasks.addTask {
                     defer { self.ended(name) }
@@ -67,6 +71,8 @@ final class SessionSupervisor: Service, Sendable {
                     switch command {
                     case .start(let session, let started):
                         guard let group = self.register(session) else {
+                            // Made, never to run: its store and client go now.
+                            await session.engine.close()
                             started(.failure(StoppingError()))
                             continue
                         }
@@ -162,6 +168,12 @@ final class SessionSupervisor: Service, Sendable {
             running.groups[session.name] = Running(group: group)
             return group
         }
+    }
+
+    /// Whether a session of this name runs now (a reload may have started it again since one of
+    /// that name ended).
+    func isRunning(_ name: String) -> Bool {
+        self.running.withLock { $0.groups[name] != nil }
     }
 
     /// `forget` is called with the name of each session that ends without a ``stop(_:)``.

@@ -1,8 +1,8 @@
 /// Parsers for the config file's value syntaxes. Each returns `nil` on bad input; the loader turns
 /// that into an issue naming the key and the expected form.
-enum ConfigValueParsers {
+package enum ConfigValueParsers {
     /// `true`/`false` (also `yes`/`no`, `on`/`off`), any case.
-    static func bool(_ text: String) -> Bool? {
+    package static func bool(_ text: String) -> Bool? {
         switch text.lowercased() {
         case "true", "yes", "on": true
         case "false", "no", "off": false

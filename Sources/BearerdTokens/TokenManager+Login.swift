@@ -146,7 +146,7 @@ extension TokenManager {
                 loggedOut: false,
                 revoked: false,
                 detail:
-                    "this session has stopped (a reload removed it): nothing was logged out; run the logout again once it runs"
+                    "this session has stopped (bearerd is stopping, or a reload removed it): nothing was logged out; run the logout again once it runs"
             )
         }
         guard let session = self.currentSession, session.kind == .user else {

@@ -344,6 +344,7 @@ extension TokenManager {
     /// once more, the store is let go (a file store's lock with it, so that another session or
     /// daemon may open it); nothing is written after.
     package func closeStore() async {
+        guard !self.storeClosed else { return }
         await self.awaitInFlight()
         self.writeStore()
         self.storeClosed = true

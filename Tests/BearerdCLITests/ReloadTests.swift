@@ -243,6 +243,41 @@ struct ReloadTests {
         await second.stop()
     }
 
+    /// Moving the upstream while a key of the connection to the token server waits for a
+    /// restart (a timeout, not what the token is for) is an ordinary reload: the upstream moves.
+    @Test func anUpstreamMovedWithATimeoutThatWaitsForARestartIsApplied() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let first = try await TestUpstream.start(group: group) { _ in .ok("first") }
+        let second = try await TestUpstream.start(group: group) { _ in .ok("second") }
+        let directory = try TemporaryDirectory()
+        let token = try directory.write("token-for-both-3\n", to: "token")
+        func config(upstream: Int, timeout: String) -> String {
+            Self.config(upstream: upstream, listen: ["127.0.0.1:0"], token: token)
+                .replacingOccurrences(
+                    of: "  static_token_file:",
+                    with: "  request_timeout: \(timeout)\n  static_token_file:"
+                )
+        }
+        let path = try directory.write(config(upstream: first.port, timeout: "5s"), to: "b.yaml")
+        let bearerd = try BearerdProcess(["serve", "-c", path])
+        try await bearerd.waitUntilReady()
+        let port = try #require(bearerd.proxyPort)
+        try config(upstream: second.port, timeout: "6s").write(toFile: path, atomically: true, encoding: .utf8)
+        let reload = try await BearerdProcess.run(["reload", "-c", path])
+        #expect(
+            reload.status == 75 && reload.stdout.contains("auth.request_timeout"),
+            "\(reload.stdout)\(reload.stderr)"
+        )
+        let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group) {
+            try await $0.send(.GET, "/x")
+        }
+        #expect(answer.bodyText == "second")
+        bearerd.signal(SIGTERM)
+        #expect(try await bearerd.wait() == 0)
+        await first.stop()
+        await second.stop()
+    }
+
     final class Tally: Sendable {
         let bodies = Mutex<[String: Int]>([:])
         let failures = Mutex<[String]>([])

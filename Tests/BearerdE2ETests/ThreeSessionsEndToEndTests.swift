@@ -155,7 +155,9 @@ struct ThreeSessionsEndToEndTests {
         for session in sessions {
             let (right, wrong) = counts[session.name] ?? (0, 0)
             #expect(wrong == 0, "\(session.name): \(wrong) wrong answers, first: \(tally.firstWrong(session.name))")
-            #expect(right > 500, "\(session.name): only \(right) answers")
+            // Under the parallel suites django-oauth-toolkit answered 551 in one run: the bound
+            // says each session served throughout, not how fast.
+            #expect(right > 100, "\(session.name): only \(right) answers")
         }
 
         // Each session refreshed on its own, at its own token lifetime.
@@ -171,8 +173,9 @@ struct ThreeSessionsEndToEndTests {
         let rotating = refreshes("rotating")
         let exchange = refreshes("exchange")
         Self.log("refreshes: rotating \(rotating) (5 s tokens), exchange \(exchange) (3 s tokens) in \(Self.duration)")
-        #expect(rotating >= 3 && rotating <= 12, "rotating: \(rotating) refreshes of 5 s tokens in 20 s")
-        #expect(exchange >= 5 && exchange <= 20, "exchange: \(exchange) exchanges of 3 s tokens in 20 s")
+        // At least a few per session (3 and 13 under the parallel suites), and not one per request.
+        #expect(rotating >= 2 && rotating <= 12, "rotating: \(rotating) refreshes of 5 s tokens in 20 s")
+        #expect(exchange >= 4 && exchange <= 20, "exchange: \(exchange) exchanges of 3 s tokens in 20 s")
         #expect(!bearerd.stderr.contains("rejected"), "a refresh was rejected: reuse revoked the family?")
 
         let status = try await BearerdProcess.run(["status", "-c", config])
@@ -183,6 +186,7 @@ struct ThreeSessionsEndToEndTests {
         #expect(!status.stdout.contains(staticToken) && !bearerd.stderr.contains(staticToken))
         bearerd.signal(SIGTERM)
         #expect(try await bearerd.wait() == 0)
+        #expect(!bearerd.stderr.contains("store is closed"), "a write came after a session's store closed")
     }
 
     final class Tally: Sendable {
