@@ -14,17 +14,7 @@ extension ConfigLoader {
     /// `default`, exactly as ``load(path:)`` reads it.
     /// - Throws: ``ConfigError`` listing every problem of every session.
     package func loadSessions(path: String) throws(ConfigError) -> ConfiguredSessions {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
-            throw ConfigError(
-                key: path,
-                message: "the config file \(reason); create it from config/bearerd.example.yaml or pass --config PATH"
-            )
-        }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let (text, directory) = try Self.read(path)
         let sessions = try self.loadSessions(yaml: text, source: path, baseDirectory: directory)
         let exposed = sessions.entries.flatMap { entry in
             Self.readableCredentials(entry.configuration, path: path).map {

@@ -36,12 +36,12 @@ package struct ConfigLoader: Sendable {
         self.accessReporter = accessReporter
     }
 
-    /// Loads and validates the file at `path`.
-    /// - Throws: ``ConfigError`` listing every problem.
-    package func load(path: String) throws(ConfigError) -> BearerdConfiguration {
-        let text: String
+    /// The text of the config file at `path`, and its directory (relative names in it are
+    /// resolved there); an error that says whether it is missing or unreadable.
+    static func read(_ path: String) throws(ConfigError) -> (text: String, directory: String) {
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            return (text, URL(fileURLWithPath: path).deletingLastPathComponent().path)
         } catch {
             let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
             throw ConfigError(
@@ -49,7 +49,12 @@ package struct ConfigLoader: Sendable {
                 message: "the config file \(reason); create it from config/bearerd.example.yaml or pass --config PATH"
             )
         }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+    }
+
+    /// Loads and validates the file at `path`.
+    /// - Throws: ``ConfigError`` listing every problem.
+    package func load(path: String) throws(ConfigError) -> BearerdConfiguration {
+        let (text, directory) = try Self.read(path)
         let configuration = try self.load(yaml: text, source: path, baseDirectory: directory)
         let exposed = Self.readableCredentials(configuration, path: path)
         guard exposed.isEmpty else { throw ConfigError(issues: exposed) }

@@ -50,29 +50,7 @@ struct ReloadTests {
 
         // Four clients, a new connection per request, until told to stop.
         let tally = Tally()
-        let load = Task {
-            await withTaskGroup(of: Void.self) { tasks in
-                for _ in 0..<4 {
-                    tasks.addTask {
-                        while tally.running.load(ordering: .relaxed) {
-                            do {
-                                let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group)
-                                {
-                                    try await $0.send(.GET, "/x")
-                                }
-                                if answer.status == 200 {
-                                    tally.bodies.withLock { $0[answer.bodyText, default: 0] += 1 }
-                                } else {
-                                    tally.failures.withLock { $0.append("status \(answer.status)") }
-                                }
-                            } catch {
-                                tally.failures.withLock { $0.append("\(error)") }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        let load = Self.load(port: port, group: group, tally: tally)
         try await waitUntil { tally.bodies.withLock { $0["first", default: 0] } > 200 }
 
         // A valid config: another upstream, a second listener, debug logging.
@@ -167,29 +145,7 @@ struct ReloadTests {
         try await bearerd.waitUntilReady()
         let port = try #require(bearerd.proxyPort)
         let tally = Tally()
-        let load = Task {
-            await withTaskGroup(of: Void.self) { tasks in
-                for _ in 0..<4 {
-                    tasks.addTask {
-                        while tally.running.load(ordering: .relaxed) {
-                            do {
-                                let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group)
-                                {
-                                    try await $0.send(.GET, "/x")
-                                }
-                                if answer.status == 200 {
-                                    tally.bodies.withLock { $0[answer.bodyText, default: 0] += 1 }
-                                } else {
-                                    tally.failures.withLock { $0.append("status \(answer.status) \(answer.bodyText)") }
-                                }
-                            } catch {
-                                tally.failures.withLock { $0.append("\(error)") }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        let load = Self.load(port: port, group: group, tally: tally)
         for round in 0..<20 {
             let upstream = round % 2 == 0 ? second : first
             let before = upstream.requests.count
@@ -276,6 +232,33 @@ struct ReloadTests {
         #expect(try await bearerd.wait() == 0)
         await first.stop()
         await second.stop()
+    }
+
+    /// Four clients, each request on a new connection, until `tally` says stop: what each got.
+    static func load(port: Int, group: any EventLoopGroup, tally: Tally) -> Task<Void, Never> {
+        Task {
+            await withTaskGroup(of: Void.self) { tasks in
+                for _ in 0..<4 {
+                    tasks.addTask {
+                        while tally.running.load(ordering: .relaxed) {
+                            do {
+                                let answer = try await TestHTTPClient.withConnection(to: .tcp(port: port), group: group)
+                                {
+                                    try await $0.send(.GET, "/x")
+                                }
+                                if answer.status == 200 {
+                                    tally.bodies.withLock { $0[answer.bodyText, default: 0] += 1 }
+                                } else {
+                                    tally.failures.withLock { $0.append("status \(answer.status) \(answer.bodyText)") }
+                                }
+                            } catch {
+                                tally.failures.withLock { $0.append("\(error)") }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     final class Tally: Sendable {
