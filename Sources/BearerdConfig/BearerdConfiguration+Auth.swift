@@ -62,7 +62,7 @@ extension BearerdConfiguration {
             switch (staticFile, oauth2, json || command) {
             case (let path?, false, false):
                 let resolved = builder.resolve(path)
-                if let problem = SecretFileCheck.problem(path: resolved) {
+                if let problem = builder.secretFileProblem(path: resolved) {
                     builder.issue("auth.static_token_file", problem)
                 }
                 source = .staticFile(resolved)
@@ -109,7 +109,7 @@ extension BearerdConfiguration {
             var refreshTokenFile: String?
             if let path = builder.string(Keys.refreshTokenFile) {
                 refreshTokenFile = builder.resolve(path)
-                if let problem = SecretFileCheck.problem(path: refreshTokenFile!) {
+                if let problem = builder.secretFileProblem(path: refreshTokenFile!) {
                     builder.issue("auth.refresh_token_file", problem)
                 }
                 if case .staticFile = source {
@@ -120,7 +120,7 @@ extension BearerdConfiguration {
                 }
             }
             let caFile = builder.string(Keys.Engine.caFile).map(builder.resolve)
-            if let caFile, access(caFile, R_OK) != 0 {
+            if let caFile, builder.unreadable(caFile) {
                 builder.issue("auth.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
             }
             let tlsClientCertificate = builder.clientCertificate(

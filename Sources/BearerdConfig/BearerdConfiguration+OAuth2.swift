@@ -43,7 +43,7 @@ extension OAuth2Client {
             )
         }
         let secretFile = builder.string(Keys.clientSecretFile).map(builder.resolve)
-        if let secretFile, let problem = SecretFileCheck.problem(path: secretFile) {
+        if let secretFile, let problem = builder.secretFileProblem(path: secretFile) {
             builder.issue("auth.client_secret_file", problem)
         }
         // Without a value, the secret decides: Basic with one, none without.

@@ -33,7 +33,7 @@ extension PostgresSettings {
             PostgresSettings.TLSMode.init(rawValue:)
         )
         let caFile = builder.string(Keys.caFile).map(builder.resolve)
-        if let caFile, access(caFile, R_OK) != 0 {
+        if let caFile, builder.unreadable(caFile) {
             builder.issue("store.postgres.ca_file", "cannot read \(caFile)")
         }
         let table = builder.string(Keys.table) ?? ""

@@ -30,11 +30,11 @@ extension TokenExchangeSettings {
                 "set auth.client_credentials or auth.token_exchange, not both: both get the client's own token"
             )
         }
-        if let problem = SecretFileCheck.problem(path: subject, groupMayRead: true) {
+        if let problem = builder.secretFileProblem(path: subject, groupMayRead: true) {
             builder.issue(Keys.subjectTokenFile.name, problem)
         }
         let actor = builder.string(Keys.actorTokenFile).map(builder.resolve)
-        if let actor, let problem = SecretFileCheck.problem(path: actor, groupMayRead: true) {
+        if let actor, let problem = builder.secretFileProblem(path: actor, groupMayRead: true) {
             builder.issue(Keys.actorTokenFile.name, problem)
         }
         var exchange = Self(subjectTokenFile: subject, actorTokenFile: actor)

@@ -48,7 +48,7 @@ extension UpstreamOptions {
             if caFile != nil { builder.issue("upstream.ca_file", "only applies to an https upstream") }
             if serverName != nil { builder.issue("upstream.server_name", "only applies to an https upstream") }
         }
-        if let caFile, access(caFile, R_OK) != 0 {
+        if let caFile, builder.unreadable(caFile) {
             builder.issue("upstream.ca_file", "cannot read \(caFile): check that it exists and bearerd may read it")
         }
         if let serverName, serverName.isEmpty || serverName.contains(where: { $0 == " " || $0 == "/" || $0 == ":" }) {

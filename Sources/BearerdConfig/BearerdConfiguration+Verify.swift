@@ -58,7 +58,7 @@ extension BearerdConfiguration.Auth {
                 builder.checkHTTPURL(url, key: "auth.verify.jwks_uri", expected: "discover or an http(s) URL")
                 keys = .jwks(url)
             case (nil, let path?):
-                if let problem = SecretFileCheck.problem(path: path) {
+                if let problem = builder.secretFileProblem(path: path) {
                     builder.issue("auth.verify.secret_file", problem)
                 }
                 keys = .secret(path)

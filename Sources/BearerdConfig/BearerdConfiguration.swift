@@ -39,6 +39,8 @@ package struct BearerdConfiguration: Sendable {
     package var log: Log
     /// `tracing.*`: OpenTelemetry traces; off unless `tracing.endpoint` is set.
     package var tracing: Tracing = .off
+    /// `per_caller` and `callers.*`.
+    package var callers = Callers()
     /// Each key's value as written, for a reload to compare (``ConfigLoader`` sets it).
     package var written = WrittenValues()
 

@@ -40,13 +40,13 @@ extension ConfigBuilder {
                     "applies to assertions bearerd signs (auth.client_key_file), not to auth.client_assertion_file"
                 )
             }
-            if let problem = SecretFileCheck.problem(path: assertionFile, groupMayRead: true) {
+            if let problem = self.secretFileProblem(path: assertionFile, groupMayRead: true) {
                 self.issue("auth.client_assertion_file", problem)
             }
             return (nil, nil, nil, audience, assertionFile)
         }
         if let keyFile {
-            if let problem = SecretFileCheck.problem(path: keyFile) { self.issue("auth.client_key_file", problem) }
+            if let problem = self.secretFileProblem(path: keyFile) { self.issue("auth.client_key_file", problem) }
         } else {
             self.issue(
                 "auth.client_key_file",

@@ -21,10 +21,10 @@ extension ConfigBuilder {
             self.issue(certificateKey, "required with \(keyKey): the client certificate (PEM)")
             return nil
         case (let certificate?, let key?):
-            if access(certificate, R_OK) != 0 {
+            if self.unreadable(certificate) {
                 self.issue(certificateKey, "cannot read \(certificate): check that it exists and bearerd may read it")
             }
-            if let problem = SecretFileCheck.problem(path: key) { self.issue(keyKey, problem) }
+            if let problem = self.secretFileProblem(path: key) { self.issue(keyKey, problem) }
             return ClientCertificateFiles(
                 certificateFile: certificate,
                 keyFile: key,

@@ -46,7 +46,7 @@ extension ConfigBuilder {
     /// A file holding a secret, resolved and checked (mode 0600, ours).
     mutating func secretFile(_ key: ConfigKeyDescriptor) -> String? {
         let file = self.string(key).map(self.resolve)
-        if let file, let problem = SecretFileCheck.problem(path: file) { self.issue(key.name, problem) }
+        if let file, let problem = self.secretFileProblem(path: file) { self.issue(key.name, problem) }
         return file
     }
 

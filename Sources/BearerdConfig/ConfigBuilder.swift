@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdFiles
 import BearerdProxy
 import BearerdTokens
 import BearerdWire
@@ -28,6 +29,8 @@ struct ConfigBuilder {
     let environment: [String: String]
     let baseDirectory: String
     var issues: [ConfigIssue]
+    /// ``ConfigLoader/checksFiles``.
+    var checksFiles = true
     /// `allow_insecure_http`: plain http to another machine for the upstream and token URLs.
     var allowInsecureHTTP = false
 
@@ -60,6 +63,8 @@ struct ConfigBuilder {
         let admin = self.section("admin") { BearerdConfiguration.Admin(reading: &$0) }
         let log = self.section("log") { BearerdConfiguration.Log(reading: &$0) }
         let tracing = self.section("tracing") { BearerdConfiguration.Tracing(reading: &$0) }
+        let perCaller = self.bool(ConfigKeys.Callers.perCaller)
+        let callers = self.section("callers") { BearerdConfiguration.Callers(reading: &$0, enabled: perCaller) }
         guard let upstream, let socketMode else { return nil }
         if case .oauth2(var client) = auth.source, client.discover {
             // The API itself names its authorization server (RFC 9728).
@@ -90,6 +95,8 @@ struct ConfigBuilder {
         )
         configuration.tracing = tracing
         configuration.socketAllowAnyUser = allowAnyUser
+        configuration.callers = callers
+        self.checkPerCaller(configuration)
         return configuration
     }
 
@@ -311,6 +318,16 @@ struct ConfigBuilder {
     private mutating func misdeclared<Value>(_ key: ConfigKeyDescriptor) -> Value? {
         self.issue(key.name, "bearerd reads this key as another syntax than it declares: please report this bug")
         return nil
+    }
+
+    /// ``SecretFileCheck/problem(path:groupMayRead:)``, unless files are not checked.
+    func secretFileProblem(path: String, groupMayRead: Bool = false) -> String? {
+        self.checksFiles ? SecretFileCheck.problem(path: path, groupMayRead: groupMayRead) : nil
+    }
+
+    /// Whether `path` cannot be read by this process (never, when files are not checked).
+    func unreadable(_ path: String) -> Bool {
+        self.checksFiles && access(path, R_OK) != 0
     }
 
     mutating func issue(_ key: String, _ message: String) {

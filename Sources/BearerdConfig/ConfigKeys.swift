@@ -109,7 +109,7 @@ package enum ConfigKeys {
             [
                 .key(listen), .key(allowRemote), .key(allowInsecureHTTP), .key(socketMode), .key(socketGroup),
                 .key(socketAllowUIDs), .key(socketAllowGIDs), .key(socketAllowAnyUser), .key(threads),
-                .key(shutdownGrace),
+                .key(shutdownGrace), .key(Callers.perCaller),
             ]
         )
     }

@@ -23,6 +23,10 @@ package struct ConfigLoader: Sendable {
 
     /// The process environment (or a test's), for overrides and `$CREDENTIALS_DIRECTORY`.
     package var environment: [String: String]
+    /// Whether the files the config names are checked (present, readable, not open to others).
+    /// A verb that only talks to the running daemon reads the config as a user who may not read
+    /// the daemon's secrets; whatever runs them checks them.
+    package var checksFiles = true
     /// Told of every key the builder reads (swift-configuration's access reporting); the tests
     /// use it to show that every declared key is read.
     package var accessReporter: (any AccessReporter)?
@@ -147,7 +151,8 @@ package struct ConfigLoader: Sendable {
             reader: reader,
             environment: self.environment,
             baseDirectory: baseDirectory,
-            issues: issues
+            issues: issues,
+            checksFiles: self.checksFiles
         )
         return (builder, providers)
     }

@@ -25,7 +25,7 @@ package enum ConfigSchema {
     package static let layout: [ConfigSection] =
         [
             ConfigKeys.General.section, ConfigKeys.Upstream.section, ConfigKeys.Proxy.section,
-            ConfigKeys.Auth.section, ConfigKeys.Store.section,
+            ConfigKeys.Auth.section, ConfigKeys.Store.section, ConfigKeys.Callers.section,
         ] + ConfigKeys.Admin.sections + [ConfigKeys.Tracing.section]
 
     /// Every key's descriptor, by its dotted name.
