@@ -62,18 +62,22 @@ extension AdminAPI {
 
     /// The `session` query parameter's value, when there is one (at most 64 bytes are looked at).
     static func session(in path: String) -> String? {
-        guard let query = path.firstIndex(of: "?") else { return nil }
-        for pair in path[path.index(after: query)...].prefix(256).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.count == 2, parts[0] == "session" { return String(parts[1].prefix(64)) }
-        }
-        return nil
+        Self.parameter("session", in: path)
     }
 
     /// `POST /v1/login/device` for the session `path` names: sends the prompt, then the
     /// outcome, one JSON line each.
-    package func deviceLogin(path: String, send: @escaping @Sendable (Data) async throws -> Void) async {
+    package func deviceLogin(
+        path: String,
+        asker: Asker = .trusted,
+        send: @escaping @Sendable (Data) async throws -> Void
+    ) async {
+        let resolved: Result<AdminAPI, SessionRefusal>
         switch self.scoped(path) {
+        case .success(let api): resolved = await api.authorized(path: path, asker: asker)
+        case .failure(let refusal): resolved = .failure(refusal)
+        }
+        switch resolved {
         case .success(let api):
             await api.deviceLogin(send: send)
         case .failure(let refusal):

@@ -1,4 +1,5 @@
 import BearerdAuth
+import BearerdSockets
 import BearerdTokens
 import Foundation
 import Logging
@@ -12,6 +13,11 @@ package struct AdminAPI: Sendable {
         case engine(TokenManager)
         /// `auth.static_token_file`: a token to show, no session to manage.
         case staticToken(any TokenProvider, path: String)
+        /// `per_caller: true`: each caller uid's own tokens; `admits`: whether a local user is one
+        /// the session's lists (`socket_allow_uids`, `socket_allow_gids`) name, now.
+        case perCaller(CallerSessions, admits: @Sendable (Caller) -> Bool)
+        /// A uid of a `per_caller` session that has no tokens here; `hint`: what to run.
+        case noTokens(uid: UInt32, hint: String)
     }
 
     /// Which routes a listener offers: everything on the owner-only admin socket; only
@@ -88,9 +94,24 @@ package struct AdminAPI: Sendable {
         method == .POST && Self.route(path) == "/v1/login/device"
     }
 
-    package func respond(method: HTTPMethod, path: String, body: Data, exposure: Exposure = .admin) async -> Response {
+    /// `asker`: who calls (the admin socket's peer); the daemon's own user and root may call
+    /// everything, another local user only their own tokens of a `per_caller` session.
+    package func respond(
+        method: HTTPMethod,
+        path: String,
+        body: Data,
+        exposure: Exposure = .admin,
+        asker: Asker = .trusted
+    ) async -> Response {
         switch self.scoped(path) {
-        case .success(let api): return await api.route(method: method, path: path, body: body, exposure: exposure)
+        case .success(let api):
+            guard exposure == .admin else {
+                return await api.route(method: method, path: path, body: body, exposure: exposure)
+            }
+            switch await api.authorized(path: path, asker: asker) {
+            case .success(let api): return await api.route(method: method, path: path, body: body, exposure: exposure)
+            case .failure(let refusal): return refusal.response
+            }
         case .failure(let refusal): return refusal.response
         }
     }
@@ -114,12 +135,14 @@ package struct AdminAPI: Sendable {
             return Self.failure(.notFound, "not_found", "this listener serves /metrics, /health and /ready only")
         case (.GET, "/v1/status"): return .init(status: .ok, body: AdminMessages.encode(await self.status()))
         case (.GET, "/v1/sessions"): return .init(status: .ok, body: AdminMessages.encode(await self.sessionList()))
+        case (.GET, "/v1/callers"): return await self.callerList()
         case (.GET, "/v1/token"): return await self.token()
         case (.POST, "/v1/login"): return await self.login(body)
         case (.POST, "/v1/login/authorize"): return await self.authorize(body)
         case (.POST, "/v1/logout"): return await self.logout()
         case (.POST, "/v1/reload"): return await self.reloadConfig()
-        case (_, "/v1/status"), (_, "/v1/sessions"), (_, "/v1/token"), (_, "/v1/login"), (_, "/v1/logout"),
+        case (_, "/v1/status"), (_, "/v1/sessions"), (_, "/v1/callers"), (_, "/v1/token"), (_, "/v1/login"),
+            (_, "/v1/logout"),
             (_, "/v1/login/device"),
             (_, "/v1/login/authorize"), (_, "/v1/reload"):
             return Self.failure(
@@ -131,7 +154,7 @@ package struct AdminAPI: Sendable {
             return Self.failure(
                 .notFound,
                 "not_found",
-                "no such admin route: use /v1/status, /v1/sessions, /v1/token, /v1/login, /v1/login/authorize, /v1/login/device, /v1/logout or /v1/reload"
+                "no such admin route: use /v1/status, /v1/sessions, /v1/callers, /v1/token, /v1/login, /v1/login/authorize, /v1/login/device, /v1/logout or /v1/reload"
             )
         }
     }
@@ -189,6 +212,15 @@ package struct AdminAPI: Sendable {
             var status = TokenStatus(state: .static, failuresInARow: 0, storeBehind: false, now: Date())
             status.detail = "the token is read from auth.static_token_file (\(path)): there is no session to manage"
             return status
+        case .perCaller(let sessions, _)?:
+            var status = TokenStatus(state: .perCaller, failuresInARow: 0, storeBehind: false, now: Date())
+            status.detail =
+                "each local user has tokens of their own: \(sessions.uids.count) have a store here, \(sessions.loadedCount) are in memory; a user sees theirs with bearerd status\(sessions.session.map { " --session \($0)" } ?? ""), root lists them with --users"
+            return status
+        case .noTokens(let uid, let hint)?:
+            var status = TokenStatus(state: .loggedOut, failuresInARow: 0, storeBehind: false, now: Date())
+            status.detail = "no tokens for uid \(uid): \(hint)"
+            return status
         }
     }
 
@@ -199,6 +231,9 @@ package struct AdminAPI: Sendable {
             case .engine(let manager)?: token = try await manager.token()
             case .staticToken(let provider, _)?: token = try await provider.token()
             case nil: return Self.failure(.serviceUnavailable, Self.noSessionNow)
+            case .perCaller?: return Self.failure(.conflict, Self.perCallerOnly)
+            case .noTokens(let uid, let hint)?:
+                return Self.failure(.conflict, "not_logged_in", "no tokens for uid \(uid): \(hint)")
             }
             return .init(status: .ok, body: AdminMessages.encode(AdminMessages.Token(accessToken: token.value)))
         } catch let error as TokenUnavailableError {
@@ -273,6 +308,14 @@ package struct AdminAPI: Sendable {
     }
 
     private func logout() async -> Response {
+        if case .noTokens(let uid, _)? = self.backend {
+            let result = LogoutResult(
+                loggedOut: false,
+                revoked: false,
+                detail: "uid \(uid) has no tokens here: nothing to log out"
+            )
+            return .init(status: .ok, body: AdminMessages.encode(result))
+        }
         guard case .engine(let manager)? = self.backend else { return Self.failure(.conflict, Self.noSession) }
         return .init(status: .ok, body: AdminMessages.encode(await manager.logOut()))
     }
@@ -291,11 +334,14 @@ package struct AdminAPI: Sendable {
 
     /// `/ready`: 200 while a valid token is in hand, 503 otherwise.
     func ready() async -> Response {
+        // A per_caller session is ready as it listens: each user's tokens are their own, and
+        // theirs to log in for.
+        if case .perCaller? = self.backend { return .init(status: .ok, body: Data(#"{"ready":true}"#.utf8)) }
         let token: BearerToken? =
             switch self.backend {
             case .engine(let manager)?: manager.currentToken()
             case .staticToken(let provider, _)?: provider.currentToken()
-            case nil: nil
+            case nil, .noTokens?, .perCaller?: nil
             }
         if token != nil { return .init(status: .ok, body: Data(#"{"ready":true}"#.utf8)) }
         let detail = await self.status().detail ?? "no valid token"
@@ -309,6 +355,11 @@ package struct AdminAPI: Sendable {
         error: "no_session",
         message:
             "no session runs now: a reload is replacing them (try again in a moment), or the one it started failed (see the log, fix the config's sessions and run bearerd reload)"
+    )
+
+    static let perCallerOnly = AdminMessages.Failure(
+        error: "per_caller",
+        message: "this session keeps a token for each local user: run the command as that user (root: add --uid UID)"
     )
 
     static let noSession = AdminMessages.Failure(

@@ -67,6 +67,15 @@ struct AdminHTTP: Sendable {
 
     /// Requests on one connection, one after another (keep-alive).
     private func serve(_ connection: Connection) async {
+        // On the admin socket, each call is authorised by who the kernel says the peer is.
+        var asker = AdminAPI.Asker.trusted
+        if self.exposure == .admin {
+            guard let caller = try? await PeerCredentials.caller(connection.channel).get() else {
+                try? await connection.channel.close()
+                return
+            }
+            asker = .peer(caller)
+        }
         try? await connection.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
             var body = Data()
@@ -104,14 +113,15 @@ struct AdminHTTP: Sendable {
                         try await Self.write(answer, keepAlive: false, to: outbound)
                     } else if self.exposure == .admin, AdminAPI.isDeviceLogin(method: request.method, path: request.uri)
                     {
-                        try await self.streamDeviceLogin(path: request.uri, to: outbound)
+                        try await self.streamDeviceLogin(path: request.uri, asker: asker, to: outbound)
                         return
                     } else {
                         let answer = await self.api.respond(
                             method: request.method,
                             path: request.uri,
                             body: body,
-                            exposure: self.exposure
+                            exposure: self.exposure,
+                            asker: asker
                         )
                         try await Self.write(answer, keepAlive: keepAlive, to: outbound)
                     }
@@ -139,6 +149,7 @@ struct AdminHTTP: Sendable {
     /// A chunked answer of JSON lines; the connection closes after it.
     private func streamDeviceLogin(
         path: String,
+        asker: AdminAPI.Asker,
         to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     ) async throws {
         var headers = HTTPHeaders()
@@ -146,7 +157,7 @@ struct AdminHTTP: Sendable {
         headers.add(name: "cache-control", value: "no-store")
         headers.add(name: "connection", value: "close")
         try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
-        await self.api.deviceLogin(path: path) { line in
+        await self.api.deviceLogin(path: path, asker: asker) { line in
             try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: line))))
         }
         try await outbound.write(.end(nil))

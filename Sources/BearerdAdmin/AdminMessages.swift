@@ -15,6 +15,18 @@ package enum AdminMessages {
         package var sessions: [Entry]
     }
 
+    /// `GET /v1/callers`: the users of a `per_caller` session with tokens here.
+    package struct Callers: Codable, Sendable {
+        package struct Entry: Codable, Sendable {
+            package var uid: UInt32
+            /// In memory now; `status` is known only then (listing loads nobody).
+            package var loaded: Bool
+            package var status: TokenStatus?
+        }
+
+        package var callers: [Entry]
+    }
+
     /// `POST /v1/login`: a password login (or a JSON API's sign-in), an imported refresh
     /// token, or the end of a browser login (the redirect's code, state and iss).
     package struct Login: Codable, Sendable {

@@ -2,6 +2,7 @@ import BearerdFiles
 import BearerdSockets
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -21,14 +22,22 @@ package struct AdminServer: Service {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let onReady: @Sendable () -> Void
+    /// A session has `per_caller: true`: other local users may connect too (mode 0666, the
+    /// directory searchable), each call then authorised by the peer's uid (``AdminAPI/Asker``).
+    private let openToCallers: Bool
+
+    /// At most this many connections of users other than root and bearerd's own at once.
+    package static let maxCallerConnections = 64
 
     package init(
         path: String,
         api: AdminAPI,
         group: any EventLoopGroup,
         logger: Logger,
+        openToCallers: Bool = false,
         onReady: @escaping @Sendable () -> Void = {}
     ) {
+        self.openToCallers = openToCallers
         self.path = path
         self.api = api
         self.group = group
@@ -44,16 +53,34 @@ package struct AdminServer: Service {
             throw SocketSetupError("admin.socket: \(problem)")
         }
         try UnixSocketFile.checkReplaceable(self.path, key: "admin.socket")
+        if self.openToCallers { self.openDirectory(directory) }
+        let openToCallers = self.openToCallers
+        let callers = NIOLockedValueBox(0)
         let temporary = UnixSocketFile.temporaryPath(for: self.path)
         let server: AdminHTTP.Accepted
         do {
             server = try await ServerBootstrap(group: self.group)
                 .serverChannelOption(.backlog, value: 16)
                 .bind(to: try UnixSocketFile.address(temporary)) { channel in
-                    PeerCredentials.isOwnerOrRoot(channel).flatMapThrowing { allowed -> (any Channel)? in
-                        guard allowed else {
+                    PeerCredentials.caller(channel).flatMapThrowing { caller -> (any Channel)? in
+                        guard let caller else {
                             channel.close(promise: nil)
                             return nil
+                        }
+                        if caller.uid != 0 && caller.uid != getuid() {
+                            // Another user: only to a per_caller session, a bounded number at once.
+                            let admitted =
+                                openToCallers
+                                && callers.withLockedValue { count in
+                                    guard count < Self.maxCallerConnections else { return false }
+                                    count += 1
+                                    return true
+                                }
+                            guard admitted else {
+                                channel.close(promise: nil)
+                                return nil
+                            }
+                            channel.closeFuture.whenComplete { _ in callers.withLockedValue { $0 -= 1 } }
                         }
                         return try AdminHTTP.prepare(channel)
                     }
@@ -68,7 +95,7 @@ package struct AdminServer: Service {
             try UnixSocketFile.publish(
                 temporary: temporary,
                 final: self.path,
-                mode: 0o600,
+                mode: self.openToCallers ? 0o666 : 0o600,
                 group: nil,
                 key: "admin.socket"
             )
@@ -81,6 +108,26 @@ package struct AdminServer: Service {
         self.onReady()
         defer { UnixSocketFile.remove(self.path) }
         await AdminHTTP(api: self.api, exposure: .admin).serve(server)
+    }
+}
+
+extension AdminServer {
+    /// Lets other users reach the socket: its directory searchable (not listable, not writable)
+    /// when it is bearerd's own and owner-only (systemd's `RuntimeDirectoryMode=0700`).
+    private func openDirectory(_ directory: String) {
+        var info = stat()
+        guard stat(directory, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o011 != 0o011 else { return }
+        if chmod(directory, mode_t(info.st_mode & 0o7777) | 0o011) == 0 {
+            self.logger.notice(
+                "a session is per_caller: the admin socket's directory is now searchable by other users, who may each log in for themselves",
+                metadata: ["directory": "\(directory)"]
+            )
+        } else {
+            self.logger.warning(
+                "a session is per_caller, but the admin socket's directory cannot be made searchable: other users cannot log in",
+                metadata: ["directory": "\(directory)"]
+            )
+        }
     }
 }
 

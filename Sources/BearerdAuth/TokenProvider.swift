@@ -30,9 +30,19 @@ package protocol TokenProvider: Sendable {
     /// returns a token to retry with when it got one that has what was asked (`nil`: pass the
     /// 403 on).
     func upstreamAskedForMore(_ challenge: ScopeChallenge, token: BearerToken, path: String) async -> BearerToken?
+
+    /// The provider of a connection from the local user `uid` (`nil`: the kernel did not say),
+    /// asked once per connection. Every provider but a `per_caller` session's is its own.
+    func forCaller(_ uid: UInt32?) -> any TokenProvider
+
+    /// Whether ``forCaller(_:)`` needs the caller: each connection's caller is then asked of the
+    /// kernel, whatever the lists and the access log need.
+    var needsCaller: Bool { get }
 }
 
 extension TokenProvider {
+    package func forCaller(_ uid: UInt32?) -> any TokenProvider { self }
+    package var needsCaller: Bool { false }
     package func secondsUntilNextAttempt() -> Int? { nil }
     package func freshTokenAnswered(_ token: BearerToken, refused: Bool, path: String) async {}
     package func upstreamAskedForMore(

@@ -47,6 +47,9 @@ extension Daemon {
                     valid.record(manager.currentToken() == nil ? 0 : 1)
                 case .staticToken(let provider, _):
                     valid.record(provider.currentToken() == nil ? 0 : 1)
+                case .perCaller, .noTokens:
+                    // Each user's own: no one token's expiry to show (their refreshes are counted).
+                    break
                 }
             }
             return registry.emitToString()

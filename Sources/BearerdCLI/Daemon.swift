@@ -89,7 +89,7 @@ struct Daemon {
             throw error
         }
         let named = prepared[0].named
-        let directory = SessionDirectory(sessions.map { (name: $0.name, backend: $0.engine.backend) })
+        let directory = SessionDirectory(sessions.map { (name: $0.name, backend: $0.backend) })
         let supervisor = SessionSupervisor(sessions: sessions, logger: logger)
         let (reloads, reloadEvents) = AsyncStream.makeStream(of: SystemdNotifyService.ReloadEvent.self)
         let reload = ReloadService(
@@ -120,6 +120,7 @@ struct Daemon {
                 api: api,
                 group: group,
                 logger: logger,
+                openToCallers: prepared.contains { $0.configuration.callers.enabled },
                 onReady: { readiness.mark("admin") }
             )
         )

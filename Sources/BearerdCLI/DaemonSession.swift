@@ -2,6 +2,7 @@ import BearerdAdmin
 import BearerdConfig
 import BearerdFleet
 import BearerdProxy
+import BearerdSockets
 import BearerdStore
 import BearerdSystemd
 import BearerdTokens
@@ -17,6 +18,8 @@ struct DaemonSession {
     let name: String
     let engine: TokenEngine
     let proxy: ProxyControl
+    /// What the admin socket calls for this session.
+    let backend: AdminAPI.Backend
     /// In the order they start (the last stops first).
     let services: [any Service]
     /// Up once its listeners listen (or, for a session a reload added, once it failed).
@@ -63,6 +66,20 @@ struct DaemonSession {
         if let manager = engine.manager {
             services.append(TokenRefreshService(manager: manager))
         }
+        var backend = engine.backend
+        if case .perCaller(let callers, _) = engine {
+            services.append(CallerSweepService(sessions: callers))
+            // Who may log in is whom the listeners admit, as the last reload left their lists.
+            backend = .perCaller(
+                callers,
+                admits: { [control] caller in
+                    guard let admission = control.admission else { return false }
+                    // An admin call is not on an event loop: the account's groups may be asked.
+                    if admission.needsGroups(caller) { _ = AccountGroups.shared.lookUp(caller.uid) }
+                    return admission.admits(caller)
+                }
+            )
+        }
         let readiness = shared.readiness
         let part = Self.readinessPart(prepared.session)
         let up = Readiness(parts: [Self.listening])
@@ -80,7 +97,14 @@ struct DaemonSession {
                 }
             )
         )
-        return DaemonSession(name: prepared.session, engine: engine, proxy: control, services: services, up: up)
+        return DaemonSession(
+            name: prepared.session,
+            engine: engine,
+            proxy: control,
+            backend: backend,
+            services: services,
+            up: up
+        )
     }
 
     /// What every session of the daemon shares.

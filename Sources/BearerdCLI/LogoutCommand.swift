@@ -17,10 +17,12 @@ struct LogoutCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOption
     @OptionGroup var session: SessionOption
+    @Option(help: "Root only, a per_caller session: log this user out instead of yourself.") var uid: UInt32?
 
     func run() async throws {
         try await SessionCommand.run(self.options, session: self.session.session) { channel in
-            let result = try await channel.request(.POST, "/v1/logout", as: LogoutResult.self)
+            let path = "/v1/logout" + (self.uid.map { "?uid=\($0)" } ?? "")
+            let result = try await channel.request(.POST, path, as: LogoutResult.self)
             if !result.loggedOut {
                 print(result.detail)
             } else if result.revoked {

@@ -87,8 +87,8 @@ extension ReloadService {
         for (prepared, session) in change.starting {
             switch await lifecycle.supervisor.start(session) {
             case .success:
-                lifecycle.directory.set(session.name, session.engine.backend)
-                self.sessions.withLock { $0[session.name] = (session.proxy, session.engine.manager) }
+                lifecycle.directory.set(session.name, session.backend)
+                self.sessions.withLock { $0[session.name] = (session.proxy, session.engine.timing) }
                 self.running.withLock { $0[session.name] = prepared.configuration.written }
                 self.logger.notice(
                     "session started",

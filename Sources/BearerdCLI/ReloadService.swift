@@ -31,7 +31,7 @@ final class ReloadService: Service, Sendable {
     /// start (``RestartOnlyKeys``).
     let running: Mutex<[String: WrittenValues]>
     /// Each running session's listeners and token engine, by name.
-    let sessions: Mutex<[String: (proxy: ProxyControl, manager: TokenManager?)]>
+    let sessions: Mutex<[String: (proxy: ProxyControl, timing: (any RefreshTiming)?)]>
     /// How sessions start and stop, for a reload that adds or removes some; `nil` where no
     /// daemon runs them (a test's reload of one proxy).
     let lifecycle: SessionLifecycle?
@@ -63,7 +63,7 @@ final class ReloadService: Service, Sendable {
             configPath: configPath,
             environment: environment,
             running: Dictionary(running.map { ($0.session, $0.configuration.written) }) { first, _ in first },
-            sessions: Dictionary(sessions.map { ($0.name, ($0.proxy, $0.engine.manager)) }) { first, _ in first },
+            sessions: Dictionary(sessions.map { ($0.name, ($0.proxy, $0.engine.timing)) }) { first, _ in first },
             named: running.first?.named ?? false,
             lifecycle: lifecycle,
             logLevel: logLevel,
@@ -103,7 +103,7 @@ final class ReloadService: Service, Sendable {
         configPath: String,
         environment: [String: String],
         running: [String: WrittenValues],
-        sessions: [String: (proxy: ProxyControl, manager: TokenManager?)],
+        sessions: [String: (proxy: ProxyControl, timing: (any RefreshTiming)?)],
         named: Bool,
         lifecycle: SessionLifecycle?,
         logLevel: LogLevelSetting,
@@ -235,7 +235,7 @@ final class ReloadService: Service, Sendable {
                 failed.append("cannot apply the new config\(of): \(error)")
                 continue
             }
-            await target.manager?.update(policy: TokenPlan.policy(new.auth))
+            await target.timing?.update(policy: TokenPlan.policy(new.auth))
             if RestartOnlyKeys.running(new.written, keeping: old) != old { appliedAny = true }
             if !useless.isEmpty {
                 self.logger.error(

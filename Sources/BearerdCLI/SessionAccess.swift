@@ -22,6 +22,13 @@ enum SessionAccess {
         session: String? = nil
     ) async throws -> (any AdminChannel, BearerdConfiguration) {
         let logger = Self.quietLogger
+        // The daemon first, from the config as its user reads it: a user of a per_caller session
+        // talks to the daemon and need not (and may not) read the daemon's secret files.
+        if let (entry, name) = try? Self.entry(options, session: session),
+            let daemon = try Self.daemon(socket: entry.admin.socket, storePath: entry.store.path, session: name)
+        {
+            return (daemon, entry)
+        }
         let prepared: Prepared
         switch Startup.prepare(
             configPath: options.path,
@@ -41,6 +48,22 @@ enum SessionAccess {
             return (daemon, configuration)
         }
         return (try await Self.inProcess(prepared, logger: logger), configuration)
+    }
+
+    /// The session's config as read without checking the files it names, and its name when the
+    /// config has `sessions:`. Throws when it cannot be read or names no such session.
+    private static func entry(
+        _ options: ConfigOption,
+        session: String?
+    ) throws -> (BearerdConfiguration, name: String?) {
+        var loader = ConfigLoader(environment: options.environment)
+        loader.checksFiles = false
+        let sessions = try loader.loadSessions(path: options.path)
+        guard
+            let entry = session.map({ name in sessions.entries.first { $0.name == name } })
+                ?? (sessions.entries.count == 1 ? sessions.entries.first : nil)
+        else { throw CommandError("no such session") }
+        return (entry.configuration, sessions.isNamed ? entry.name : nil)
     }
 
     /// Errors only: what a verb did or why it failed is its own output.
@@ -71,6 +94,11 @@ enum SessionAccess {
     /// The engine in this process, on the store under its lock.
     private static func inProcess(_ prepared: Prepared, logger: Logger) async throws -> any AdminChannel {
         let socket = prepared.configuration.admin.socket
+        if prepared.configuration.callers.enabled {
+            throw CommandError(
+                "no daemon answers on \(socket), and this session is per_caller: each user's tokens are the daemon's to keep, so start `bearerd serve` (or the service) first"
+            )
+        }
         if case .engine = prepared.tokens, !prepared.configuration.store.isEncryptedOnDisk {
             throw CommandError(
                 "no daemon answers on \(socket), and this config keeps tokens in memory only (no store.key_file or store.passphrase_file): start `bearerd serve` first, or configure a store key"

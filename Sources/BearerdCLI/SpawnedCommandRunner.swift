@@ -253,7 +253,7 @@ struct SpawnedCommandRunner: CommandRunner {
                     self.end(clock: clock)
                     return CommandResult(ending: ending, stdout: stdout, stderr: stderr)
                 }
-                var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+                var pause = Glibc.timespec(tv_sec: 0, tv_nsec: 2_000_000)
                 nanosleep(&pause, nil)
             }
             guard let code = status, code >= 0 else {
@@ -277,7 +277,7 @@ struct SpawnedCommandRunner: CommandRunner {
                 } else if killed && clock.now >= killAt + .seconds(1) {
                     return
                 }
-                var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+                var pause = Glibc.timespec(tv_sec: 0, tv_nsec: 5_000_000)
                 nanosleep(&pause, nil)
             }
         }

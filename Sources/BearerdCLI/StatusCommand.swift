@@ -1,4 +1,5 @@
 import ArgumentParser
+import BearerdAdmin
 import BearerdTokens
 import Foundation
 import NIOHTTP1
@@ -26,6 +27,8 @@ struct StatusCommand: AsyncParsableCommand {
             "One line for each bearerd on this machine: bearerd.service, each bearerd@NAME (/etc/bearerd/NAME.yaml), and each started by hand."
     )
     var all = false
+    @Option(help: "Root only, a per_caller session: this user's tokens instead of your own.") var uid: UInt32?
+    @Flag(help: "Root only, a per_caller session: one line for each user with tokens here.") var users = false
 
     func validate() throws {
         if self.all && (self.options.config != nil || self.options.instance != nil || self.json) {
@@ -48,8 +51,20 @@ struct StatusCommand: AsyncParsableCommand {
             try await self.list(all.map(\.session))
             return
         }
+        if self.users {
+            try await SessionCommand.run(self.options, session: self.session.session) { channel in
+                let list = try await channel.request(.GET, "/v1/callers", as: AdminMessages.Callers.self)
+                if self.json {
+                    print(String(decoding: try TokenStatus.encoder().encode(list), as: UTF8.self))
+                } else {
+                    print(Self.render(list), terminator: "")
+                }
+            }
+            return
+        }
         try await SessionCommand.run(self.options, session: self.session.session) { channel in
-            var status = try await channel.request(.GET, "/v1/status", as: TokenStatus.self)
+            let path = "/v1/status" + (self.uid.map { "?uid=\($0)" } ?? "")
+            var status = try await channel.request(.GET, path, as: TokenStatus.self)
             status.daemon = channel.daemon
             if self.json {
                 print(String(decoding: try TokenStatus.encoder().encode(status), as: UTF8.self))
@@ -64,6 +79,20 @@ struct StatusCommand: AsyncParsableCommand {
 }
 
 extension StatusCommand {
+    /// `--users`: a line per user of a per_caller session.
+    static func render(_ list: AdminMessages.Callers) -> String {
+        guard !list.callers.isEmpty else { return "no user has tokens in this session\n" }
+        return list.callers.map { entry in
+            guard let status = entry.status else { return "uid \(entry.uid): stored (not in memory)\n" }
+            var parts = [status.state.text]
+            if let subject = status.subject { parts.append("as \(PrintableText.of(subject))") }
+            if let expiresAt = status.expiresAt {
+                parts.append("token valid for \(StatusText.span(max(0, Int(expiresAt.timeIntervalSince(status.now)))))")
+            }
+            return "uid \(entry.uid): " + parts.joined(separator: ", ") + "\n"
+        }.joined()
+    }
+
     /// Every session of a config with several: a block each (a JSON object by name with
     /// --json). Exits 0 when each has a token to send, else as the worst of them would alone.
     func list(_ names: [String]) async throws {

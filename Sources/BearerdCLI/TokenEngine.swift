@@ -19,6 +19,8 @@ enum TokenEngine {
         fleet: PostgresSessionStore?,
         commands: SpawnedCommandRunner?
     )
+    /// `per_caller: true`: a manager per caller uid, each on its own store.
+    case perCaller(CallerSessions, client: HTTPClientTokenTransport)
 
     /// Opens the store and makes the token client. Throws a ``CommandError`` (exit 78 for a
     /// config or store problem) that names what to fix; a store held by a running daemon throws
@@ -44,7 +46,10 @@ enum TokenEngine {
                 }
             }
             // The fleet's row is the store; the file store is not opened (nor locked) then.
-            let store = fleet == nil ? try Self.openStore(configuration, logger: logger) : MemoryTokenStore()
+            // A per_caller session's stores are each user's, opened when they are first needed.
+            let store: any TokenStore =
+                fleet == nil && !prepared.configuration.callers.enabled
+                ? try Self.openStore(configuration, logger: logger) : MemoryTokenStore()
             let client: HTTPClientTokenTransport
             do {
                 client = try transport.make(logger: logger)
@@ -55,6 +60,16 @@ enum TokenEngine {
                     "cannot set up the token client (auth.ca_file): \(error)",
                     code: .config,
                     underlying: error
+                )
+            }
+            if prepared.configuration.callers.enabled {
+                return try Self.makePerCaller(
+                    prepared,
+                    client: client,
+                    source: source,
+                    verifier: verifier,
+                    tracer: tracer,
+                    logger: logger
                 )
             }
             let commands = source is CommandSource ? SpawnedCommandRunner() : nil
@@ -94,6 +109,16 @@ enum TokenEngine {
         switch self {
         case .staticToken(let provider, _): provider
         case .engine(let manager, _, _, _): manager
+        case .perCaller(let sessions, _): CallerTokens(sessions: sessions)
+        }
+    }
+
+    /// What a reload gives its new timing rules.
+    var timing: (any RefreshTiming)? {
+        switch self {
+        case .staticToken: nil
+        case .engine(let manager, _, _, _): manager
+        case .perCaller(let sessions, _): sessions
         }
     }
 
@@ -102,6 +127,7 @@ enum TokenEngine {
         switch self {
         case .staticToken(let provider, let path): .staticToken(provider, path: path)
         case .engine(let manager, _, _, _): .engine(manager)
+        case .perCaller(let sessions, _): .perCaller(sessions, admits: { _ in false })
         }
     }
 
@@ -125,6 +151,11 @@ enum TokenEngine {
 
     /// Waits for a refresh in flight to be stored, then closes the token client.
     func close() async {
+        if case .perCaller(let sessions, let client) = self {
+            await sessions.close()
+            try? await client.shutdown()
+            return
+        }
         guard case .engine(let manager, let client, _, let commands) = self else { return }
         // An auth.command run in flight ends now, not at auth.command_timeout.
         commands?.stopAll()

@@ -11,6 +11,12 @@ package struct LogoutResult: Sendable, Codable, Equatable {
     /// What happened, for a person.
     package var detail: String
 
+    package init(loggedOut: Bool, revoked: Bool, detail: String) {
+        self.loggedOut = loggedOut
+        self.revoked = revoked
+        self.detail = detail
+    }
+
     enum CodingKeys: String, CodingKey {
         case loggedOut = "logged_out"
         case revoked

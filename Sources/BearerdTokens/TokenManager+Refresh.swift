@@ -11,6 +11,9 @@ extension TokenManager {
             _ = await task.value
             return
         }
+        // Its store closed: a new refresh token could not be written, and the old one, which the
+        // store keeps, would be spent.
+        guard !self.storeClosed else { return }
         if self.fleet != nil {
             // What to send is decided under the fleet's lock, from the row.
             _ = await self.begin(.fromFleetRow, reason: reason)?.value
@@ -51,6 +54,7 @@ extension TokenManager {
         // Without a fleet there is no row to take a grant from; nothing starts (no `.refreshing`
         // that no task would end).
         if case .fromFleetRow = sending, self.fleet == nil { return nil }
+        guard !self.storeClosed else { return nil }
         let now = self.clock.now
         let previous = self.currentSession
         let grant: Grant? = if case .grant(let grant) = sending { grant } else { nil }

@@ -245,6 +245,7 @@ package actor TokenManager: TokenProvider {
             case .sleep(let until):
                 try await self.clock.sleep(until: until)
             case .refresh(let reason):
+                guard !self.storeClosed else { throw Self.stopped }
                 self.noteWaiter()
                 await self.refresh(reason: reason)
                 if reason != .retry, self.machine.readyButUnusable(now: self.clock.now) { expiredIssues += 1 }
@@ -269,6 +270,9 @@ package actor TokenManager: TokenProvider {
             self.noteWaiter()
             await self.awaitInFlight(once: true)
         case .refresh:
+            // Stopped (its store closed): a refresh it could not write would spend the refresh
+            // token that the store, and the session loaded from it next, still holds.
+            guard !self.storeClosed else { return nil }
             self.noteWaiter()
             self.logger.notice("the upstream rejected the current token; refreshing it")
             await self.refresh(reason: .upstream401)
@@ -278,6 +282,12 @@ package actor TokenManager: TokenProvider {
         }
         return nil
     }
+
+    /// What a request that needs a refresh is told once this session stopped.
+    static let stopped = TokenUnavailableError.tokenServerUnavailable(
+        "this session stopped (bearerd is stopping, a reload removed it, or it was unloaded while idle): send the request again",
+        retryAfterSeconds: 1
+    )
 
     // MARK: The funnel
 

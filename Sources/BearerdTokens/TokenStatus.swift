@@ -89,6 +89,8 @@ package struct TokenStatus: Sendable, Codable, Equatable {
         case loggedOut = "logged_out"
         /// The token comes from `auth.static_token_file`: there is no session to manage.
         case `static`
+        /// `per_caller`: each local user has tokens of their own.
+        case perCaller = "per_caller"
 
         /// For people: `logged out`.
         package var text: String { self.rawValue.replacingOccurrences(of: "_", with: " ") }

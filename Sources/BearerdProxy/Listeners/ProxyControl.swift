@@ -1,5 +1,6 @@
 import BearerdSockets
 import BearerdWire
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// A handle on the running proxy for reloads: ``ProxyServer`` fills it in once it listens.
@@ -19,6 +20,12 @@ package final class ProxyControl: Sendable {
             throw ProxyError.setup("the proxy is not listening yet")
         }
         try await listeners.reload(settings: settings)
+    }
+
+    /// Who the listeners admit now (`nil` before they listen): a `per_caller` session's admin
+    /// calls admit the same users.
+    package var admission: CallerAdmission? {
+        self.listeners.withLock { $0?.state.withLockedValue { $0.generation.settings.admission } }
     }
 
     /// The addresses listened on now.

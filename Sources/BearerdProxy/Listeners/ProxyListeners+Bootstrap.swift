@@ -87,7 +87,9 @@ extension ProxyListeners {
             while true {
                 let generation = self.state.withLockedValue { $0.generation }
                 let admission = generation.settings.admission
-                if !asked.contains(.caller) && (!self.viaTCP || admission.needsCaller || generation.settings.accessLog)
+                if !asked.contains(.caller)
+                    && (!self.viaTCP || admission.needsCaller || generation.settings.accessLog
+                        || self.tokens.needsCaller)
                 {
                     asked.insert(.caller)
                     // The owner of a TCP client's socket: one netlink request on this event loop,

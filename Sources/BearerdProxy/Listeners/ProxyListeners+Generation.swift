@@ -87,7 +87,8 @@ extension ProxyListeners {
                 retryBudget: self.retryBudget,
                 viaTCP: viaTCP,
                 pool: pool,
-                tokens: tokens,
+                // A `per_caller` session's: this caller's tokens, and only theirs.
+                tokens: tokens.needsCaller ? tokens.forCaller(existing?.uid ?? caller?.uid) : tokens,
                 calls: self.calls,
                 metrics: metrics,
                 logger: logger,
