@@ -29,7 +29,7 @@ Clients: jwt-client (private_key_jwt), mtls-client (tls_client_auth), secret-cli
 secret-pass (client_secret_basic), fed-client (federated_jwt: a platform token as the
 client_assertion, as Entra ID's federated credentials take), exchange-public (a public client,
 token exchange only), noexchange-client / noexchange-pass (client_secret_basic, client_credentials
-only: the client a token exchange answers unauthorized_client). User: alice / alice-pass.
+only: the client a token exchange answers unauthorized_client). Users: alice / alice-pass, bob / bob-pass, carol / carol-pass.
 
 RFC 8693 token exchange (grant_type urn:ietf:params:oauth:grant-type:token-exchange): the
 subject token (and the actor token) is a platform token, strictly checked (compact JWS, RS256 or
@@ -133,7 +133,7 @@ CLIENTS = {
 }
 LOOPBACK_REDIRECT = re.compile(r"http://(127\.0\.0\.1|\[::1\]):[0-9]{1,5}/callback")
 codes = {}  # authorization code -> AuthorizationCode
-USERS = {"alice": "alice-pass"}
+USERS = {"alice": "alice-pass", "bob": "bob-pass", "carol": "carol-pass"}
 access_tokens = {}  # token -> (client_id, user, expires_at)
 refresh_tokens = {}  # token -> (client_id, user, revoked)
 bound_to = {}  # DPoP: access or refresh token -> the jkt of the key it is bound to
