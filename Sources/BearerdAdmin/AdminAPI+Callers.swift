@@ -37,6 +37,11 @@ extension AdminAPI {
         }
     }
 
+    /// Whether a `per_caller` session runs now: only then may other users connect.
+    package var servesCallers: Bool {
+        self.sessions.contains { if case .perCaller = $0.backend { true } else { false } }
+    }
+
     /// The routes a user may call on a `per_caller` session, for their own tokens.
     static let ownTokenRoutes: Set<String> = [
         "/v1/status", "/v1/token", "/v1/login", "/v1/login/authorize", "/v1/login/device", "/v1/logout",

@@ -55,6 +55,7 @@ package struct AdminServer: Service {
         try UnixSocketFile.checkReplaceable(self.path, key: "admin.socket")
         if self.openToCallers { self.openDirectory(directory) }
         let openToCallers = self.openToCallers
+        let api = self.api
         let callers = NIOLockedValueBox(0)
         let temporary = UnixSocketFile.temporaryPath(for: self.path)
         let server: AdminHTTP.Accepted
@@ -69,8 +70,9 @@ package struct AdminServer: Service {
                         }
                         if caller.uid != 0 && caller.uid != getuid() {
                             // Another user: only to a per_caller session, a bounded number at once.
+                            // Only while a per_caller session runs (a reload may have removed it).
                             let admitted =
-                                openToCallers
+                                openToCallers && api.servesCallers
                                 && callers.withLockedValue { count in
                                     guard count < Self.maxCallerConnections else { return false }
                                     count += 1

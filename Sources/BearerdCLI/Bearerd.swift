@@ -9,7 +9,7 @@ package struct Bearerd: AsyncParsableCommand {
             Point legacy tools at http://127.0.0.1:PORT (or a unix socket); bearerd forwards each \
             request to the configured upstream with `Authorization: Bearer <token>`. Several APIs, \
             each with its own credential and listener, are sessions of one daemon: a `sessions:` map \
-            in the config (see bearerd.yaml(5)), named in the verbs with --session NAME.
+            in the config (see bearerd.yaml(5)), named in the verbs with --session NAME. A session             with `per_caller: true` keeps a token set for each local user, who logs in as             themselves; each request carries its caller's token only.
             """,
         version: BearerdVersion.string,
         subcommands: [

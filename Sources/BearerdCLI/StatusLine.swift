@@ -17,6 +17,9 @@ enum StatusLine {
     }
 
     static func text(_ backend: AdminAPI.Backend) async -> String {
+        if case .perCaller(let sessions, _) = backend {
+            return "per caller: \(sessions.uids.count) users with tokens, \(sessions.loadedCount) in memory"
+        }
         guard case .engine(let manager) = backend else { return "serving with a static token" }
         let status = await manager.status()
         let state = status.state.text
