@@ -3,6 +3,7 @@ import BearerdTokens
 import Foundation
 import Logging
 import NIOHTTP1
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -47,70 +48,66 @@ extension AdminAPI {
         "/v1/status", "/v1/token", "/v1/login", "/v1/login/authorize", "/v1/login/device", "/v1/logout",
     ]
 
-    /// This API with the call's session resolved for `asker`: on a `per_caller` session, the
-    /// asker's own tokens (root and bearerd's user may name another uid with `?uid=UID`); or why
-    /// the call is refused.
-    func authorized(path: String, asker: Asker) async -> Result<AdminAPI, SessionRefusal> {
+    /// Runs `body` with this API's session resolved for `asker`: on a `per_caller` session, the
+    /// asker's own tokens (root and bearerd's user may name another uid with `?uid=UID`), held in
+    /// memory while the call runs; or answers why the call is refused.
+    func authorized(
+        path: String,
+        asker: Asker,
+        _ body: @Sendable (AdminAPI) async -> Response
+    ) async -> Response {
         let route = Self.route(path)
         let privileged = asker.isPrivileged
         guard case .perCaller(let sessions, let admits)? = self.backend, Self.ownTokenRoutes.contains(route) else {
-            if privileged { return .success(self) }
-            return .failure(
-                Self.forbidden(
-                    "only root and bearerd's own user may call \(route)\(self.backend == nil ? "" : " of this session"): other local users may log in, log out and read status and token of a per_caller session, for their own tokens"
-                )
-            )
+            if privileged { return await body(self) }
+            return Self.forbidden(
+                "only root and bearerd's own user may call \(route)\(self.backend == nil ? "" : " of this session"): other local users may log in, log out and read status and token of a per_caller session, for their own tokens"
+            ).response
         }
-        if case .peer(let caller) = asker, !privileged, !admits(caller) {
-            return .failure(
-                Self.forbidden(
+        if case .peer(let caller) = asker, !privileged {
+            // The account's groups may be looked up: off the async pool's few threads.
+            let admitted = (try? await NIOThreadPool.singleton.runIfActive { admits(caller) }) ?? false
+            guard admitted else {
+                return Self.forbidden(
                     "uid \(caller.uid) is not one this session serves: ask its administrator to list you in socket_allow_uids or socket_allow_gids"
-                )
-            )
+                ).response
+            }
         }
         let own = asker.uid
         var uid = own
         if let asked = Self.parameter("uid", in: path) {
             guard let number = UInt32(asked) else {
-                return .failure(
-                    SessionRefusal(response: Self.failure(.badRequest, "bad_request", "uid must be a number"))
-                )
+                return Self.failure(.badRequest, "bad_request", "uid must be a number")
             }
             guard privileged || number == own else {
-                return .failure(
-                    Self.forbidden("only root and bearerd's own user may act on another user's tokens")
-                )
+                return Self.forbidden("only root and bearerd's own user may act on another user's tokens").response
             }
             uid = number
         }
         // A login makes the user's store; nobody logs in as another (root neither).
         let login = route.hasPrefix("/v1/login")
         if login && uid != own {
-            return .failure(Self.forbidden("a user logs in as themselves only: run bearerd login as uid \(uid)"))
+            return Self.forbidden("a user logs in as themselves only: run bearerd login as uid \(uid)").response
         }
-        var api = self
         do {
-            if let manager = try await sessions.manager(for: uid, create: login) {
-                api.backend = .engine(manager)
-            } else {
-                api.backend = .noTokens(uid: uid, hint: sessions.loginHint)
+            // A browser login waits up to auth.login_timeout for its code: the user stays loaded.
+            let keep: Duration? = route == "/v1/login/authorize" ? .seconds(600) : nil
+            return try await sessions.withManager(for: uid, create: login, keep: keep) { manager in
+                var api = self
+                api.backend = manager.map { .engine($0) } ?? .noTokens(uid: uid, hint: sessions.loginHint)
+                return await body(api)
             }
         } catch {
             self.logger.error(
                 "cannot open a caller's token store",
                 metadata: ["caller_uid": "\(uid)", "error": "\(error)"]
             )
-            return .failure(
-                SessionRefusal(
-                    response: Self.failure(
-                        .serviceUnavailable,
-                        "store_unavailable",
-                        "cannot open the token store of uid \(uid): \(error)"
-                    )
-                )
+            return Self.failure(
+                .serviceUnavailable,
+                "store_unavailable",
+                "cannot open the token store of uid \(uid): \(error)"
             )
         }
-        return .success(api)
     }
 
     /// `GET /v1/callers`: each uid of a `per_caller` session with tokens here, and their state

@@ -72,18 +72,20 @@ extension AdminAPI {
         asker: Asker = .trusted,
         send: @escaping @Sendable (Data) async throws -> Void
     ) async {
-        let resolved: Result<AdminAPI, SessionRefusal>
+        let refusal: Response
         switch self.scoped(path) {
-        case .success(let api): resolved = await api.authorized(path: path, asker: asker)
-        case .failure(let refusal): resolved = .failure(refusal)
-        }
-        switch resolved {
         case .success(let api):
-            await api.deviceLogin(send: send)
-        case .failure(let refusal):
-            let failure = (try? JSONDecoder().decode(AdminMessages.Failure.self, from: refusal.response.body))
-            try? await send(Self.line(AdminMessages.DeviceEvent(failure: failure ?? Self.noSession)))
+            let answer = await api.authorized(path: path, asker: asker) { api in
+                await api.deviceLogin(send: send)
+                return Response(status: .ok, body: Data())
+            }
+            guard answer.status != .ok else { return }
+            refusal = answer
+        case .failure(let scoped):
+            refusal = asker.isPrivileged ? scoped.response : Self.unnamedSession
         }
+        let failure = (try? JSONDecoder().decode(AdminMessages.Failure.self, from: refusal.body))
+        try? await send(Self.line(AdminMessages.DeviceEvent(failure: failure ?? Self.noSession)))
     }
 
     /// `GET /v1/sessions`: every session's status, by name, in order.

@@ -108,11 +108,11 @@ package struct AdminAPI: Sendable {
             guard exposure == .admin else {
                 return await api.route(method: method, path: path, body: body, exposure: exposure)
             }
-            switch await api.authorized(path: path, asker: asker) {
-            case .success(let api): return await api.route(method: method, path: path, body: body, exposure: exposure)
-            case .failure(let refusal): return refusal.response
+            return await api.authorized(path: path, asker: asker) { api in
+                await api.route(method: method, path: path, body: body, exposure: exposure)
             }
-        case .failure(let refusal): return refusal.response
+        case .failure(let refusal):
+            return asker.isPrivileged ? refusal.response : Self.unnamedSession
         }
     }
 
@@ -355,6 +355,14 @@ package struct AdminAPI: Sendable {
         error: "no_session",
         message:
             "no session runs now: a reload is replacing them (try again in a moment), or the one it started failed (see the log, fix the config's sessions and run bearerd reload)"
+    )
+
+    /// What a user other than root and bearerd's own is told of a session they did not name
+    /// right: not the names of the daemon's sessions.
+    static let unnamedSession = Self.failure(
+        .forbidden,
+        "forbidden",
+        "name the per_caller session you log in to with --session NAME"
     )
 
     static let perCallerOnly = AdminMessages.Failure(

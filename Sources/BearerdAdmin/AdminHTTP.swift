@@ -113,6 +113,8 @@ struct AdminHTTP: Sendable {
                         try await Self.write(answer, keepAlive: false, to: outbound)
                     } else if self.exposure == .admin, AdminAPI.isDeviceLogin(method: request.method, path: request.uri)
                     {
+                        // The person may take minutes: no idle timeout while the daemon polls.
+                        try? await connection.channel.pipeline.removeHandler(name: AdminServer.callerIdleHandler).get()
                         try await self.streamDeviceLogin(path: request.uri, asker: asker, to: outbound)
                         return
                     } else {

@@ -26,8 +26,15 @@ package struct AdminServer: Service {
     /// directory searchable), each call then authorised by the peer's uid (``AdminAPI/Asker``).
     private let openToCallers: Bool
 
-    /// At most this many connections of users other than root and bearerd's own at once.
+    /// At most this many connections of users other than root and bearerd's own at once, and
+    /// this many of any one of them.
     package static let maxCallerConnections = 64
+    package static let maxConnectionsPerCaller = 4
+    /// Such a connection that sends nothing this long is closed (but for a device login, which
+    /// waits for the person).
+    package static let callerIdleTimeout = TimeAmount.seconds(30)
+    /// The name of that timeout's handler, which a device login removes.
+    static let callerIdleHandler = "caller-idle"
 
     package init(
         path: String,
@@ -56,7 +63,7 @@ package struct AdminServer: Service {
         if self.openToCallers { self.openDirectory(directory) }
         let openToCallers = self.openToCallers
         let api = self.api
-        let callers = NIOLockedValueBox(0)
+        let callers = NIOLockedValueBox((total: 0, byUID: [UInt32: Int]()))
         let temporary = UnixSocketFile.temporaryPath(for: self.path)
         let server: AdminHTTP.Accepted
         do {
@@ -71,18 +78,34 @@ package struct AdminServer: Service {
                         if caller.uid != 0 && caller.uid != getuid() {
                             // Another user: only to a per_caller session, a bounded number at once.
                             // Only while a per_caller session runs (a reload may have removed it).
+                            let uid = caller.uid
                             let admitted =
                                 openToCallers && api.servesCallers
-                                && callers.withLockedValue { count in
-                                    guard count < Self.maxCallerConnections else { return false }
-                                    count += 1
+                                && callers.withLockedValue { open in
+                                    guard open.total < Self.maxCallerConnections,
+                                        open.byUID[uid, default: 0] < Self.maxConnectionsPerCaller
+                                    else { return false }
+                                    open.total += 1
+                                    open.byUID[uid, default: 0] += 1
                                     return true
                                 }
                             guard admitted else {
                                 channel.close(promise: nil)
                                 return nil
                             }
-                            channel.closeFuture.whenComplete { _ in callers.withLockedValue { $0 -= 1 } }
+                            channel.closeFuture.whenComplete { _ in
+                                callers.withLockedValue { open in
+                                    open.total -= 1
+                                    open.byUID[uid, default: 1] -= 1
+                                    if open.byUID[uid] == 0 { open.byUID[uid] = nil }
+                                }
+                            }
+                            let sync = channel.pipeline.syncOperations
+                            try sync.addHandler(
+                                IdleStateHandler(readTimeout: Self.callerIdleTimeout),
+                                name: Self.callerIdleHandler
+                            )
+                            try sync.addHandler(CloseOnIdle())
                         }
                         return try AdminHTTP.prepare(channel)
                     }
@@ -114,12 +137,18 @@ package struct AdminServer: Service {
 }
 
 extension AdminServer {
-    /// Lets other users reach the socket: its directory searchable (not listable, not writable)
-    /// when it is bearerd's own and owner-only (systemd's `RuntimeDirectoryMode=0700`).
+    /// Lets other users reach the socket: its directory searchable by others (not listable, not
+    /// writable) when it is bearerd's runtime directory (systemd's `RuntimeDirectory=`, made
+    /// 0700, or one under /run) and bearerd's own. Any other directory is left as it is: its
+    /// mode may be what keeps other files in it private.
     private func openDirectory(_ directory: String) {
+        let runtime = (ProcessInfo.processInfo.environment["RUNTIME_DIRECTORY"] ?? "").split(separator: ":")
+        guard runtime.contains(where: { String($0) == directory }) || directory.hasPrefix("/run/") else {
+            return
+        }
         var info = stat()
-        guard stat(directory, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o011 != 0o011 else { return }
-        if chmod(directory, mode_t(info.st_mode & 0o7777) | 0o011) == 0 {
+        guard stat(directory, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o001 == 0 else { return }
+        if chmod(directory, mode_t(info.st_mode & 0o7777) | 0o001) == 0 {
             self.logger.notice(
                 "a session is per_caller: the admin socket's directory is now searchable by other users, who may each log in for themselves",
                 metadata: ["directory": "\(directory)"]

@@ -95,7 +95,7 @@ package struct MetricsServer: Service {
 }
 
 /// Closes a connection when ``IdleStateHandler`` says no bytes came in time.
-private final class CloseOnIdle: ChannelInboundHandler {
+final class CloseOnIdle: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

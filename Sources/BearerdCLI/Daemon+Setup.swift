@@ -58,14 +58,16 @@ extension Daemon {
 
     /// Creates the admin socket's directory, owner-only, when it is missing (systemd's
     /// `RuntimeDirectory=` makes it otherwise). Returns what is wrong, if anything.
-    static func prepareDirectory(of socket: String) -> String? {
+    /// `openToCallers`: a session is per_caller, and other users must reach the socket: the
+    /// directory is made searchable by them (0711).
+    static func prepareDirectory(of socket: String, openToCallers: Bool = false) -> String? {
         let directory = URL(fileURLWithPath: socket).deletingLastPathComponent().path
         if FileManager.default.fileExists(atPath: directory) { return nil }
         do {
             try FileManager.default.createDirectory(
                 atPath: directory,
                 withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
+                attributes: [.posixPermissions: openToCallers ? 0o711 : 0o700]
             )
             return nil
         } catch {

@@ -48,7 +48,8 @@ struct Daemon {
             )
         }
         let passed = try DaemonSession.passedSockets(activation?.sockets ?? [], sessions: prepared)
-        if let problem = Self.prepareDirectory(of: configuration.admin.socket) {
+        let openToCallers = prepared.contains { $0.configuration.callers.enabled }
+        if let problem = Self.prepareDirectory(of: configuration.admin.socket, openToCallers: openToCallers) {
             throw CommandError(key: "admin.socket", problem)
         }
         // Before the engines and the proxies, which take its tracer.
@@ -120,7 +121,7 @@ struct Daemon {
                 api: api,
                 group: group,
                 logger: logger,
-                openToCallers: prepared.contains { $0.configuration.callers.enabled },
+                openToCallers: openToCallers,
                 onReady: { readiness.mark("admin") }
             )
         )

@@ -253,8 +253,7 @@ struct SpawnedCommandRunner: CommandRunner {
                     self.end(clock: clock)
                     return CommandResult(ending: ending, stdout: stdout, stderr: stderr)
                 }
-                var pause = Glibc.timespec(tv_sec: 0, tv_nsec: 2_000_000)
-                nanosleep(&pause, nil)
+                usleep(2_000)
             }
             guard let code = status, code >= 0 else {
                 return CommandResult(ending: .lost, stdout: stdout, stderr: stderr)
@@ -277,8 +276,7 @@ struct SpawnedCommandRunner: CommandRunner {
                 } else if killed && clock.now >= killAt + .seconds(1) {
                     return
                 }
-                var pause = Glibc.timespec(tv_sec: 0, tv_nsec: 5_000_000)
-                nanosleep(&pause, nil)
+                usleep(5_000)
             }
         }
 

@@ -38,7 +38,9 @@ extension TokenEngine {
                 if !create && !FileManager.default.fileExists(atPath: path) { return nil }
                 var userLogger = logger
                 userLogger[metadataKey: "caller_uid"] = "\(uid)"
-                let file = try EncryptedTokenStore(path: path, key: key, profile: profile)
+                // The uid is sealed in with the tokens: a file renamed to another uid's name opens for
+                // nobody.
+                let file = try EncryptedTokenStore(path: path, key: key, profile: "\(profile).uid-\(uid)")
                 do {
                     _ = try file.load()
                 } catch let error as StoreError where error.code == .corrupted {
@@ -49,7 +51,7 @@ extension TokenEngine {
                 }
                 return TokenManager(
                     source: source,
-                    transport: ceiling,
+                    transport: ceiling.forUser(uid),
                     store: file,
                     policy: policy,
                     clock: clock,
@@ -70,15 +72,13 @@ extension TokenEngine {
 enum CallerStores {
     /// `/var/lib/bearerd/api.store` → `/var/lib/bearerd/api.uid-1000.store`.
     static func path(beside base: String, uid: UInt32) -> String {
-        let stem = base.hasSuffix(".store") ? String(base.dropLast(".store".count)) : base
-        return "\(stem).uid-\(uid).store"
+        "\(BearerdConfiguration.Callers.storeStem(base)).uid-\(uid).store"
     }
 
     /// The uids that have a store beside `base`.
     static func uids(beside base: String) -> [UInt32] {
         let directory = (base as NSString).deletingLastPathComponent
-        let stem = ((base.hasSuffix(".store") ? String(base.dropLast(".store".count)) : base) as NSString)
-            .lastPathComponent
+        let stem = (BearerdConfiguration.Callers.storeStem(base) as NSString).lastPathComponent
         let prefix = stem + ".uid-"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.compactMap { name in

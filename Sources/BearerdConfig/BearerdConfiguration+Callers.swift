@@ -24,6 +24,19 @@ extension BearerdConfiguration {
             self.maxRefreshesPerMinute = maxRefreshesPerMinute
         }
 
+        /// What each user's store name begins with: `store.path` without `.store`
+        /// (`/var/lib/bearerd/api.store` → `/var/lib/bearerd/api`, then `.uid-UID.store`).
+        package static func storeStem(_ path: String) -> String {
+            path.hasSuffix(".store") ? String(path.dropLast(".store".count)) : path
+        }
+
+        /// Whether `path` is, or could be, a per-user store of the session whose stem is `stem`.
+        static func isUserStore(_ path: String, of stem: String) -> Bool {
+            guard path.hasPrefix(stem + ".uid-"), path.hasSuffix(".store") else { return false }
+            let digits = path.dropFirst(stem.count + ".uid-".count).dropLast(".store".count)
+            return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber }
+        }
+
         init(reading builder: inout ConfigBuilder, enabled: Bool) {
             typealias Keys = ConfigKeys.Callers
             self.enabled = enabled

@@ -219,6 +219,43 @@ extension ConfigLoader {
                 }
             }
         }
+        return issues + Self.userStoreConflicts(entries)
+    }
+
+    /// A per_caller session's users' stores (`STEM.uid-UID.store`) may be no other session's
+    /// store, and two per_caller sessions may not share a stem: one file would hold another
+    /// session's user's tokens, sent to that session's API once the first let it go.
+    static func userStoreConflicts(_ entries: [ConfiguredSessions.Entry]) -> [ConfigIssue] {
+        var issues: [ConfigIssue] = []
+        let stems = entries.filter { $0.configuration.callers.enabled }.map {
+            (
+                name: $0.name,
+                stem: BearerdConfiguration.Callers.storeStem(ListenAddress.normalPath($0.configuration.store.path))
+            )
+        }
+        for (index, own) in stems.enumerated() {
+            if let other = stems[..<index].first(where: { $0.stem == own.stem }) {
+                issues.append(
+                    ConfigIssue(
+                        key: "sessions.\(own.name).store.path",
+                        message:
+                            "session \(other.name) keeps its users' stores under the same name (\(own.stem).uid-UID.store): give each per_caller session a store.path of its own"
+                    )
+                )
+            }
+        }
+        for entry in entries where entry.configuration.store.postgres == nil {
+            let path = ListenAddress.normalPath(entry.configuration.store.path)
+            for own in stems where BearerdConfiguration.Callers.isUserStore(path, of: own.stem) {
+                issues.append(
+                    ConfigIssue(
+                        key: "sessions.\(entry.name).store.path",
+                        message:
+                            "\(path) is the name of one of session \(own.name)'s users' stores: choose another store.path"
+                    )
+                )
+            }
+        }
         return issues
     }
 }

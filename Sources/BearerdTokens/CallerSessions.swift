@@ -46,6 +46,12 @@ package final class CallerSessions: RefreshTiming {
         /// Set once it is being unloaded: whoever holds it asks the registry again.
         let unloaded = Atomic<Bool>(false)
         let timer = Mutex<Task<Void, Never>?>(nil)
+        /// Admin calls under way for this user (a login, a device login polling): not unloaded
+        /// meanwhile, or what they install would go to a closed store.
+        let pins = Atomic<Int>(0)
+        /// Not unloaded before this (monotonic nanoseconds): a browser login begun waits for its
+        /// code this long.
+        let keepUntil = Atomic<Int64>(0)
 
         init(uid: UInt32, manager: TokenManager, now: Int64) {
             self.uid = uid
@@ -54,6 +60,10 @@ package final class CallerSessions: RefreshTiming {
         }
 
         var isLoaded: Bool { !self.unloaded.load(ordering: .acquiring) }
+
+        func isHeld(now: Int64) -> Bool {
+            self.pins.load(ordering: .acquiring) > 0 || self.keepUntil.load(ordering: .relaxed) > now
+        }
     }
 
     private struct State {
@@ -165,24 +175,30 @@ package final class CallerSessions: RefreshTiming {
     private func load(_ uid: UInt32, create: Bool) throws -> Entry? {
         guard let manager = try self.factory(uid, create, self.policy.withLock { $0 }) else { return nil }
         let entry = Entry(uid: uid, manager: manager, now: self.now())
+        let now = entry.lastUse.load(ordering: .relaxed)
         let (evicted, closed) = self.state.withLock { state -> ([Entry], Bool) in
-            guard !state.closed else { return ([], true) }
+            guard !state.closed else {
+                // Made while the session stopped: its store closes, and `close()` waits for it.
+                state.unloading[uid] = Task { await manager.closeStore() }
+                return ([], true)
+            }
             state.loaded[uid] = entry
+            // Under the lock, so that an unload never misses the timer it must stop.
+            entry.timer.withLock { $0 = Task { await manager.runScheduler() } }
             let over = state.loaded.count - self.limits.maxLoaded
             guard over > 0 else { return ([], false) }
-            let oldest = state.loaded.values.filter { $0.uid != uid }
+            // Users in the middle of a login stay; the limit is exceeded while they are.
+            let oldest = state.loaded.values.filter { $0.uid != uid && !$0.isHeld(now: now) }
                 .sorted { $0.lastUse.load(ordering: .relaxed) < $1.lastUse.load(ordering: .relaxed) }
                 .prefix(over)
             return (oldest.map { self.unload($0, in: &state) }, false)
         }
         if closed {
-            Task { await manager.closeStore() }
             throw TokenUnavailableError.tokenServerUnavailable(
                 "this session is stopping: send the request again",
                 retryAfterSeconds: 1
             )
         }
-        entry.timer.withLock { $0 = Task { await manager.runScheduler() } }
         if !evicted.isEmpty {
             self.logger.debug(
                 "unloaded the least recently used callers' sessions (callers.max_loaded)",
@@ -217,7 +233,9 @@ package final class CallerSessions: RefreshTiming {
         let idle = self.limits.idleUnload
         let limit = idle.components.seconds * 1_000_000_000 + idle.components.attoseconds / 1_000_000_000
         let tasks = self.state.withLock { state -> [Task<Void, Never>] in
-            let stale = state.loaded.values.filter { now - $0.lastUse.load(ordering: .relaxed) >= limit }
+            let stale = state.loaded.values.filter {
+                now - $0.lastUse.load(ordering: .relaxed) >= limit && !$0.isHeld(now: now)
+            }
             return stale.compactMap { entry in
                 _ = self.unload(entry, in: &state)
                 return state.unloading[entry.uid]
@@ -261,12 +279,56 @@ package final class CallerSessions: RefreshTiming {
     /// The session stops: nothing loads any more, every user's timer stops and every store is
     /// written and closed.
     package func close() async {
-        let tasks = self.state.withLock { state -> [Task<Void, Never>] in
+        let loading = self.state.withLock { state in
             state.closed = true
+            return Array(state.loading.values)
+        }
+        // A load under way finishes first: it closes what it opened, under `unloading`.
+        for task in loading { _ = try? await task.value }
+        let tasks = self.state.withLock { state -> [Task<Void, Never>] in
             for entry in Array(state.loaded.values) { _ = self.unload(entry, in: &state) }
             return Array(state.unloading.values)
         }
         for task in tasks { await task.value }
+    }
+
+    /// Runs `body` with `uid`'s manager (loaded, or made when `create`) held in memory: an admin
+    /// call that may install tokens (a login) is not cut off by an unload. `keep`: hold it that
+    /// long after too (a browser login waiting for its code).
+    package func withManager<Result: Sendable>(
+        for uid: UInt32,
+        create: Bool,
+        keep: Duration? = nil,
+        _ body: (TokenManager?) async throws -> Result
+    ) async throws -> Result {
+        var held: Entry?
+        for _ in 0..<3 where held == nil {
+            guard let entry = try await self.entry(for: uid, create: create) else { return try await body(nil) }
+            entry.pins.add(1, ordering: .acquiringAndReleasing)
+            if entry.isLoaded {
+                held = entry
+            } else {
+                // Unloaded between finding it and holding it: load it again.
+                entry.pins.subtract(1, ordering: .acquiringAndReleasing)
+            }
+        }
+        guard let entry = held else {
+            throw TokenUnavailableError.tokenServerUnavailable(
+                "cannot load this user's session now: try again",
+                retryAfterSeconds: 1
+            )
+        }
+        defer {
+            if let keep {
+                let (seconds, attoseconds) = keep.components
+                entry.keepUntil.store(
+                    self.now() + seconds * 1_000_000_000 + attoseconds / 1_000_000_000,
+                    ordering: .relaxed
+                )
+            }
+            entry.pins.subtract(1, ordering: .acquiringAndReleasing)
+        }
+        return try await body(entry.manager)
     }
 
     /// Waits for the refreshes in flight of every loaded user.

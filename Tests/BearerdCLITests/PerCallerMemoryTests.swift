@@ -49,7 +49,8 @@ struct PerCallerMemoryTests {
         for uid in 1...Self.users {
             let store = try EncryptedTokenStore(
                 path: CallerStores.path(beside: directory.path + "/api.store", uid: uid),
-                key: .keyFile(key)
+                key: .keyFile(key),
+                profile: "default.uid-\(uid)"
             )
             try store.save(
                 StoredTokens(
@@ -66,8 +67,19 @@ struct PerCallerMemoryTests {
         let engine = try TokenEngine.make(prepared, logger: logger)
         guard case .perCaller(let sessions, _) = engine else {
             Issue.record("not a per_caller engine")
+            await engine.close()
             return
         }
+        do {
+            try await self.measure(sessions, key: key, directory: directory)
+        } catch {
+            await engine.close()
+            throw error
+        }
+        await engine.close()
+    }
+
+    func measure(_ sessions: CallerSessions, key: String, directory: TemporaryDirectory) async throws {
         let before = residentSetSize()
         for uid in 1...Self.users {
             let manager = try #require(try await sessions.manager(for: uid))
@@ -86,13 +98,13 @@ struct PerCallerMemoryTests {
         // One more user than the limit: the least recently used goes, its store closed.
         let extra = try EncryptedTokenStore(
             path: CallerStores.path(beside: directory.path + "/api.store", uid: 5000),
-            key: .keyFile(key)
+            key: .keyFile(key),
+            profile: "default.uid-5000"
         )
         try extra.save(StoredTokens(refreshToken: Secret("refresh-of-5000")))
         extra.close()
         _ = try await sessions.manager(for: 5000)
         #expect(sessions.loadedCount == Int(Self.users))
         #expect(sessions.uids.count == Int(Self.users) + 1)
-        await engine.close()
     }
 }

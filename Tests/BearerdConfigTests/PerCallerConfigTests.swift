@@ -87,6 +87,47 @@ struct PerCallerConfigTests {
         #expect(found.contains { $0.key == "sessions.api.\(key)" }, "\(found)")
     }
 
+    @Test func aUsersStoreCanBeNoOtherSessionsStore() throws {
+        let body = """
+            sessions:
+              api:
+                per_caller: true
+                listen: ["127.0.0.1:8081"]
+                upstream: {url: "https://api.example.com"}
+                auth: {token_url: "https://auth.example.com/token", client_id: app, client_auth: none}
+                store: {path: \(self.directory.path)/api.store, key_file: \(self.key)}
+              other:
+                per_caller: true
+                listen: ["127.0.0.1:8082"]
+                upstream: {url: "https://api.example.com"}
+                auth: {token_url: "https://auth.example.com/token", client_id: app, client_auth: none}
+                store: {path: \(self.directory.path)/api, key_file: \(self.key)}
+              plain:
+                listen: ["127.0.0.1:8083"]
+                upstream: {url: "https://api.example.com"}
+                auth: {token_url: "https://auth.example.com/token", client_id: app, client_auth: none}
+                store: {path: \(self.directory.path)/api.uid-1000.store, key_file: \(self.key)}
+            """
+        var found: [ConfigIssue] = []
+        do {
+            _ = try ConfigLoader(environment: [:]).loadSessions(
+                yaml: body,
+                source: "t.yaml",
+                baseDirectory: self.directory.path
+            )
+        } catch {
+            found = error.issues
+        }
+        #expect(
+            found.contains { $0.key == "sessions.other.store.path" && $0.message.contains("session api") },
+            "\(found)"
+        )
+        #expect(
+            found.contains { $0.key == "sessions.plain.store.path" && $0.message.contains("users' stores") },
+            "\(found)"
+        )
+    }
+
     @Test func whatWouldShareATokenOrLoseTheCallerIsRefusedByItsKey() throws {
         let seed = try self.directory.write("rt\n", to: "seed")
         let cases: [(String, String)] = [

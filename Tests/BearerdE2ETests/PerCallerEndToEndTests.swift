@@ -204,6 +204,13 @@ struct PerCallerEndToEndTests {
             #expect(refused.status != 0, "\(account.name) \(arguments): \(refused.stdout)")
             #expect(!refused.stdout.contains(staticToken) && !refused.stdout.contains("eyJ"), "\(refused.stdout)")
         }
+        // A user holds at most four admin connections at once; the rest are closed at accept.
+        let held = try directory.write(Self.holdScript, to: "hold.py", mode: 0o644)
+        let holding = try await Account.run(
+            "/usr/bin/setpriv",
+            outsider.asUser("/usr/bin/python3", [held, directory.path + "/run/admin.sock", "6"])
+        )
+        #expect(holding.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "open 4 closed 2", "\(holding)")
         // What a user may do: their own status and token.
         let own = try await bearerdAs(alice, ["status", "--session", "api"])
         #expect(own.status == 0 && own.stdout.contains("alice"), "\(own.stdout)\(own.stderr)")
@@ -359,6 +366,27 @@ struct PerCallerEndToEndTests {
         counts["first_wrong"] = first_wrong
         counts["last_refusal"] = last_refusal
         print(json.dumps(counts))
+        """#
+
+    /// `hold.py SOCKET N`: opens N connections to the admin socket, and says how many the
+    /// daemon closed at once.
+    static let holdScript = #"""
+        import socket, sys, time
+        path, count = sys.argv[1], int(sys.argv[2])
+        held = []
+        for _ in range(count):
+            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            connection.connect(path)
+            held.append(connection)
+        time.sleep(0.5)
+        closed = 0
+        for connection in held:
+            connection.setblocking(False)
+            try:
+                closed += connection.recv(1) == b""
+            except BlockingIOError:
+                pass
+        print(f"open {count - closed} closed {closed}")
         """#
 
     static func log(_ text: String) {

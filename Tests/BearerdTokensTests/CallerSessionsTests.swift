@@ -163,16 +163,43 @@ import Testing
         await #expect(throws: TokenUnavailableError.self) { try await fixture.provider(1001).token() }
     }
 
-    @Test func theCeilingHoldsEveryUserTogether() async throws {
+    @Test func theCeilingHoldsEveryUserTogetherAndNoOneUserTakesItAll() async throws {
         let ticker = Ticker()
         let endpoint = FakeTokenEndpoint { _, _ in FakeTokenEndpoint.tokens(access: "x") }
-        let ceiling = RefreshCeiling(endpoint, limit: 3, now: { ticker.now })
+        let ceiling = RefreshCeiling(endpoint, limit: 4, now: { ticker.now })
         let request = TokenHTTPRequest(url: "https://auth.example/token", body: Array("grant_type=refresh_token".utf8))
-        for _ in 0..<3 { _ = try await ceiling.send(request) }
-        await #expect(throws: RefreshCeiling.Reached.self) { try await ceiling.send(request) }
-        #expect(endpoint.requests.count == 3)
-        ticker.advance(seconds: 61)
-        _ = try await ceiling.send(request)
+        let (one, two, three) = (ceiling.forUser(1), ceiling.forUser(2), ceiling.forUser(3))
+        // One user: half of the ceiling, however hard they try.
+        for _ in 0..<2 { _ = try await one.send(request) }
+        await #expect(throws: RefreshCeiling.Reached.self) { try await one.send(request) }
+        // The others still get theirs, up to the ceiling for all.
+        for _ in 0..<2 { _ = try await two.send(request) }
+        await #expect(throws: RefreshCeiling.Reached.self) { try await three.send(request) }
         #expect(endpoint.requests.count == 4)
+        ticker.advance(seconds: 61)
+        _ = try await three.send(request)
+        _ = try await one.send(request)
+        #expect(endpoint.requests.count == 6)
+    }
+
+    @Test func aUserInTheMiddleOfALoginIsNotUnloaded() async throws {
+        let fixture = Fixture(limits: .init(maxLoaded: 1, idleUnload: .seconds(60)), loggedIn: [1001, 1002])
+        try await fixture.sessions.withManager(for: 1001, create: false) { manager in
+            fixture.ticker.advance(seconds: 120)
+            #expect(await fixture.sessions.sweep() == 0)
+            // Nor by the limit: another user loads beside it.
+            _ = try await fixture.provider(1002).token()
+            #expect(fixture.sessions.loaded(1001) != nil)
+            #expect(manager != nil)
+        }
+        // A browser login begun keeps its user while it waits for the code.
+        try await fixture.sessions.withManager(for: 1001, create: false, keep: .seconds(300)) { _ in }
+        fixture.ticker.advance(seconds: 200)
+        await fixture.sessions.sweep()
+        #expect(fixture.sessions.loaded(1001) != nil)
+        fixture.ticker.advance(seconds: 200)
+        await fixture.sessions.sweep()
+        #expect(fixture.sessions.loaded(1001) == nil)
+        await fixture.sessions.close()
     }
 }
