@@ -90,8 +90,9 @@ extension AdminAPI {
             return Self.forbidden("a user logs in as themselves only: run bearerd login as uid \(uid)").response
         }
         do {
-            // A browser login waits up to auth.login_timeout for its code: the user stays loaded.
-            let keep: Duration? = route == "/v1/login/authorize" ? .seconds(600) : nil
+            // A browser login waits up to auth.login_timeout (at most an hour) for its code: the
+            // user stays loaded as long, or the pending login would go with an unload.
+            let keep: Duration? = route == "/v1/login/authorize" ? .seconds(3630) : nil
             return try await sessions.withManager(for: uid, create: login, keep: keep) { manager in
                 var api = self
                 api.backend = manager.map { .engine($0) } ?? .noTokens(uid: uid, hint: sessions.loginHint)

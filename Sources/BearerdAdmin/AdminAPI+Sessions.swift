@@ -82,7 +82,9 @@ extension AdminAPI {
             guard answer.status != .ok else { return }
             refusal = answer
         case .failure(let scoped):
-            refusal = asker.isPrivileged ? scoped.response : Self.unnamedSession
+            refusal =
+                asker.isPrivileged || scoped.response.status == .serviceUnavailable
+                ? scoped.response : Self.unnamedSession
         }
         let failure = (try? JSONDecoder().decode(AdminMessages.Failure.self, from: refusal.body))
         try? await send(Self.line(AdminMessages.DeviceEvent(failure: failure ?? Self.noSession)))

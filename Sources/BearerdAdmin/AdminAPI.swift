@@ -112,7 +112,9 @@ package struct AdminAPI: Sendable {
                 await api.route(method: method, path: path, body: body, exposure: exposure)
             }
         case .failure(let refusal):
-            return asker.isPrivileged ? refusal.response : Self.unnamedSession
+            // A user is not told the session names; "no session runs now" (503) names none.
+            return asker.isPrivileged || refusal.response.status == .serviceUnavailable
+                ? refusal.response : Self.unnamedSession
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
+import Synchronization
 
 /// HTTP/1.1 over NIOAsyncChannel for the admin socket and the metrics listener: requests on a
 /// connection one after another, each answered by ``AdminAPI`` with the routes `exposure` allows.
@@ -76,6 +77,11 @@ struct AdminHTTP: Sendable {
             }
             asker = .peer(caller)
         }
+        // Another user's connection is closed once idle between requests for a while: one kept
+        // open for nothing holds one of the few such connections (``AdminServer``).
+        let idle =
+            asker.isPrivileged ? nil : IdleWatch(channel: connection.channel, limit: AdminServer.callerIdleTimeout)
+        defer { idle?.stop() }
         try? await connection.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
             var body = Data()
@@ -83,6 +89,7 @@ struct AdminHTTP: Sendable {
             for try await part in inbound {
                 switch part {
                 case .head(let next):
+                    idle?.busy(true)
                     head = next
                     body.removeAll(keepingCapacity: true)
                     tooLarge = false
@@ -113,8 +120,6 @@ struct AdminHTTP: Sendable {
                         try await Self.write(answer, keepAlive: false, to: outbound)
                     } else if self.exposure == .admin, AdminAPI.isDeviceLogin(method: request.method, path: request.uri)
                     {
-                        // The person may take minutes: no idle timeout while the daemon polls.
-                        try? await connection.channel.pipeline.removeHandler(name: AdminServer.callerIdleHandler).get()
                         try await self.streamDeviceLogin(path: request.uri, asker: asker, to: outbound)
                         return
                     } else {
@@ -127,6 +132,7 @@ struct AdminHTTP: Sendable {
                         )
                         try await Self.write(answer, keepAlive: keepAlive, to: outbound)
                     }
+                    idle?.busy(false)
                     if !keepAlive { return }
                 }
             }
@@ -164,4 +170,35 @@ struct AdminHTTP: Sendable {
         }
         try await outbound.write(.end(nil))
     }
+}
+
+/// Closes a connection that has been idle between requests for `limit`; never while a request is
+/// being answered, however long that takes (a login, a device login waiting for the person).
+final class IdleWatch: Sendable {
+    private final class Activity: Sendable {
+        let state = Mutex((busy: false, since: ContinuousClock.now))
+    }
+
+    private let activity = Activity()
+    private let task: Task<Void, Never>
+
+    init(channel: any Channel, limit: Duration) {
+        let activity = self.activity
+        self.task = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                let idle = activity.state.withLock { !$0.busy && ContinuousClock.now - $0.since >= limit }
+                if idle {
+                    channel.close(promise: nil)
+                    return
+                }
+            }
+        }
+    }
+
+    func busy(_ busy: Bool) {
+        self.activity.state.withLock { $0 = (busy, ContinuousClock.now) }
+    }
+
+    func stop() { self.task.cancel() }
 }

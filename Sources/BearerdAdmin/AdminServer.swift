@@ -30,11 +30,8 @@ package struct AdminServer: Service {
     /// this many of any one of them.
     package static let maxCallerConnections = 64
     package static let maxConnectionsPerCaller = 4
-    /// Such a connection that sends nothing this long is closed (but for a device login, which
-    /// waits for the person).
-    package static let callerIdleTimeout = TimeAmount.seconds(30)
-    /// The name of that timeout's handler, which a device login removes.
-    static let callerIdleHandler = "caller-idle"
+    /// Such a connection idle this long between requests is closed (``AdminHTTP``).
+    package static let callerIdleTimeout = Duration.seconds(30)
 
     package init(
         path: String,
@@ -100,12 +97,6 @@ package struct AdminServer: Service {
                                     if open.byUID[uid] == 0 { open.byUID[uid] = nil }
                                 }
                             }
-                            let sync = channel.pipeline.syncOperations
-                            try sync.addHandler(
-                                IdleStateHandler(readTimeout: Self.callerIdleTimeout),
-                                name: Self.callerIdleHandler
-                            )
-                            try sync.addHandler(CloseOnIdle())
                         }
                         return try AdminHTTP.prepare(channel)
                     }
@@ -143,12 +134,14 @@ extension AdminServer {
     /// mode may be what keeps other files in it private.
     private func openDirectory(_ directory: String) {
         let runtime = (ProcessInfo.processInfo.environment["RUNTIME_DIRECTORY"] ?? "").split(separator: ":")
-        guard runtime.contains(where: { String($0) == directory }) || directory.hasPrefix("/run/") else {
-            return
-        }
+        let name = (directory as NSString).lastPathComponent
+        guard
+            runtime.contains(where: { String($0) == directory })
+                || ((directory as NSString).deletingLastPathComponent == "/run" && name.hasPrefix("bearerd"))
+        else { return }
         var info = stat()
-        guard stat(directory, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o001 == 0 else { return }
-        if chmod(directory, mode_t(info.st_mode & 0o7777) | 0o001) == 0 {
+        guard stat(directory, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o011 != 0o011 else { return }
+        if chmod(directory, mode_t(info.st_mode & 0o7777) | 0o011) == 0 {
             self.logger.notice(
                 "a session is per_caller: the admin socket's directory is now searchable by other users, who may each log in for themselves",
                 metadata: ["directory": "\(directory)"]

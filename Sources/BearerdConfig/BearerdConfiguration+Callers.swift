@@ -34,7 +34,8 @@ extension BearerdConfiguration {
         static func isUserStore(_ path: String, of stem: String) -> Bool {
             guard path.hasPrefix(stem + ".uid-"), path.hasSuffix(".store") else { return false }
             let digits = path.dropFirst(stem.count + ".uid-".count).dropLast(".store".count)
-            return !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber }
+            // As a uid is written: no leading zero.
+            return UInt32(digits).map { String($0) == digits } ?? false
         }
 
         init(reading builder: inout ConfigBuilder, enabled: Bool) {

@@ -244,7 +244,8 @@ extension ConfigLoader {
                 )
             }
         }
-        for entry in entries where entry.configuration.store.postgres == nil {
+        for entry in entries
+        where entry.configuration.store.postgres == nil && entry.configuration.store.isEncryptedOnDisk {
             let path = ListenAddress.normalPath(entry.configuration.store.path)
             for own in stems where BearerdConfiguration.Callers.isUserStore(path, of: own.stem) {
                 issues.append(

@@ -304,13 +304,14 @@ package final class CallerSessions: RefreshTiming {
         var held: Entry?
         for _ in 0..<3 where held == nil {
             guard let entry = try await self.entry(for: uid, create: create) else { return try await body(nil) }
-            entry.pins.add(1, ordering: .acquiringAndReleasing)
-            if entry.isLoaded {
-                held = entry
-            } else {
-                // Unloaded between finding it and holding it: load it again.
-                entry.pins.subtract(1, ordering: .acquiringAndReleasing)
+            // Pinned under the lock an unload decides under: it is either still loaded and held
+            // now, or gone (unloaded between finding it and holding it) and loaded again.
+            let pinned = self.state.withLock { state -> Bool in
+                guard state.loaded[uid] === entry else { return false }
+                entry.pins.add(1, ordering: .acquiringAndReleasing)
+                return true
             }
+            if pinned { held = entry }
         }
         guard let entry = held else {
             throw TokenUnavailableError.tokenServerUnavailable(
