@@ -69,7 +69,10 @@ package final class CallerSessions: RefreshTiming {
     private struct State {
         var loaded: [UInt32: Entry] = [:]
         var loading: [UInt32: Task<Entry?, any Error>] = [:]
-        var unloading: [UInt32: Task<Void, Never>] = [:]
+        /// Each uid's last unload (its number, to tell it from a later one), which a load of that
+        /// uid waits for: the store's lock goes when it ends.
+        var unloading: [UInt32: (number: Int, task: Task<Void, Never>)] = [:]
+        var unloads = 0
         var closed = false
     }
 
@@ -135,7 +138,7 @@ package final class CallerSessions: RefreshTiming {
                 guard !state.closed else { return .closed }
                 if let entry = state.loaded[uid] { return .found(entry) }
                 if let task = state.loading[uid] { return .wait(task, ours: false) }
-                let unloading = state.unloading[uid]
+                let unloading = state.unloading[uid]?.task
                 let task = Task { () throws -> Entry? in
                     // Its store's lock goes with the unload: wait for it before opening the file.
                     await unloading?.value
@@ -179,7 +182,8 @@ package final class CallerSessions: RefreshTiming {
         let (evicted, closed) = self.state.withLock { state -> ([Entry], Bool) in
             guard !state.closed else {
                 // Made while the session stopped: its store closes, and `close()` waits for it.
-                state.unloading[uid] = Task { await manager.closeStore() }
+                state.unloads += 1
+                state.unloading[uid] = (state.unloads, Task { await manager.closeStore() })
                 return ([], true)
             }
             state.loaded[uid] = entry
@@ -213,16 +217,19 @@ package final class CallerSessions: RefreshTiming {
     private func unload(_ entry: Entry, in state: inout State) -> Entry {
         entry.unloaded.store(true, ordering: .releasing)
         state.loaded[entry.uid] = nil
-        let previous = state.unloading[entry.uid]
-        state.unloading[entry.uid] = Task {
+        let previous = state.unloading[entry.uid]?.task
+        state.unloads += 1
+        let number = state.unloads
+        let task = Task {
             await previous?.value
             entry.timer.withLock { $0?.cancel() }
             await entry.manager.closeStore()
             self.state.withLock { state in
-                // Unless a newer unload of this uid took the slot meanwhile.
-                if state.loaded[entry.uid] == nil { state.unloading[entry.uid] = nil }
+                // Unless a later unload of this uid took the slot meanwhile: a load waits for that one.
+                if state.unloading[entry.uid]?.number == number { state.unloading[entry.uid] = nil }
             }
         }
+        state.unloading[entry.uid] = (number, task)
         return entry
     }
 
@@ -238,7 +245,7 @@ package final class CallerSessions: RefreshTiming {
             }
             return stale.compactMap { entry in
                 _ = self.unload(entry, in: &state)
-                return state.unloading[entry.uid]
+                return state.unloading[entry.uid]?.task
             }
         }
         for task in tasks { await task.value }
@@ -287,7 +294,7 @@ package final class CallerSessions: RefreshTiming {
         for task in loading { _ = try? await task.value }
         let tasks = self.state.withLock { state -> [Task<Void, Never>] in
             for entry in Array(state.loaded.values) { _ = self.unload(entry, in: &state) }
-            return Array(state.unloading.values)
+            return state.unloading.values.map(\.task)
         }
         for task in tasks { await task.value }
     }

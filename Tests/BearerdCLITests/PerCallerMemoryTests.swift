@@ -8,6 +8,10 @@ import Testing
 
 @testable import BearerdCLI
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What an idle user's session costs in memory: a thousand users of a per_caller session, each
 /// with a store file that holds a valid token, loaded as the daemon loads them (its engine, its
 /// encrypted store under its lock, its refresh timer), then unloaded by the limit.
@@ -79,6 +83,14 @@ struct PerCallerMemoryTests {
         await engine.close()
     }
 
+    /// This process's CPU time (user and system), in seconds.
+    static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
+    }
+
     func measure(_ sessions: CallerSessions, key: String, directory: TemporaryDirectory) async throws {
         let before = residentSetSize()
         for uid in 1...Self.users {
@@ -95,6 +107,14 @@ struct PerCallerMemoryTests {
         )
         #expect(sessions.loadedCount == Int(Self.users))
         #expect(perUser < 256 * 1024, "each idle user costs \(perUser) bytes")
+        // What they cost idle: each one's timer looks at the clocks every 2 s.
+        let (cpuBefore, wallBefore) = (Self.processCPU(), ContinuousClock.now)
+        try await Task.sleep(for: .seconds(4))
+        let share = (Self.processCPU() - cpuBefore) / Double((ContinuousClock.now - wallBefore).components.seconds)
+        FileHandle.standardError.write(
+            Data("per caller idle CPU: \(Self.users) loaded users use \(Int(share * 1000)) ms of CPU a second\n".utf8)
+        )
+        #expect(share < 0.5, "\(Self.users) idle users use \(share) of a core")
         // One more user than the limit: the least recently used goes, its store closed.
         let extra = try EncryptedTokenStore(
             path: CallerStores.path(beside: directory.path + "/api.store", uid: 5000),
