@@ -107,14 +107,17 @@ struct PerCallerMemoryTests {
         )
         #expect(sessions.loadedCount == Int(Self.users))
         #expect(perUser < 256 * 1024, "each idle user costs \(perUser) bytes")
-        // What they cost idle: each one's timer looks at the clocks every 2 s.
+        // What they cost idle (each one's timer looks at the clocks every 2 s), told, not judged:
+        // the process's CPU time counts every suite running beside this one.
         let (cpuBefore, wallBefore) = (Self.processCPU(), ContinuousClock.now)
         try await Task.sleep(for: .seconds(4))
         let share = (Self.processCPU() - cpuBefore) / Double((ContinuousClock.now - wallBefore).components.seconds)
         FileHandle.standardError.write(
-            Data("per caller idle CPU: \(Self.users) loaded users use \(Int(share * 1000)) ms of CPU a second\n".utf8)
+            Data(
+                "per caller idle CPU: with \(Self.users) loaded users the test process used \(Int(share * 1000)) ms of CPU a second (other suites' included when they run beside it)\n"
+                    .utf8
+            )
         )
-        #expect(share < 0.5, "\(Self.users) idle users use \(share) of a core")
         // One more user than the limit: the least recently used goes, its store closed.
         let extra = try EncryptedTokenStore(
             path: CallerStores.path(beside: directory.path + "/api.store", uid: 5000),
